@@ -1,0 +1,83 @@
+// The backend registry: which Backend serves each device type (filled by kiln::init()).
+#include "core/backend.h"
+
+#include <array>
+#include <mutex>
+#include <string>
+
+#include "core/dispatch.h"
+
+namespace kiln {
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::array<Backend*, kNumDeviceTypes> backends{};
+  std::string cuda_unavailable_reason = "Kiln was built without the CUDA backend (KILN_CUDA=OFF or no CUDA toolkit)";
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+}  // namespace
+
+void register_backend(DeviceType type, Backend* backend) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.backends[static_cast<size_t>(type)] = backend;
+}
+
+bool has_backend(DeviceType type) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  return r.backends[static_cast<size_t>(type)] != nullptr;
+}
+
+void set_cuda_unavailable_reason(std::string reason) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.cuda_unavailable_reason = std::move(reason);
+}
+
+Backend& backend(Device device) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  Backend* b = r.backends[static_cast<size_t>(device.type)];
+  if (b == nullptr) {
+    KILN_CHECK(device.is_cuda(), "no backend registered for ", device,
+               ": call kiln::init() once at program start (kernels/init.h)");
+    KILN_CHECK(false, "CUDA is not available: ", r.cuda_unavailable_reason, " (asked for ", device, ")");
+  }
+  return *b;
+}
+
+const char* op_name(UnaryOp op) {
+  static constexpr const char* kNames[] = {
+      "neg", "abs", "sign", "square", "sqrt", "rsqrt", "exp", "log", "reciprocal", "sigmoid",
+      "tanh", "relu", "silu", "gelu", "gelu_tanh", "elu", "leaky_relu", "softplus", "clamp",
+      "pow", "logical_not", "isnan", "isinf", "isfinite"};
+  return kNames[static_cast<int>(op)];
+}
+
+const char* op_name(BinaryOp op) {
+  static constexpr const char* kNames[] = {
+      "add", "sub", "mul", "div", "maximum", "minimum", "pow", "eq", "ne", "lt", "le", "gt",
+      "ge", "logical_and", "logical_or", "relu_backward", "sigmoid_backward", "tanh_backward",
+      "silu_backward", "gelu_backward", "gelu_tanh_backward", "elu_backward",
+      "leaky_relu_backward", "softplus_backward", "clamp_backward"};
+  return kNames[static_cast<int>(op)];
+}
+
+const char* op_name(ReduceOp op) {
+  static constexpr const char* kNames[] = {"sum", "mean", "amax", "amin", "norm", "norm"};
+  return kNames[static_cast<int>(op)];
+}
+
+void throw_unsupported_dtype(const char* op, DType dtype) {
+  KILN_CHECK(false, op, ": unsupported dtype ", dtype);
+  __builtin_unreachable();
+}
+
+}  // namespace kiln

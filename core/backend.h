@@ -1,0 +1,160 @@
+// Backend: the whole kernel surface of Kiln in one interface.
+//
+// Public ops (core/ops/) validate their arguments, pick the result dtype and shape,
+// allocate the output, then call `backend(device).kernel(...)`. Backends never see
+// broadcasting or type promotion: the op layer hands them operands already expanded to
+// the output shape (stride 0 where broadcast) and already cast to the compute dtype,
+// with arbitrary strides. A backend must handle any strides, including outputs that
+// alias an input elementwise (in-place ops pass `out` == `a`).
+//
+// Backends are registered explicitly by kiln::init() (kernels/init.h), never by static
+// initializers; `backend(device)` looks them up (core/backend.cpp).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/allocator.h"
+#include "core/device.h"
+#include "core/generator.h"
+#include "core/scalar.h"
+#include "core/tensor.h"
+
+namespace kiln {
+
+// ---- elementwise op codes ---------------------------------------------------------------
+// Each code is one functor in each backend (kernels/<backend>/elementwise_functors.h).
+
+enum class UnaryOp : uint8_t {
+  // any numeric dtype, out dtype = in dtype
+  Neg, Abs, Sign, Square,
+  // floating dtypes only
+  Sqrt, Rsqrt, Exp, Log, Reciprocal, Sigmoid, Tanh, Relu, Silu, Gelu, GeluTanh, Elu,
+  LeakyRelu, Softplus, Clamp, PowScalar,
+  // out dtype Bool
+  LogicalNot, IsNan, IsInf, IsFinite,
+};
+
+enum class BinaryOp : uint8_t {
+  // any numeric dtype, out dtype = in dtype. Add computes a + alpha * b.
+  Add, Sub, Mul, Div, Maximum, Minimum, Pow,
+  // out dtype Bool, any dtype in
+  Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr,
+  // backward functors, floating only: f(grad_out, saved) = grad_in
+  ReluBackward,      // saved = output: grad * (out > 0)
+  SigmoidBackward,   // saved = output: grad * out * (1 - out)
+  TanhBackward,      // saved = output: grad * (1 - out^2)
+  SiluBackward,      // saved = input
+  GeluBackward,      // saved = input (erf form)
+  GeluTanhBackward,  // saved = input (tanh approximation)
+  EluBackward,       // saved = input; alpha
+  LeakyReluBackward, // saved = input; negative_slope
+  SoftplusBackward,  // saved = input; beta, threshold
+  ClampBackward,     // saved = input: grad where min <= x <= max, else 0
+};
+
+// Scalar parameters of the parameterised functors; each op documents which it reads.
+struct ElementwiseParams {
+  double alpha = 1.0;  // Add/Sub: scale of b; Elu: alpha; LeakyRelu: slope; Softplus: beta
+  double beta = 0.0;   // Softplus: threshold; PowScalar: exponent
+  double lower = 0.0;  // Clamp: lower bound (-inf when absent)
+  double upper = 0.0;  // Clamp: upper bound (+inf when absent)
+};
+
+enum class ReduceOp : uint8_t {
+  Sum,     // out = sum x (integers and bool accumulate in int64)
+  Mean,    // out = sum x / count
+  Max,     // amax
+  Min,     // amin
+  NormP,   // (sum |x|^p)^(1/p), p = params.p (p = 1 and 2 are special-cased)
+  NormInf, // max |x|
+};
+
+struct ReduceParams {
+  double p = 2.0;  // NormP
+};
+
+enum class ArgReduceOp : uint8_t { ArgMax, ArgMin };
+
+// Names for error messages ("add", "relu_backward").
+const char* op_name(UnaryOp op);
+const char* op_name(BinaryOp op);
+const char* op_name(ReduceOp op);
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // ---- memory ---------------------------------------------------------------------------
+  virtual Allocator& allocator(int device_index) = 0;
+  // dst[i] = cast(src[i]); same shape, any strides and dtypes. Copies between this
+  // backend's device and the CPU are this backend's job too (the CUDA backend's).
+  virtual void copy(const Tensor& src, const Tensor& dst, bool non_blocking) = 0;
+  virtual void fill(const Tensor& dst, Scalar value) = 0;
+  // dst[i] = start + i * step over dst in row-major order (dst contiguous).
+  virtual void arange(const Tensor& dst, Scalar start, Scalar step) = 0;
+
+  // ---- elementwise (one engine per backend) ---------------------------------------------
+  virtual void unary(UnaryOp op, const Tensor& in, const Tensor& out,
+                     const ElementwiseParams& params) = 0;
+  virtual void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out,
+                      const ElementwiseParams& params) = 0;
+  // out = cond ? a : b; cond is Bool, a/b/out share a dtype.
+  virtual void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+
+  // ---- reductions (one engine per backend) ----------------------------------------------
+  // `out` has the input's rank with size 1 in every reduced dim (keepdim form);
+  // `reduce_dims` is sorted and unique. An empty reduction gives the op's identity
+  // (Sum 0, Max -inf ...); the op layer rejects those without one.
+  virtual void reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& reduce_dims,
+                      const Tensor& out, const ReduceParams& params) = 0;
+  // Welford: var with `correction` (1 = unbiased) and the mean, both in keepdim form.
+  virtual void var_mean(const Tensor& in, const std::vector<int64_t>& reduce_dims,
+                        int64_t correction, const Tensor& var_out, const Tensor& mean_out) = 0;
+  // Index (Int64) of the first max/min along `dim`, and the value; keepdim form.
+  virtual void arg_reduce(ArgReduceOp op, const Tensor& in, int64_t dim, const Tensor& values_out,
+                          const Tensor& indices_out) = 0;
+
+  // ---- softmax (fused, numerically stable: subtract the row max) -------------------------
+  virtual void softmax(const Tensor& in, int64_t dim, bool log, const Tensor& out) = 0;
+  // grad_in = softmax: out * (g - sum(g * out)); log_softmax: g - exp(out) * sum(g).
+  virtual void softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, bool log,
+                                const Tensor& grad_in) = 0;
+
+  // ---- matrix products ------------------------------------------------------------------
+  // out[b] = a[b] @ bmat[b]: a [B, M, K], bmat [B, K, N], out [B, M, N], any strides.
+  virtual void bmm(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+
+  // ---- indexing --------------------------------------------------------------------------
+  // out[..i..] = in[..index[..i..]..] along dim (index Int64, shaped like out).
+  virtual void gather(const Tensor& in, int64_t dim, const Tensor& index, const Tensor& out) = 0;
+  // out[..index[..i..]..] += src[..i..] along dim (accumulates; index shaped like src).
+  virtual void scatter_add(const Tensor& out, int64_t dim, const Tensor& index,
+                           const Tensor& src) = 0;
+  // out = in with dim `dim` picked by the 1-d Int64 `index`.
+  virtual void index_select(const Tensor& in, int64_t dim, const Tensor& index,
+                            const Tensor& out) = 0;
+
+  // ---- random numbers (Note [Philox streams] in core/generator.h) ----------------------
+  virtual void uniform(const Tensor& out, double low, double high, PhiloxState state) = 0;
+  virtual void normal(const Tensor& out, double mean, double std, PhiloxState state) = 0;
+  // Integers uniform in [low, high).
+  virtual void randint(const Tensor& out, int64_t low, int64_t high, PhiloxState state) = 0;
+  // out (Int64, 1-d) = a random permutation of 0..n-1: argsort of 64-bit random keys.
+  virtual void randperm(const Tensor& out, PhiloxState state) = 0;
+  // out[i] = 1 with probability p else 0, in out's dtype.
+  virtual void bernoulli(const Tensor& out, double p, PhiloxState state) = 0;
+};
+
+// Registers the backend of a device type (kiln::init() does this; the registry does not
+// own it). Registering again replaces the previous one.
+void register_backend(DeviceType type, Backend* backend);
+// The backend of `device`; a clear error when none is registered ("CUDA is not available").
+Backend& backend(Device device);
+bool has_backend(DeviceType type);
+
+// Why CUDA is unavailable, for the error above; the CUDA backend sets it when it finds no
+// driver or device.
+void set_cuda_unavailable_reason(std::string reason);
+
+}  // namespace kiln

@@ -1,0 +1,88 @@
+// Generator: the seed and position of a device's random stream (Philox4x32-10).
+//
+// Note [Philox streams]: a random op on n elements takes the generator's state
+// (seed, offset) and advances the offset by ceil(n / 2). Element i uses the Philox block
+// b = offset + i / 2: counter = (lo32(b), hi32(b), 0, 0), key = (lo32(seed), hi32(seed)),
+// and the two 32-bit words r0 = out[2 * (i % 2)], r1 = out[2 * (i % 2) + 1]:
+//   uniform float types:  u = (r0 >> 8) * 2^-24 (24 bits), or for float64
+//                          u = ((r0 << 32 | r1) >> 11) * 2^-53;     x = low + u * (high - low)
+//   normal:               Box-Muller in double, u1 = (r0 + 1) * 2^-32, u2 = r1 * 2^-32,
+//                          x = mean + std * sqrt(-2 ln u1) * cos(2 pi u2)
+//   randint:              low + (r0 << 32 | r1) mod (high - low)
+//   bernoulli(p):         (r0 >> 8) * 2^-24 < p
+//   randperm(n):          stable argsort of the 64-bit keys (r0 << 32 | r1)
+// Every backend implements exactly this, so one seed gives the same numbers on every
+// device. The helpers below are the shared definition (host and device).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <mutex>
+
+#include "core/device.h"
+#include "core/philox.h"
+
+namespace kiln {
+
+struct PhiloxState {
+  uint64_t seed = 0;
+  uint64_t offset = 0;  // in Philox blocks
+};
+
+// The two 32-bit words of element i (Note [Philox streams]).
+KILN_HOST_DEVICE inline void philox_words(PhiloxState s, uint64_t i, uint32_t& r0, uint32_t& r1) {
+  const uint64_t block = s.offset + i / 2;
+  const Philox4x32 counter = {{static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), 0u, 0u}};
+  const Philox4x32 out =
+      philox4x32_10(counter, static_cast<uint32_t>(s.seed), static_cast<uint32_t>(s.seed >> 32));
+  const int lane = static_cast<int>(i % 2) * 2;
+  r0 = out.v[lane];
+  r1 = out.v[lane + 1];
+}
+
+KILN_HOST_DEVICE inline float philox_uniform_float(uint32_t r0) {
+  return static_cast<float>(r0 >> 8) * 5.9604644775390625e-8f;  // 2^-24
+}
+
+KILN_HOST_DEVICE inline double philox_uniform_double(uint32_t r0, uint32_t r1) {
+  const uint64_t bits = (static_cast<uint64_t>(r0) << 32 | r1) >> 11;
+  return static_cast<double>(bits) * 1.1102230246251565e-16;  // 2^-53
+}
+
+KILN_HOST_DEVICE inline double philox_normal(uint32_t r0, uint32_t r1) {
+  const double u1 = (static_cast<double>(r0) + 1.0) * 2.3283064365386963e-10;  // (0, 1]
+  const double u2 = static_cast<double>(r1) * 2.3283064365386963e-10;          // [0, 1)
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
+KILN_HOST_DEVICE inline uint64_t philox_u64(uint32_t r0, uint32_t r1) {
+  return static_cast<uint64_t>(r0) << 32 | r1;
+}
+
+inline constexpr uint64_t kDefaultSeed = 67280421310721ull;
+
+class Generator {
+ public:
+  explicit Generator(uint64_t seed = kDefaultSeed) : seed_(seed) {}
+
+  // Restarts the stream: seed = `seed`, offset = 0.
+  void manual_seed(uint64_t seed);
+  uint64_t seed() const;
+  uint64_t offset() const;
+  void set_state(PhiloxState state);
+  PhiloxState state() const;
+  // The state a random op on `numel` elements starts from; advances past its blocks.
+  PhiloxState reserve(uint64_t numel);
+
+ private:
+  mutable std::mutex mutex_;
+  uint64_t seed_;
+  uint64_t offset_ = 0;
+};
+
+// The default generator of a device (one per device type and index).
+Generator& default_generator(Device device);
+// Seeds the default generators of every device (torch.manual_seed).
+void manual_seed(uint64_t seed);
+
+}  // namespace kiln

@@ -1,0 +1,20 @@
+// Every public op of Kiln's core in one include, for users and tests.
+#pragma once
+
+#include "core/autograd/checkpoint.h"
+#include "core/autograd/engine.h"
+#include "core/autograd/grad_mode.h"
+#include "core/generator.h"
+#include "core/ops/activation.h"
+#include "core/ops/copy.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/factory.h"
+#include "core/ops/index.h"
+#include "core/ops/inplace.h"
+#include "core/ops/linalg.h"
+#include "core/ops/random.h"
+#include "core/ops/reduce.h"
+#include "core/ops/shape.h"
+#include "core/ops/softmax.h"
+#include "core/ops/view.h"
+#include "core/tensor.h"

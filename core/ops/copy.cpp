@@ -1,0 +1,108 @@
+// Conversions and copies, all through Backend::copy (see copy.h).
+#include "core/ops/copy.h"
+
+#include "core/autograd/grad_mode.h"
+#include "core/autograd/node.h"
+#include "core/backend.h"
+#include "core/ops/factory.h"
+#include "core/ops/inplace.h"
+#include "core/ops/view.h"
+
+namespace kiln {
+namespace {
+
+using autograd::Node;
+
+// Which backend copies between two devices: the non-CPU one knows both.
+Backend& copy_backend(Device a, Device b) { return backend(a.is_cpu() ? b : a); }
+
+void raw_copy(const Tensor& src, const Tensor& dst, bool non_blocking) {
+  if (dst.numel() == 0) return;
+  copy_backend(src.device(), dst.device()).copy(src, dst, non_blocking);
+}
+
+// to(): the gradient goes back to the input's device and dtype.
+struct ToCopyBackward final : Node {
+  Device device;
+  DType dtype = kDefaultFloat;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override { return {to(g[0], device, dtype)}; }
+  std::string name() const override { return "to"; }
+};
+
+struct CloneBackward final : Node {
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override { return {g[0]}; }
+  std::string name() const override { return "clone"; }
+};
+
+// copy_(self, src): zero for the old self, the gradient (reduced and converted) for src.
+struct CopyBackward final : Node {
+  std::vector<int64_t> src_sizes;
+  Device src_device;
+  DType src_dtype = kDefaultFloat;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    Tensor grad_self = needs_input_grad(0) ? zeros_like(g[0]) : Tensor();
+    Tensor grad_src;
+    if (needs_input_grad(1)) grad_src = to(sum_to(g[0], src_sizes), src_device, src_dtype);
+    return {grad_self, grad_src};
+  }
+  std::string name() const override { return "copy_"; }
+};
+
+Tensor copy_as_new(const Tensor& t, Device device, DType dtype, bool non_blocking) {
+  Tensor out = empty(t.sizes(), {.dtype = dtype, .device = device});
+  raw_copy(t, out, non_blocking);
+  return out;
+}
+
+}  // namespace
+
+Tensor to(const Tensor& t, Device device, DType dtype, bool non_blocking, bool copy) {
+  KILN_CHECK(t.defined(), "to: undefined tensor");
+  if (!copy && t.device() == device && t.dtype() == dtype) return t;
+  Tensor out = copy_as_new(t, device, dtype, non_blocking);
+  if (autograd::any_requires_grad({&t})) {
+    KILN_CHECK(is_floating(dtype), "to: cannot convert a tensor that requires grad to ", dtype,
+               " (gradients need a floating-point dtype); detach() it first");
+    auto node = std::make_shared<ToCopyBackward>();
+    node->device = t.device();
+    node->dtype = t.dtype();
+    autograd::record(node, {t}, {out});
+  }
+  return out;
+}
+
+Tensor clone(const Tensor& t) {
+  KILN_CHECK(t.defined(), "clone: undefined tensor");
+  Tensor out = copy_as_new(t, t.device(), t.dtype(), false);
+  if (autograd::any_requires_grad({&t})) autograd::record(std::make_shared<CloneBackward>(), {t}, {out});
+  return out;
+}
+
+Tensor contiguous(const Tensor& t) {
+  KILN_CHECK(t.defined(), "contiguous: undefined tensor");
+  return t.is_contiguous() ? t : clone(t);
+}
+
+Tensor& copy_(Tensor& self, const Tensor& src, bool non_blocking) {
+  KILN_CHECK(self.defined() && src.defined(), "copy_: undefined tensor");
+  broadcast_shapes(self.sizes(), src.sizes(), "copy_");
+  KILN_CHECK(expand(src.detach(), self.sizes()).sizes() == self.sizes(), "copy_: source of shape ",
+             src.sizes(), " does not broadcast to the destination's shape ", self.sizes());
+  const bool needs_grad = autograd::any_requires_grad({&self, &src});
+  check_inplace_allowed(self, needs_grad, "copy_");
+  {
+    NoGradGuard no_grad;
+    raw_copy(expand(src, self.sizes()), self, non_blocking);
+  }
+  self.bump_version();
+  if (needs_grad) {
+    auto node = std::make_shared<CopyBackward>();
+    node->src_sizes = src.sizes();
+    node->src_device = src.device();
+    node->src_dtype = src.dtype();
+    autograd::record(node, {self, src}, {self});
+  }
+  return self;
+}
+
+}  // namespace kiln

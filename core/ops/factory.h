@@ -1,0 +1,65 @@
+// Factories: tensors made from nothing, a value, a range, or caller memory.
+//
+// All allocate on options.device through that device's backend and fill there (no CPU
+// round trip for CUDA tensors). Random factories live in core/ops/random.h.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "core/scalar.h"
+#include "core/tensor.h"
+
+namespace kiln {
+
+Tensor empty(const std::vector<int64_t>& sizes, TensorOptions options = {});
+Tensor empty_strided(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                     TensorOptions options = {});
+Tensor zeros(const std::vector<int64_t>& sizes, TensorOptions options = {});
+Tensor ones(const std::vector<int64_t>& sizes, TensorOptions options = {});
+// dtype defaults to the value's category: bool, int64 or float32.
+Tensor full(const std::vector<int64_t>& sizes, Scalar value, TensorOptions options = {});
+// A 0-d tensor holding `value`.
+Tensor scalar_tensor(Scalar value, TensorOptions options = {});
+
+// Same shape, device and dtype as `like` (options.dtype overrides the dtype; use .to() to
+// change device); never requires grad unless options do.
+Tensor empty_like(const Tensor& like, TensorOptions options = {});
+Tensor zeros_like(const Tensor& like, TensorOptions options = {});
+Tensor ones_like(const Tensor& like, TensorOptions options = {});
+Tensor full_like(const Tensor& like, Scalar value, TensorOptions options = {});
+
+// [start, end) in steps of `step`: int64 when all three are integers, else float32.
+Tensor arange(Scalar end, TensorOptions options = {});
+Tensor arange(Scalar start, Scalar end, Scalar step = 1, TensorOptions options = {});
+// `steps` evenly spaced values from start to end inclusive (float32 by default).
+Tensor linspace(double start, double end, int64_t steps, TensorOptions options = {});
+Tensor eye(int64_t n, TensorOptions options = {});
+
+// Wraps caller memory without copying (torch.from_blob / as_tensor). The memory must
+// outlive the tensor unless `deleter` frees it when the last view goes away. Strides
+// default to contiguous; options.dtype defaults to float32.
+Tensor from_blob(void* data, const std::vector<int64_t>& sizes, TensorOptions options = {},
+                 std::function<void(void*)> deleter = nullptr);
+Tensor from_blob(void* data, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                 TensorOptions options = {}, std::function<void(void*)> deleter = nullptr);
+
+// Copies `values` into a new tensor of shape `sizes` (default: 1-d). dtype defaults to T's.
+template <typename T>
+Tensor tensor(const std::vector<T>& values, std::vector<int64_t> sizes = {}, TensorOptions options = {}) {
+  if (sizes.empty()) sizes = {static_cast<int64_t>(values.size())};
+  std::vector<T> host(values.begin(), values.end());
+  TensorOptions host_options{.dtype = dtype_of_v<T>};
+  const Tensor wrapped = from_blob(host.data(), sizes, host_options);
+  KILN_CHECK(wrapped.numel() == static_cast<int64_t>(values.size()), "tensor: ", values.size(),
+             " values for shape ", sizes);
+  const Tensor result = wrapped.to(options.device, options.dtype.value_or(dtype_of_v<T>),
+                                   /*non_blocking=*/false, /*copy=*/true);
+  if (options.requires_grad) const_cast<Tensor&>(result).requires_grad_(true);
+  return result;
+}
+// vector<bool> has no contiguous storage: go through uint8.
+template <>
+Tensor tensor<bool>(const std::vector<bool>& values, std::vector<int64_t> sizes, TensorOptions options);
+
+}  // namespace kiln

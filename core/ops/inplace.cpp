@@ -1,0 +1,125 @@
+// In-place ops as Tensor methods, following Note [In-place and autograd] (inplace.h).
+#include "core/ops/inplace.h"
+
+#include "core/autograd/grad_mode.h"
+#include "core/autograd/node.h"
+#include "core/backend.h"
+#include "core/ops/copy.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/factory.h"
+#include "core/ops/view.h"
+
+namespace kiln {
+
+void check_inplace_allowed(const Tensor& self, bool recording, const char* op) {
+  KILN_CHECK(self.defined(), op, ": undefined tensor");
+  if (!recording) return;
+  KILN_CHECK(!(self.is_leaf() && self.requires_grad()), op, ": a leaf tensor that requires grad "
+             "is being used in an in-place operation; do it under NoGradGuard (as optimizers do) "
+             "or on a clone()");
+  KILN_CHECK(self.impl()->view_base == nullptr, op, ": in-place operation on a view while "
+             "recording gradients is not supported; use the out-of-place op, or clone() first");
+}
+
+namespace {
+
+void check_result_fits(const Tensor& self, const Tensor& result, const char* op) {
+  KILN_CHECK(result.sizes() == self.sizes(), op, ": the result's shape ", result.sizes(),
+             " does not match the in-place destination's shape ", self.sizes(),
+             " (an in-place op cannot broadcast its destination)");
+  KILN_CHECK(is_floating(self.dtype()) || !is_floating(result.dtype()), op, ": result type ",
+             result.dtype(), " can't be cast to the destination's type ", self.dtype());
+}
+
+}  // namespace
+
+Tensor& apply_inplace(Tensor& self, const std::vector<Tensor>& others, const char* op,
+                      const std::function<Tensor(const Tensor&)>& out_of_place) {
+  std::vector<Tensor> inputs = others;
+  inputs.push_back(self);
+  const bool recording = autograd::any_requires_grad(inputs);
+  check_inplace_allowed(self, recording, op);
+  if (!recording) {
+    Tensor result = out_of_place(self);
+    check_result_fits(self, result, op);
+    backend(self.device()).copy(result, self, false);
+    self.bump_version();
+    return self;
+  }
+  Tensor result = out_of_place(clone(self));
+  check_result_fits(self, result, op);
+  if (result.dtype() != self.dtype()) result = result.to(self.dtype());
+  {
+    NoGradGuard no_grad;
+    backend(self.device()).copy(result, self, false);
+  }
+  self.bump_version();
+  autograd::AutogradMeta& meta = autograd::autograd_meta(self);
+  meta.grad_fn = result.grad_fn();
+  meta.output_nr = autograd::autograd_meta(result).output_nr;
+  return self;
+}
+
+namespace {
+
+// add_/sub_/mul_/div_: the kernel writes straight into self when nothing is recorded and
+// no promotion is needed; otherwise the general path.
+Tensor& binary_inplace(Tensor& self, const Tensor& other, BinaryOp op, double alpha, const char* name,
+                       const std::function<Tensor(const Tensor&)>& out_of_place) {
+  KILN_CHECK(self.defined() && other.defined(), name, ": undefined tensor");
+  const bool direct = !autograd::any_requires_grad({&self, &other}) && other.dtype() == self.dtype() &&
+                      other.device() == self.device() && self.numel() > 0 &&
+                      !(op == BinaryOp::Div && !is_floating(self.dtype()));
+  if (!direct) return apply_inplace(self, {other}, name, out_of_place);
+  check_inplace_allowed(self, false, name);
+  const Tensor b = expand(other, self.sizes());  // also checks that other broadcasts to self
+  backend(self.device()).binary(op, self, b, self, {.alpha = alpha});
+  self.bump_version();
+  return self;
+}
+
+}  // namespace
+
+Tensor& Tensor::add_(const Tensor& other, Scalar alpha) {
+  return binary_inplace(*this, other, BinaryOp::Add, alpha.to_double(), "add_",
+                        [&](const Tensor& s) { return kiln::add(s, other, alpha); });
+}
+
+Tensor& Tensor::sub_(const Tensor& other, Scalar alpha) {
+  return binary_inplace(*this, other, BinaryOp::Add, -alpha.to_double(), "sub_",
+                        [&](const Tensor& s) { return kiln::sub(s, other, alpha); });
+}
+
+Tensor& Tensor::mul_(const Tensor& other) {
+  return binary_inplace(*this, other, BinaryOp::Mul, 1.0, "mul_",
+                        [&](const Tensor& s) { return kiln::mul(s, other); });
+}
+
+Tensor& Tensor::mul_(Scalar other) {
+  KILN_CHECK(defined(), "mul_: undefined tensor");
+  return mul_(wrap_scalar(other, *this).to(dtype()));
+}
+
+Tensor& Tensor::div_(const Tensor& other) {
+  return binary_inplace(*this, other, BinaryOp::Div, 1.0, "div_",
+                        [&](const Tensor& s) { return kiln::div(s, other); });
+}
+
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
+  return apply_inplace(*this, {}, "clamp_", [&](const Tensor& s) { return kiln::clamp(s, min, max); });
+}
+
+Tensor& Tensor::fill_(Scalar value) {
+  const bool recording = autograd::any_requires_grad({this});
+  if (recording) return copy_(scalar_tensor(value, {.dtype = dtype(), .device = device()}));
+  check_inplace_allowed(*this, false, "fill_");
+  if (numel() > 0) backend(device()).fill(*this, value);
+  bump_version();
+  return *this;
+}
+
+Tensor& Tensor::zero_() { return fill_(0); }
+
+Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) { return kiln::copy_(*this, src, non_blocking); }
+
+}  // namespace kiln

@@ -1,0 +1,350 @@
+// View ops and their backward nodes (see view.h).
+#include "core/ops/view.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/autograd/grad_mode.h"
+#include "core/autograd/node.h"
+#include "core/ops/copy.h"
+#include "core/ops/factory.h"
+#include "core/ops/reduce.h"
+
+namespace kiln {
+namespace {
+
+using autograd::Node;
+
+Tensor make_view(const Tensor& base, std::vector<int64_t> sizes, std::vector<int64_t> strides,
+                 int64_t storage_offset) {
+  const TensorImpl& b = *base.impl();
+  auto impl = std::make_shared<TensorImpl>(b.storage, storage_offset, std::move(sizes),
+                                           std::move(strides), b.dtype, b.device);
+  impl->version = b.version;
+  impl->view_base = b.view_base ? b.view_base : base.impl_ptr();
+  return Tensor(std::move(impl));
+}
+
+// ---- backward nodes -----------------------------------------------------------------------
+
+// view, reshape-as-view, flatten, squeeze, unsqueeze: the gradient reshaped back.
+struct ReshapeBackward final : Node {
+  std::vector<int64_t> input_sizes;
+  std::string op;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override { return {reshape(g[0], input_sizes)}; }
+  std::string name() const override { return op; }
+};
+
+struct PermuteBackward final : Node {
+  std::vector<int64_t> inverse;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override { return {permute(g[0], inverse)}; }
+  std::string name() const override { return "permute"; }
+};
+
+struct ExpandBackward final : Node {
+  std::vector<int64_t> input_sizes;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override { return {sum_to(g[0], input_sizes)}; }
+  std::string name() const override { return "expand"; }
+};
+
+// narrow, slice, select: the gradient written into zeros at the viewed positions.
+struct SliceBackward final : Node {
+  std::vector<int64_t> input_sizes;
+  int64_t dim = 0, start = 0, end = 0, step = 1;
+  bool squeezed = false;  // select: the view dropped `dim`
+  std::string op;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    Tensor grad_input = zeros(input_sizes, {.dtype = g[0].dtype(), .device = g[0].device()});
+    Tensor region = slice(grad_input, dim, start, end, step);
+    region.copy_(squeezed ? unsqueeze(g[0], dim) : g[0]);
+    return {grad_input};
+  }
+  std::string name() const override { return op; }
+};
+
+void record_reshape(const Tensor& input, const Tensor& out, const char* op) {
+  if (!autograd::any_requires_grad({&input})) return;
+  auto node = std::make_shared<ReshapeBackward>();
+  node->input_sizes = input.sizes();
+  node->op = op;
+  autograd::record(node, {input}, {out});
+}
+
+void record_slice(const Tensor& input, const Tensor& out, int64_t dim, int64_t start, int64_t end,
+                  int64_t step, bool squeezed, const char* op) {
+  if (!autograd::any_requires_grad({&input})) return;
+  auto node = std::make_shared<SliceBackward>();
+  node->input_sizes = input.sizes();
+  node->dim = dim;
+  node->start = start;
+  node->end = end;
+  node->step = step;
+  node->squeezed = squeezed;
+  node->op = op;
+  autograd::record(node, {input}, {out});
+}
+
+std::vector<int64_t> infer_size(std::vector<int64_t> sizes, int64_t numel, const char* op) {
+  int64_t infer_at = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == -1) {
+      KILN_CHECK(infer_at < 0, op, ": only one dimension can be -1, got ", sizes);
+      infer_at = static_cast<int64_t>(i);
+    } else {
+      KILN_CHECK(sizes[i] >= 0, op, ": invalid size ", sizes);
+      known *= sizes[i];
+    }
+  }
+  if (infer_at >= 0) {
+    KILN_CHECK(known != 0 && numel % known == 0, op, ": shape ", sizes,
+               " is invalid for input of size ", numel);
+    sizes[infer_at] = numel / known;
+  } else {
+    KILN_CHECK(known == numel, op, ": shape ", sizes, " is invalid for input of size ", numel);
+  }
+  return sizes;
+}
+
+// Strides for viewing (sizes, strides) as new_sizes without a copy, or nullopt when the
+// memory layout does not allow it (PyTorch's computeStride): each run of old dims that
+// are laid out contiguously with each other may be split or merged freely.
+std::optional<std::vector<int64_t>> view_strides(const std::vector<int64_t>& sizes,
+                                                 const std::vector<int64_t>& strides,
+                                                 const std::vector<int64_t>& new_sizes) {
+  std::vector<int64_t> new_strides(new_sizes.size());
+  const int64_t numel = std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>());
+  if (numel == 0 || sizes.empty()) return contiguous_strides(new_sizes);
+  int64_t view_d = static_cast<int64_t>(new_sizes.size()) - 1;
+  int64_t chunk_base_stride = strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    tensor_numel *= sizes[d];
+    if (d == 0 || (sizes[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[view_d] == 1)) {
+        new_strides[view_d] = view_numel * chunk_base_stride;
+        view_numel *= new_sizes[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (d > 0) {
+        chunk_base_stride = strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return new_strides;
+}
+
+}  // namespace
+
+Tensor view(const Tensor& t, std::vector<int64_t> sizes) {
+  sizes = infer_size(std::move(sizes), t.numel(), "view");
+  const auto strides = view_strides(t.sizes(), t.strides(), sizes);
+  KILN_CHECK(strides.has_value(), "view: size ", sizes, " is not compatible with the input's size ",
+             t.sizes(), " and stride ", t.strides(), " (at least one dimension spans two contiguous "
+             "subspaces); use reshape() instead");
+  Tensor out = make_view(t, sizes, *strides, t.storage_offset());
+  record_reshape(t, out, "view");
+  return out;
+}
+
+Tensor reshape(const Tensor& t, std::vector<int64_t> sizes) {
+  sizes = infer_size(std::move(sizes), t.numel(), "reshape");
+  if (view_strides(t.sizes(), t.strides(), sizes)) return view(t, sizes);
+  return view(t.contiguous(), sizes);
+}
+
+Tensor permute(const Tensor& t, const std::vector<int64_t>& dims) {
+  const int64_t n = t.dim();
+  KILN_CHECK(static_cast<int64_t>(dims.size()) == n, "permute: ", dims.size(), " dims given for a ",
+             n, "-d tensor");
+  std::vector<int64_t> sizes(n), strides(n), inverse(n, -1);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t d = wrap_dim(dims[i], n, "permute");
+    KILN_CHECK(inverse[d] < 0, "permute: dimension ", d, " repeats in ", dims);
+    inverse[d] = i;
+    sizes[i] = t.sizes()[d];
+    strides[i] = t.strides()[d];
+  }
+  Tensor out = make_view(t, sizes, strides, t.storage_offset());
+  if (autograd::any_requires_grad({&t})) {
+    auto node = std::make_shared<PermuteBackward>();
+    node->inverse = inverse;
+    autograd::record(node, {t}, {out});
+  }
+  return out;
+}
+
+Tensor transpose(const Tensor& t, int64_t dim0, int64_t dim1) {
+  const int64_t n = t.dim();
+  if (n == 0) return permute(t, {});
+  std::vector<int64_t> dims(n);
+  std::iota(dims.begin(), dims.end(), 0);
+  std::swap(dims[wrap_dim(dim0, n, "transpose")], dims[wrap_dim(dim1, n, "transpose")]);
+  return permute(t, dims);
+}
+
+Tensor slice(const Tensor& t, int64_t dim, std::optional<int64_t> start_opt,
+             std::optional<int64_t> end_opt, int64_t step) {
+  KILN_CHECK(t.dim() > 0, "slice: cannot slice a 0-d tensor");
+  dim = wrap_dim(dim, t.dim(), "slice");
+  KILN_CHECK(step > 0, "slice: step must be positive, got ", step);
+  const int64_t size = t.sizes()[dim];
+  auto clamp_index = [size](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + size : i, 0, size); };
+  const int64_t start = clamp_index(start_opt.value_or(0));
+  const int64_t end = std::max(start, clamp_index(end_opt.value_or(size)));
+  const int64_t length = (end - start + step - 1) / step;
+  std::vector<int64_t> sizes = t.sizes(), strides = t.strides();
+  sizes[dim] = length;
+  strides[dim] *= step;
+  Tensor out = make_view(t, sizes, strides, t.storage_offset() + start * t.strides()[dim]);
+  record_slice(t, out, dim, start, end, step, false, "slice");
+  return out;
+}
+
+Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
+  KILN_CHECK(t.dim() > 0, "narrow: cannot narrow a 0-d tensor");
+  dim = wrap_dim(dim, t.dim(), "narrow");
+  const int64_t size = t.sizes()[dim];
+  if (start < 0) start += size;
+  KILN_CHECK(start >= 0 && length >= 0 && start + length <= size, "narrow: start ", start,
+             " and length ", length, " out of range for dimension ", dim, " of size ", size);
+  return slice(t, dim, start, start + length, 1);
+}
+
+Tensor select(const Tensor& t, int64_t dim, int64_t index) {
+  KILN_CHECK(t.dim() > 0, "select: cannot select on a 0-d tensor");
+  dim = wrap_dim(dim, t.dim(), "select");
+  const int64_t size = t.sizes()[dim];
+  KILN_CHECK(index >= -size && index < size, "select: index ", index, " out of range for dimension ",
+             dim, " of size ", size);
+  if (index < 0) index += size;
+  std::vector<int64_t> sizes = t.sizes(), strides = t.strides();
+  sizes.erase(sizes.begin() + dim);
+  strides.erase(strides.begin() + dim);
+  Tensor out = make_view(t, sizes, strides, t.storage_offset() + index * t.strides()[dim]);
+  record_slice(t, out, dim, index, index + 1, 1, true, "select");
+  return out;
+}
+
+Tensor expand(const Tensor& t, const std::vector<int64_t>& sizes) {
+  const int64_t n = static_cast<int64_t>(sizes.size());
+  KILN_CHECK(n >= t.dim(), "expand: the number of sizes (", n, ") must be at least the tensor's "
+             "rank (", t.dim(), "); shape ", t.sizes(), " to ", sizes);
+  std::vector<int64_t> out_sizes(n), out_strides(n);
+  const int64_t lead = n - t.dim();
+  for (int64_t i = 0; i < n; ++i) {
+    if (i < lead) {
+      KILN_CHECK(sizes[i] >= 0, "expand: size -1 is not allowed in a new leading dimension; shape ",
+                 t.sizes(), " to ", sizes);
+      out_sizes[i] = sizes[i];
+      out_strides[i] = 0;
+      continue;
+    }
+    const int64_t have = t.sizes()[i - lead];
+    const int64_t want = sizes[i] == -1 ? have : sizes[i];
+    KILN_CHECK(have == want || have == 1, "expand: the expanded size ", want,
+               " must match the existing size ", have, " at non-singleton dimension ", i,
+               "; shape ", t.sizes(), " to ", sizes);
+    out_sizes[i] = want;
+    out_strides[i] = have == want ? t.strides()[i - lead] : 0;
+  }
+  if (out_sizes == t.sizes()) {
+    Tensor out = make_view(t, out_sizes, t.strides(), t.storage_offset());
+    record_reshape(t, out, "expand");
+    return out;
+  }
+  Tensor out = make_view(t, out_sizes, out_strides, t.storage_offset());
+  if (autograd::any_requires_grad({&t})) {
+    auto node = std::make_shared<ExpandBackward>();
+    node->input_sizes = t.sizes();
+    autograd::record(node, {t}, {out});
+  }
+  return out;
+}
+
+Tensor squeeze(const Tensor& t) {
+  std::vector<int64_t> sizes;
+  for (int64_t s : t.sizes())
+    if (s != 1) sizes.push_back(s);
+  return reshape(t, sizes);
+}
+
+Tensor squeeze(const Tensor& t, int64_t dim) {
+  if (t.dim() == 0) return reshape(t, {});
+  dim = wrap_dim(dim, t.dim(), "squeeze");
+  if (t.sizes()[dim] != 1) return reshape(t, t.sizes());
+  std::vector<int64_t> sizes = t.sizes();
+  sizes.erase(sizes.begin() + dim);
+  return reshape(t, sizes);
+}
+
+Tensor unsqueeze(const Tensor& t, int64_t dim) {
+  dim = wrap_dim(dim, t.dim() + 1, "unsqueeze");
+  std::vector<int64_t> sizes = t.sizes();
+  sizes.insert(sizes.begin() + dim, 1);
+  return reshape(t, sizes);
+}
+
+Tensor flatten(const Tensor& t, int64_t start_dim, int64_t end_dim) {
+  if (t.dim() == 0) return reshape(t, {1});
+  start_dim = wrap_dim(start_dim, t.dim(), "flatten");
+  end_dim = wrap_dim(end_dim, t.dim(), "flatten");
+  KILN_CHECK(start_dim <= end_dim, "flatten: start_dim ", start_dim, " is after end_dim ", end_dim);
+  std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().begin() + start_dim);
+  int64_t merged = 1;
+  for (int64_t d = start_dim; d <= end_dim; ++d) merged *= t.sizes()[d];
+  sizes.push_back(merged);
+  sizes.insert(sizes.end(), t.sizes().begin() + end_dim + 1, t.sizes().end());
+  return reshape(t, sizes);
+}
+
+Tensor as_strided(const Tensor& t, const std::vector<int64_t>& sizes,
+                  const std::vector<int64_t>& strides, int64_t storage_offset) {
+  KILN_CHECK(!autograd::any_requires_grad({&t}), "as_strided: not differentiable; call it on a "
+             "detached tensor or under NoGradGuard");
+  KILN_CHECK(sizes.size() == strides.size(), "as_strided: ", sizes.size(), " sizes but ",
+             strides.size(), " strides");
+  int64_t last = storage_offset;
+  const int64_t n = checked_numel(sizes, "as_strided");
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    KILN_CHECK(strides[i] >= 0, "as_strided: negative stride in ", strides);
+    if (n > 0) last += (sizes[i] - 1) * strides[i];
+  }
+  KILN_CHECK(storage_offset >= 0 && (n == 0 || static_cast<size_t>(last + 1) * t.element_size() <=
+                                                   t.storage().nbytes()),
+             "as_strided: sizes ", sizes, " strides ", strides, " offset ", storage_offset,
+             " reach past the storage of ", t.storage().nbytes(), " bytes");
+  return make_view(t, sizes, strides, storage_offset);
+}
+
+std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                                      const char* op) {
+  const size_t n = std::max(a.size(), b.size());
+  std::vector<int64_t> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    KILN_CHECK(da == db || da == 1 || db == 1, op, ": shapes ", a, " and ", b,
+               " are not broadcastable (dimension ", i, ": ", da, " vs ", db, ")");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+Tensor sum_to(const Tensor& grad, const std::vector<int64_t>& sizes) {
+  if (grad.sizes() == sizes) return grad;
+  const int64_t lead = grad.dim() - static_cast<int64_t>(sizes.size());
+  KILN_ASSERT(lead >= 0, "sum_to: shape ", grad.sizes(), " cannot reduce to ", sizes);
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < grad.dim(); ++d) {
+    if (d < lead || (sizes[d - lead] == 1 && grad.sizes()[d] != 1)) dims.push_back(d);
+  }
+  Tensor reduced = dims.empty() ? grad : sum(grad, dims, /*keepdim=*/true);
+  return reshape(reduced, sizes);
+}
+
+}  // namespace kiln

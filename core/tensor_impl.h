@@ -1,0 +1,57 @@
+// TensorImpl: the data behind a Tensor handle.
+//
+// A tensor is a strided view of a Storage: element (i0, i1, ...) lives at
+// storage.data() + (storage_offset + sum_k ik * strides[k]) * itemsize. Strides are in
+// elements and may be zero (expand) or any non-negative value (permute, slice with a
+// step). Views share the storage and the version counter of their base (Note [Version
+// counter] in core/autograd/saved_tensor.h); autograd state lives in `autograd`, made
+// only when needed.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/storage.h"
+
+namespace kiln {
+
+namespace autograd {
+struct AutogradMeta;
+}
+
+struct VersionCounter {
+  std::atomic<uint32_t> value{0};
+};
+
+struct TensorImpl {
+  TensorImpl(Storage storage, int64_t storage_offset, std::vector<int64_t> sizes,
+             std::vector<int64_t> strides, DType dtype, Device device);
+  ~TensorImpl();
+
+  Storage storage;
+  int64_t storage_offset = 0;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  DType dtype;
+  Device device;
+  std::shared_ptr<VersionCounter> version = std::make_shared<VersionCounter>();
+  std::unique_ptr<autograd::AutogradMeta> autograd;
+  // For a view: the tensor it was made from (its own base, if that was a view too).
+  std::shared_ptr<TensorImpl> view_base;
+  // A 0-d tensor made from a C++ number (`x * 2`): it promotes as a wrapped number.
+  bool wrapped_number = false;
+
+  int64_t numel() const;
+  bool is_contiguous() const;
+};
+
+// Row-major ("C order") strides for `sizes`.
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
+// Product of sizes; throws on overflow or negative sizes, naming `op`.
+int64_t checked_numel(const std::vector<int64_t>& sizes, const char* op);
+
+}  // namespace kiln

@@ -1,0 +1,53 @@
+// CpuBackend's memory kernels: strided copy with dtype conversion, fill, arange.
+#include "core/dispatch.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/elementwise_engine.h"
+
+namespace kiln::cpu {
+
+Allocator& CpuBackend::allocator(int device_index) {
+  KILN_CHECK(device_index == 0, "cpu: there is one CPU device, asked for cpu:", device_index);
+  return cpu_allocator();
+}
+
+void CpuBackend::copy(const Tensor& src, const Tensor& dst, bool /*non_blocking*/) {
+  KILN_CHECK(src.device().is_cpu() && dst.device().is_cpu(), "copy: the CPU backend copies between "
+             "CPU tensors only, got ", src.device(), " -> ", dst.device());
+  KILN_ASSERT(src.sizes() == dst.sizes(), "copy of ", src.sizes(), " into ", dst.sizes());
+  const StridedLoop loop = make_strided_loop({&dst, &src});
+  visit_dtype<kAllTypes>(dst.dtype(), "copy", [&]<typename D>() {
+    visit_dtype<kAllTypes>(src.dtype(), "copy", [&]<typename S>() {
+      // Half/BFloat16 <-> anything goes through float; bool reads as 0/1.
+      elementwise_kernel<D, S>(loop, [](opmath_t<S> v) { return v; });
+    });
+  });
+}
+
+void CpuBackend::fill(const Tensor& dst, Scalar value) {
+  const StridedLoop loop = make_strided_loop({&dst});
+  visit_dtype<kAllTypes>(dst.dtype(), "fill", [&]<typename T>() {
+    const T v = value.to<T>();
+    elementwise_kernel<T>(loop, [v]() { return v; });
+  });
+}
+
+void CpuBackend::arange(const Tensor& dst, Scalar start, Scalar step) {
+  KILN_ASSERT(dst.is_contiguous(), "arange into a non-contiguous tensor");
+  visit_dtype<kNumericTypes>(dst.dtype(), "arange", [&]<typename T>() {
+    T* out = static_cast<T*>(dst.data_ptr());
+    const int64_t n = dst.numel();
+    if constexpr (is_floating_v<T>) {
+      const double s0 = start.to_double(), ds = step.to_double();
+      parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) out[i] = static_cast<T>(static_cast<opmath_t<T>>(s0 + ds * static_cast<double>(i)));
+      });
+    } else {
+      const int64_t s0 = start.to_int(), ds = step.to_int();
+      parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) out[i] = static_cast<T>(s0 + ds * i);
+      });
+    }
+  });
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,49 @@
+// CpuBackend: the Backend interface (core/backend.h) on the host.
+//
+// Each family of kernels lives in its own file: elementwise.cpp (the engine's users),
+// copy.cpp (copy, fill, arange), reduce.cpp, softmax.cpp, matmul.cpp (Eigen), index.cpp,
+// random.cpp. Parallel loops use OpenMP. Float16/BFloat16 compute in float32 and round
+// on store (Note [Opmath]), so mixed-precision logic runs without a GPU.
+#pragma once
+
+#include "core/backend.h"
+
+namespace kiln::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  Allocator& allocator(int device_index) override;
+  void copy(const Tensor& src, const Tensor& dst, bool non_blocking) override;
+  void fill(const Tensor& dst, Scalar value) override;
+  void arange(const Tensor& dst, Scalar start, Scalar step) override;
+
+  void unary(UnaryOp op, const Tensor& in, const Tensor& out, const ElementwiseParams& params) override;
+  void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out,
+              const ElementwiseParams& params) override;
+  void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override;
+
+  void reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& reduce_dims, const Tensor& out,
+              const ReduceParams& params) override;
+  void var_mean(const Tensor& in, const std::vector<int64_t>& reduce_dims, int64_t correction,
+                const Tensor& var_out, const Tensor& mean_out) override;
+  void arg_reduce(ArgReduceOp op, const Tensor& in, int64_t dim, const Tensor& values_out,
+                  const Tensor& indices_out) override;
+
+  void softmax(const Tensor& in, int64_t dim, bool log, const Tensor& out) override;
+  void softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, bool log,
+                        const Tensor& grad_in) override;
+
+  void bmm(const Tensor& a, const Tensor& b, const Tensor& out) override;
+
+  void gather(const Tensor& in, int64_t dim, const Tensor& index, const Tensor& out) override;
+  void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) override;
+  void index_select(const Tensor& in, int64_t dim, const Tensor& index, const Tensor& out) override;
+
+  void uniform(const Tensor& out, double low, double high, PhiloxState state) override;
+  void normal(const Tensor& out, double mean, double std, PhiloxState state) override;
+  void randint(const Tensor& out, int64_t low, int64_t high, PhiloxState state) override;
+  void randperm(const Tensor& out, PhiloxState state) override;
+  void bernoulli(const Tensor& out, double p, PhiloxState state) override;
+};
+
+}  // namespace kiln::cpu

@@ -1,0 +1,57 @@
+// Building the coalesced strided loop of the CPU elementwise engine (see the header).
+#include "kernels/cpu/elementwise_engine.h"
+
+namespace kiln::cpu {
+
+StridedLoop make_strided_loop(std::initializer_list<const Tensor*> operands) {
+  StridedLoop loop;
+  loop.noperands = static_cast<int>(operands.size());
+  KILN_ASSERT(loop.noperands <= kMaxOperands, "too many operands");
+  const Tensor& out = **operands.begin();
+  const int64_t ndim = out.dim();
+  // Keep only dims of size != 1, outermost first.
+  std::array<int64_t, 64> dims{};
+  int kept = 0;
+  KILN_CHECK(ndim <= 64, "elementwise: at most 64 dimensions are supported, got ", ndim);
+  for (int64_t d = 0; d < ndim; ++d)
+    if (out.sizes()[d] != 1) dims[kept++] = d;
+  // Coalesce from the innermost outwards.
+  int nd = 0;
+  std::array<int64_t, 64> sizes{};
+  std::array<std::array<int64_t, 64>, kMaxOperands> strides{};
+  for (int j = kept - 1; j >= 0; --j) {
+    const int64_t d = dims[j];
+    const int64_t size = out.sizes()[d];
+    bool merge = nd > 0;
+    int k = 0;
+    for (const Tensor* t : operands) {
+      const int64_t s = t->strides()[d] * static_cast<int64_t>(t->element_size());
+      if (merge && s != strides[k][nd - 1] * sizes[nd - 1]) merge = false;
+      ++k;
+    }
+    if (merge) {
+      sizes[nd - 1] *= size;
+      continue;
+    }
+    k = 0;
+    for (const Tensor* t : operands) {
+      strides[k][nd] = t->strides()[d] * static_cast<int64_t>(t->element_size());
+      ++k;
+    }
+    sizes[nd++] = size;
+  }
+  KILN_CHECK(nd <= kMaxDims, "elementwise: at most ", kMaxDims,
+             " non-mergeable dimensions are supported, got ", nd);
+  loop.ndim = nd;
+  // Stored outermost first.
+  for (int i = 0; i < nd; ++i) {
+    loop.sizes[i] = sizes[nd - 1 - i];
+    for (int k = 0; k < loop.noperands; ++k) loop.byte_strides[k][i] = strides[k][nd - 1 - i];
+  }
+  int k = 0;
+  for (const Tensor* t : operands) loop.data[k++] = static_cast<char*>(t->data_ptr());
+  loop.numel = out.numel();
+  return loop;
+}
+
+}  // namespace kiln::cpu
