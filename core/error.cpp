@@ -9,6 +9,12 @@ std::ostream& operator<<(std::ostream& os, const std::vector<int64_t>& values) {
   return os << ']';
 }
 
+std::string shape_str(const std::vector<int64_t>& values) {
+  std::ostringstream os;
+  os << values;
+  return os.str();
+}
+
 namespace detail {
 
 void throw_user_error(std::string message) { throw Error(std::move(message)); }

@@ -23,6 +23,7 @@ class Error : public std::runtime_error {
 
 // Shapes print as [2, 3, 4] in every message.
 std::ostream& operator<<(std::ostream& os, const std::vector<int64_t>& values);
+std::string shape_str(const std::vector<int64_t>& values);
 
 namespace detail {
 

@@ -6,6 +6,7 @@
 // and the two 32-bit words r0 = out[2 * (i % 2)], r1 = out[2 * (i % 2) + 1]:
 //   uniform float types:  u = (r0 >> 8) * 2^-24 (24 bits), or for float64
 //                          u = ((r0 << 32 | r1) >> 11) * 2^-53;     x = low + u * (high - low)
+//                          (in float for float32/16/bfloat16, in double for float64)
 //   normal:               Box-Muller in double, u1 = (r0 + 1) * 2^-32, u2 = r1 * 2^-32,
 //                          x = mean + std * sqrt(-2 ln u1) * cos(2 pi u2)
 //   randint:              low + (r0 << 32 | r1) mod (high - low)

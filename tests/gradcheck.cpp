@@ -60,8 +60,8 @@ bool register_gradchecked(const char* op) {
     const Tensor& x = differentiable[k];
     Tensor a = analytic[k].defined() ? analytic[k] : zeros_like(x);
     if (a.sizes() != x.sizes() || a.dtype() != x.dtype()) {
-      return ::testing::AssertionFailure() << "input " << k << ": gradient has shape " << a.sizes() << " and dtype "
-                                           << a.dtype() << ", the input " << x.sizes() << " and " << x.dtype();
+      return ::testing::AssertionFailure() << "input " << k << ": gradient has shape " << shape_str(a.sizes()) << " and dtype "
+                                           << a.dtype() << ", the input " << shape_str(x.sizes()) << " and " << x.dtype();
     }
     const std::vector<double> a_values = a.to_vector<double>();
     for (int64_t i = 0; i < x.numel(); ++i) {
@@ -74,7 +74,7 @@ bool register_gradchecked(const char* op) {
       *p = saved;
       const double numeric = (plus - minus) / (2 * options.eps);
       if (!(std::abs(a_values[i] - numeric) <= options.atol + options.rtol * std::abs(numeric))) {
-        return ::testing::AssertionFailure() << "input " << k << " (shape " << x.sizes() << "), element " << i
+        return ::testing::AssertionFailure() << "input " << k << " (shape " << shape_str(x.sizes()) << "), element " << i
                                              << ": analytic " << a_values[i] << " vs numeric " << numeric;
       }
     }

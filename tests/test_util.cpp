@@ -45,7 +45,7 @@ Tolerance tolerance_for(DType dtype) {
 
 ::testing::AssertionResult all_close(const Tensor& actual, const Tensor& expected, Tolerance tol) {
   if (actual.sizes() != expected.sizes()) {
-    return ::testing::AssertionFailure() << "shape " << actual.sizes() << " vs expected " << expected.sizes();
+    return ::testing::AssertionFailure() << "shape " << shape_str(actual.sizes()) << " vs expected " << shape_str(expected.sizes());
   }
   const std::vector<double> a = actual.to_vector<double>();
   const std::vector<double> e = expected.to_vector<double>();
@@ -54,7 +54,7 @@ Tolerance tolerance_for(DType dtype) {
     const bool same_inf = std::isinf(a[i]) && a[i] == e[i];
     if (both_nan || same_inf) continue;
     if (!(std::abs(a[i] - e[i]) <= tol.atol + tol.rtol * std::abs(e[i]))) {
-      return ::testing::AssertionFailure() << "element " << i << " (row-major) of shape " << actual.sizes()
+      return ::testing::AssertionFailure() << "element " << i << " (row-major) of shape " << shape_str(actual.sizes())
                                            << ": got " << a[i] << ", expected " << e[i] << " (atol " << tol.atol
                                            << ", rtol " << tol.rtol << ")";
     }

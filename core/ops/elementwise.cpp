@@ -37,8 +37,15 @@ Device common_device(const Tensor& a, const Tensor& b, const char* op) {
 bool has_bool_result(BinaryOp op) { return op >= BinaryOp::Eq && op <= BinaryOp::LogicalOr; }
 bool has_bool_result(UnaryOp op) { return op >= UnaryOp::LogicalNot; }
 bool is_floating_only(UnaryOp op) {
-  return (op >= UnaryOp::Sqrt && op <= UnaryOp::Gelu) || op == UnaryOp::GeluTanh ||
-         op == UnaryOp::Elu || op == UnaryOp::Softplus;
+  switch (op) {
+    case UnaryOp::Sqrt: case UnaryOp::Rsqrt: case UnaryOp::Exp: case UnaryOp::Log:
+    case UnaryOp::Reciprocal: case UnaryOp::Sigmoid: case UnaryOp::Tanh: case UnaryOp::Silu:
+    case UnaryOp::Gelu: case UnaryOp::GeluTanh: case UnaryOp::Elu: case UnaryOp::LeakyRelu:
+    case UnaryOp::Softplus:
+      return true;
+    default:
+      return false;
+  }
 }
 
 Tensor wrapped(Scalar value, DType dtype, Device device) {

@@ -67,6 +67,9 @@ namespace {
 Tensor& binary_inplace(Tensor& self, const Tensor& other, BinaryOp op, double alpha, const char* name,
                        const std::function<Tensor(const Tensor&)>& out_of_place) {
   KILN_CHECK(self.defined() && other.defined(), name, ": undefined tensor");
+  KILN_CHECK(broadcast_shapes(self.sizes(), other.sizes(), name) == self.sizes(), name, ": the other "
+             "operand's shape ", other.sizes(), " does not broadcast to the in-place destination's shape ",
+             self.sizes());
   const bool direct = !autograd::any_requires_grad({&self, &other}) && other.dtype() == self.dtype() &&
                       other.device() == self.device() && self.numel() > 0 &&
                       !(op == BinaryOp::Div && !is_floating(self.dtype()));

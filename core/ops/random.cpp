@@ -1,0 +1,103 @@
+// Random factories and dropout: reserve a block range from the generator (Note [Philox
+// streams]), then one backend kernel fills the tensor on its own device.
+#include "core/ops/random.h"
+
+#include "core/autograd/grad_mode.h"
+#include "core/backend.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/factory.h"
+
+namespace kiln {
+namespace {
+
+Generator& pick(Generator* generator, Device device) {
+  return generator != nullptr ? *generator : default_generator(device);
+}
+
+Tensor floating_empty(const std::vector<int64_t>& sizes, const TensorOptions& options, const char* op) {
+  const DType dtype = options.dtype.value_or(kDefaultFloat);
+  KILN_CHECK(is_floating(dtype), op, ": needs a floating dtype, got ", dtype);
+  return empty(sizes, {.dtype = dtype, .device = options.device});
+}
+
+Tensor finish(Tensor t, const TensorOptions& options) {
+  if (options.requires_grad) t.requires_grad_(true);
+  return t;
+}
+
+}  // namespace
+
+Tensor rand(const std::vector<int64_t>& sizes, TensorOptions options, Generator* generator) {
+  Tensor out = floating_empty(sizes, options, "rand");
+  const PhiloxState state = pick(generator, out.device()).reserve(static_cast<uint64_t>(out.numel()));
+  if (out.numel() > 0) backend(out.device()).uniform(out, 0.0, 1.0, state);
+  return finish(out, options);
+}
+
+Tensor randn(const std::vector<int64_t>& sizes, TensorOptions options, Generator* generator) {
+  Tensor out = floating_empty(sizes, options, "randn");
+  const PhiloxState state = pick(generator, out.device()).reserve(static_cast<uint64_t>(out.numel()));
+  if (out.numel() > 0) backend(out.device()).normal(out, 0.0, 1.0, state);
+  return finish(out, options);
+}
+
+Tensor randint(int64_t low, int64_t high, const std::vector<int64_t>& sizes, TensorOptions options,
+               Generator* generator) {
+  KILN_CHECK(low < high, "randint: low (", low, ") must be less than high (", high, ")");
+  const DType dtype = options.dtype.value_or(DType::Int64);
+  KILN_CHECK(dtype != DType::Bool, "randint: bool is not a valid dtype");
+  Tensor out = empty(sizes, {.dtype = dtype, .device = options.device});
+  const PhiloxState state = pick(generator, out.device()).reserve(static_cast<uint64_t>(out.numel()));
+  if (out.numel() > 0) backend(out.device()).randint(out, low, high, state);
+  return finish(out, options);
+}
+
+Tensor randperm(int64_t n, TensorOptions options, Generator* generator) {
+  KILN_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
+  const DType dtype = options.dtype.value_or(DType::Int64);
+  KILN_CHECK(dtype == DType::Int64 || dtype == DType::Int32 || is_floating(dtype), "randperm: unsupported dtype ",
+             dtype);
+  Tensor out = empty({n}, {.dtype = DType::Int64, .device = options.device});
+  const PhiloxState state = pick(generator, out.device()).reserve(static_cast<uint64_t>(n));
+  if (n > 0) backend(out.device()).randperm(out, state);
+  return finish(dtype == DType::Int64 ? out : out.to(dtype), options);
+}
+
+Tensor rand_like(const Tensor& like, Generator* generator) {
+  return rand(like.sizes(), {.dtype = like.dtype(), .device = like.device()}, generator);
+}
+
+Tensor randn_like(const Tensor& like, Generator* generator) {
+  return randn(like.sizes(), {.dtype = like.dtype(), .device = like.device()}, generator);
+}
+
+Tensor bernoulli(const std::vector<int64_t>& sizes, double p, TensorOptions options, Generator* generator) {
+  KILN_CHECK(p >= 0.0 && p <= 1.0, "bernoulli: p must be in [0, 1], got ", p);
+  const DType dtype = options.dtype.value_or(kDefaultFloat);
+  Tensor out = empty(sizes, {.dtype = dtype, .device = options.device});
+  const PhiloxState state = pick(generator, out.device()).reserve(static_cast<uint64_t>(out.numel()));
+  if (out.numel() > 0) backend(out.device()).bernoulli(out, p, state);
+  return finish(out, options);
+}
+
+// Inverted dropout as x * mask with mask = bernoulli(1 - p) / (1 - p): one differentiable
+// mul (its backward multiplies g by the same saved mask), so no dedicated node is needed.
+Tensor dropout(const Tensor& x, double p, bool training, Generator* generator) {
+  KILN_CHECK(x.defined(), "dropout: undefined tensor");
+  KILN_CHECK(p >= 0.0 && p <= 1.0, "dropout: probability has to be between 0 and 1, but got ", p);
+  KILN_CHECK(is_floating(x.dtype()), "dropout: expected a floating-point tensor, got ", x.dtype());
+  if (!training || p == 0.0) return x;
+  Tensor mask;
+  {
+    NoGradGuard no_grad;
+    if (p == 1.0) {
+      mask = zeros_like(x);
+    } else {
+      mask = bernoulli(x.sizes(), 1.0 - p, {.dtype = x.dtype(), .device = x.device()}, generator);
+      mask.mul_(Scalar(1.0 / (1.0 - p)));
+    }
+  }
+  return mul(x, mask);
+}
+
+}  // namespace kiln
