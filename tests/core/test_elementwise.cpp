@@ -150,7 +150,9 @@ TEST(Elementwise, BinaryOpsMatchReferenceWithBroadcasting) {
         const Tensor got = c.op(a, b);
         EXPECT_EQ(got.dtype(), dtype);
         EXPECT_TRUE(all_close(got, expected));
-        if (a.dim() > 0 && b.dim() > 0) EXPECT_TRUE(all_close(c.op(non_contiguous(a), non_contiguous(b)), expected));
+        if (a.dim() > 0 && b.dim() > 0) {
+          EXPECT_TRUE(all_close(c.op(non_contiguous(a), non_contiguous(b)), expected));
+        }
       }
     }
   }
