@@ -4,9 +4,11 @@
 // (seed, offset) and advances the offset by ceil(n / 2). Element i uses the Philox block
 // b = offset + i / 2: counter = (lo32(b), hi32(b), 0, 0), key = (lo32(seed), hi32(seed)),
 // and the two 32-bit words r0 = out[2 * (i % 2)], r1 = out[2 * (i % 2) + 1]:
-//   uniform float types:  u = (r0 >> 8) * 2^-24 (24 bits), or for float64
-//                          u = ((r0 << 32 | r1) >> 11) * 2^-53;     x = low + u * (high - low)
-//                          (in float for float32/16/bfloat16, in double for float64)
+//   uniform float types:  u = (r0 >> (32 - d)) * 2^-d with d the type's significand
+//                          bits (24 float32, 11 float16, 8 bfloat16: u is exact in the
+//                          type, so rounding on store can never turn it into 1), or for
+//                          float64 u = ((r0 << 32 | r1) >> 11) * 2^-53;
+//                          x = low + u * (high - low) (in float, or double for float64)
 //   normal:               Box-Muller in double, u1 = (r0 + 1) * 2^-32, u2 = r1 * 2^-32,
 //                          x = mean + std * sqrt(-2 ln u1) * cos(2 pi u2)
 //   randint:              low + (r0 << 32 | r1) mod (high - low)
@@ -41,8 +43,14 @@ KILN_HOST_DEVICE inline void philox_words(PhiloxState s, uint64_t i, uint32_t& r
   r1 = out.v[lane + 1];
 }
 
-KILN_HOST_DEVICE inline float philox_uniform_float(uint32_t r0) {
-  return static_cast<float>(r0 >> 8) * 5.9604644775390625e-8f;  // 2^-24
+// Significand bits of a floating type: how many random bits its uniform draw keeps.
+template <typename T> inline constexpr int kUniformDigits = 24;
+template <> inline constexpr int kUniformDigits<Half> = 11;
+template <> inline constexpr int kUniformDigits<BFloat16> = 8;
+
+// u in [0, 1) from the top `digits` bits of r0 (a multiple of 2^-digits).
+KILN_HOST_DEVICE inline float philox_uniform_float(uint32_t r0, int digits = 24) {
+  return static_cast<float>(r0 >> (32 - digits)) / static_cast<float>(1u << digits);
 }
 
 KILN_HOST_DEVICE inline double philox_uniform_double(uint32_t r0, uint32_t r1) {

@@ -53,9 +53,9 @@ Tensor tensor(const std::vector<T>& values, std::vector<int64_t> sizes = {}, Ten
   const Tensor wrapped = from_blob(host.data(), sizes, host_options);
   KILN_CHECK(wrapped.numel() == static_cast<int64_t>(values.size()), "tensor: ", values.size(),
              " values for shape ", sizes);
-  const Tensor result = wrapped.to(options.device, options.dtype.value_or(dtype_of_v<T>),
-                                   /*non_blocking=*/false, /*copy=*/true);
-  if (options.requires_grad) const_cast<Tensor&>(result).requires_grad_(true);
+  Tensor result = wrapped.to(options.device, options.dtype.value_or(dtype_of_v<T>),
+                             /*non_blocking=*/false, /*copy=*/true);
+  if (options.requires_grad) result.requires_grad_(true);
   return result;
 }
 // vector<bool> has no contiguous storage: go through uint8.

@@ -25,6 +25,20 @@ Tensor finish(Tensor t, const TensorOptions& options) {
   return t;
 }
 
+// Whether every integer in [low, high] is exact in `dtype` (no wrap-around, no rounding).
+bool holds_integers(DType dtype, int64_t low, int64_t high) {
+  switch (dtype) {
+    case DType::Int64: return true;
+    case DType::Int32: return low >= INT32_MIN && high <= INT32_MAX;
+    case DType::UInt8: return low >= 0 && high <= 255;
+    default: {  // floating: every integer up to 2^(significand bits)
+      const int digits = dtype == DType::Float64 ? 53 : dtype == DType::Float32 ? 24 : dtype == DType::Float16 ? 11 : 8;
+      const int64_t limit = int64_t{1} << digits;
+      return low >= -limit && high <= limit;
+    }
+  }
+}
+
 }  // namespace
 
 Tensor rand(const std::vector<int64_t>& sizes, TensorOptions options, Generator* generator) {
@@ -46,6 +60,7 @@ Tensor randint(int64_t low, int64_t high, const std::vector<int64_t>& sizes, Ten
   KILN_CHECK(low < high, "randint: low (", low, ") must be less than high (", high, ")");
   const DType dtype = options.dtype.value_or(DType::Int64);
   KILN_CHECK(dtype != DType::Bool, "randint: bool is not a valid dtype");
+  KILN_CHECK(holds_integers(dtype, low, high - 1), "randint: [", low, ", ", high, ") does not fit in ", dtype);
   Tensor out = empty(sizes, {.dtype = dtype, .device = options.device});
   const PhiloxState state = pick(generator, out.device()).reserve(static_cast<uint64_t>(out.numel()));
   if (out.numel() > 0) backend(out.device()).randint(out, low, high, state);
@@ -57,6 +72,7 @@ Tensor randperm(int64_t n, TensorOptions options, Generator* generator) {
   const DType dtype = options.dtype.value_or(DType::Int64);
   KILN_CHECK(dtype == DType::Int64 || dtype == DType::Int32 || is_floating(dtype), "randperm: unsupported dtype ",
              dtype);
+  KILN_CHECK(holds_integers(dtype, 0, n - 1), "randperm: n = ", n, " does not fit in ", dtype);
   Tensor out = empty({n}, {.dtype = DType::Int64, .device = options.device});
   const PhiloxState state = pick(generator, out.device()).reserve(static_cast<uint64_t>(n));
   if (n > 0) backend(out.device()).randperm(out, state);

@@ -135,6 +135,7 @@ void run_typed(char** ptrs, const int64_t* strides, int64_t n, const F& f, std::
 // returns opmath values.
 template <typename Out, typename... In, typename F>
 void elementwise_kernel(const StridedLoop& loop, const F& f) {
+  if (loop.numel == 0) return;
   parallel_for(loop.numel, kGrain, [&](int64_t begin, int64_t end) {
     for_each_run(loop, begin, end, [&](char** ptrs, const int64_t* strides, int64_t n) {
       detail::run_typed<Out, In...>(ptrs, strides, n, f, std::index_sequence_for<In...>{});

@@ -35,7 +35,7 @@ void CpuBackend::uniform(const Tensor& out, double low, double high, PhiloxState
         data[i] = low + philox_uniform_double(r0, r1) * (high - low);
       } else {
         const float lo = static_cast<float>(low), span = static_cast<float>(high - low);
-        data[i] = static_cast<T>(lo + philox_uniform_float(r0) * span);
+        data[i] = static_cast<T>(lo + philox_uniform_float(r0, kUniformDigits<T>) * span);
       }
     });
   });
