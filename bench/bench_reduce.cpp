@@ -15,29 +15,29 @@ constexpr int64_t kCols = 4096;
 void BM_Sum_LastDim(benchmark::State& state) {
   const int64_t n = state.range(0);
   const Tensor x = rand({n / kCols, kCols});
-  for (auto _ : state) benchmark::DoNotOptimize(sum(x, {1}).data_ptr());
-  report_bandwidth(state, 4.0 * static_cast<double>(n));
+  run_bandwidth_benchmark(state, 4.0 * static_cast<double>(n),
+                          [&] { benchmark::DoNotOptimize(sum(x, {1}).data_ptr()); });
 }
 
 void BM_Sum_FirstDim(benchmark::State& state) {
   const int64_t n = state.range(0);
   const Tensor x = rand({n / kCols, kCols});
-  for (auto _ : state) benchmark::DoNotOptimize(sum(x, {0}).data_ptr());
-  report_bandwidth(state, 4.0 * static_cast<double>(n));
+  run_bandwidth_benchmark(state, 4.0 * static_cast<double>(n),
+                          [&] { benchmark::DoNotOptimize(sum(x, {0}).data_ptr()); });
 }
 
 void BM_Var_LastDim(benchmark::State& state) {
   const int64_t n = state.range(0);
   const Tensor x = rand({n / kCols, kCols});
-  for (auto _ : state) benchmark::DoNotOptimize(var(x, {1}).data_ptr());
-  report_bandwidth(state, 4.0 * static_cast<double>(n));
+  run_bandwidth_benchmark(state, 4.0 * static_cast<double>(n),
+                          [&] { benchmark::DoNotOptimize(var(x, {1}).data_ptr()); });
 }
 
 void BM_Softmax_LastDim(benchmark::State& state) {
   const int64_t n = state.range(0);
   const Tensor x = rand({n / kCols, kCols});
-  for (auto _ : state) benchmark::DoNotOptimize(softmax(x, 1).data_ptr());
-  report_bandwidth(state, 8.0 * static_cast<double>(n));
+  run_bandwidth_benchmark(state, 8.0 * static_cast<double>(n),
+                          [&] { benchmark::DoNotOptimize(softmax(x, 1).data_ptr()); });
 }
 
 constexpr int64_t kMin = int64_t{1} << 16;

@@ -25,13 +25,4 @@ double copy_peak_bytes_per_second() {
   return peak;
 }
 
-void report_bandwidth(benchmark::State& state, double bytes_per_iteration) {
-  const double total = bytes_per_iteration * static_cast<double>(state.iterations());
-  state.counters["bytes/s"] = benchmark::Counter(total, benchmark::Counter::kIsRate);
-  // kIsRate divides by the elapsed time, so dividing the bytes by the peak first gives
-  // the fraction of the peak achieved.
-  state.counters["of_copy_peak"] =
-      benchmark::Counter(total / copy_peak_bytes_per_second(), benchmark::Counter::kIsRate);
-}
-
 }  // namespace kiln::bench

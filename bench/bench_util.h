@@ -9,6 +9,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstdint>
 
 namespace kiln::bench {
@@ -16,7 +17,16 @@ namespace kiln::bench {
 // Bytes per second of a large memcpy (read + write counted), measured once.
 double copy_peak_bytes_per_second();
 
-// Sets bytes/s (rate) and the fraction of the copy peak for `bytes_per_iteration`.
-void report_bandwidth(benchmark::State& state, double bytes_per_iteration);
+// Runs `body` once per benchmark iteration and reports bytes/s and the fraction of the
+// copy peak ("of_copy_peak", a plain number) for `bytes_per_iteration` bytes moved.
+template <typename Body>
+void run_bandwidth_benchmark(benchmark::State& state, double bytes_per_iteration, const Body& body) {
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) body();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double total = bytes_per_iteration * static_cast<double>(state.iterations());
+  state.counters["bytes/s"] = benchmark::Counter(total, benchmark::Counter::kIsRate);
+  state.counters["of_copy_peak"] = total / seconds / copy_peak_bytes_per_second();
+}
 
 }  // namespace kiln::bench
