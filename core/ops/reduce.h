@@ -2,10 +2,16 @@
 // and indices), argmax/argmin, var/std (Welford), norm (p = 1, 2, inf or any p > 0),
 // logsumexp, and all/any.
 //
-// `dims` empty means every dim. sum of integers or bool gives int64 (as PyTorch); mean,
-// var, std and norm need floating inputs. Gradients: sum broadcasts g back; mean divides
-// by the count; amax/amin/max/min split g evenly among tied extrema (amax) or give it to
-// the returned index (max with dim); var/std/norm use their closed forms; logsumexp is
+// `dims` empty means every dim; negative dims wrap; naming a dim twice is an error. sum of
+// integers or bool gives int64 (as PyTorch); mean, var, std and norm need floating inputs.
+// Floating sums accumulate in double on the CPU, so float32 sums of millions of values
+// keep float32 accuracy. Empty reductions: sum 0, mean/var NaN, norm 0, logsumexp -inf,
+// all true, any false; max/min/argmax/argmin (and norm with p = inf) of an empty slice are
+// errors. NaN: max/min propagate it; argmax/argmin return the first NaN's index; ties go
+// to the first index.
+// Gradients: sum broadcasts g back; mean divides by the count; amax/amin/max/min split g
+// evenly among tied extrema (amax) or give it to the returned index (max with dim);
+// var/std/norm use their closed forms (0 where std or the norm is 0); logsumexp is
 // composed from max, exp, sum and log (its gradient is softmax * g).
 #pragma once
 
