@@ -20,7 +20,7 @@ namespace {
 constexpr int64_t kClasses = 3;
 constexpr int64_t kPointsPerClass = 200;
 constexpr int64_t kHidden = 64;
-constexpr int kEpochs = 1500;
+constexpr int kEpochs = 600;
 constexpr double kLearningRate = 0.1;
 constexpr double kMomentum = 0.9;
 
@@ -95,7 +95,7 @@ int main() {
       if (i + 1 < layers.size()) h = relu(h);
     }
     const Tensor loss = cross_entropy(h, data.labels);
-    if (epoch % 100 == 0) {
+    if (epoch % 50 == 0) {
       const double accuracy = eq(argmax(h, 1), data.labels).to(DType::Float32).mean().item<double>();
       std::printf("epoch %4d  loss %.4f  accuracy %5.1f%%\n", epoch, loss.item<double>(), 100.0 * accuracy);
     }
