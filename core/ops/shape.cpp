@@ -52,6 +52,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   out_sizes[dim] = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
+    dtype = promote_types(dtype, t.dtype());  // skipped tensors still take part, as in PyTorch
     if (is_legacy_empty(t) && ref != &t) continue;
     KILN_CHECK(t.dim() == ref->dim(), "cat: tensor ", i, " has ", t.dim(), " dimensions but tensor 0 has ",
                ref->dim(), " (shapes ", t.sizes(), " and ", ref->sizes(), ")");
@@ -60,7 +61,6 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
       KILN_CHECK(d == dim || t.sizes()[d] == ref->sizes()[d], "cat: sizes must match except in dimension ", dim,
                  ": tensor ", i, " has shape ", t.sizes(), ", expected ", ref->sizes(), " at dimension ", d);
     }
-    dtype = promote_types(dtype, t.dtype());
     out_sizes[dim] += t.sizes()[dim];
   }
   Tensor out = empty(out_sizes, {.dtype = dtype, .device = ref->device()});
