@@ -33,6 +33,14 @@ Tensor non_contiguous(const Tensor& t) {
   return view;
 }
 
+Tensor grad_leaf(const std::vector<int64_t>& sizes, uint64_t seed) {
+  return random_nonzero(sizes, DType::Float64, seed).requires_grad_(true);
+}
+
+Tensor strided_grad_leaf(const std::vector<int64_t>& sizes, uint64_t seed) {
+  return non_contiguous(random_nonzero(sizes, DType::Float64, seed)).detach().requires_grad_(true);
+}
+
 Tolerance tolerance_for(DType dtype) {
   switch (dtype) {
     case DType::Float64: return {1e-12, 1e-10};

@@ -18,6 +18,10 @@ Tensor random_uniform(const std::vector<int64_t>& sizes, double low, double high
                       DType dtype = DType::Float64, uint64_t seed = 1);
 // The same values laid out non-contiguously (every other element of a larger buffer).
 Tensor non_contiguous(const Tensor& t);
+// Gradient-check inputs: float64 leaves that require grad, with random non-zero values
+// (away from the kinks at 0), contiguous or laid out non-contiguously.
+Tensor grad_leaf(const std::vector<int64_t>& sizes, uint64_t seed);
+Tensor strided_grad_leaf(const std::vector<int64_t>& sizes, uint64_t seed);
 
 // The tolerance table (STYLE 10): absolute and relative, per dtype.
 struct Tolerance {

@@ -267,91 +267,85 @@ TEST(Elementwise, ErrorsNameTheOpAndTheShapes) {
 
 // ---- gradient checks ------------------------------------------------------------------------
 
-Tensor leaf(const std::vector<int64_t>& sizes, uint64_t seed, double low = -1.5, double high = 1.5) {
+Tensor uniform_leaf(const std::vector<int64_t>& sizes, uint64_t seed, double low = -1.5, double high = 1.5) {
   Tensor x = random_uniform(sizes, low, high, DType::Float64, seed);
   return x.requires_grad_(true);
 }
 
-Tensor nonzero_leaf(const std::vector<int64_t>& sizes, uint64_t seed) {
-  return random_nonzero(sizes, DType::Float64, seed).requires_grad_(true);
-}
 
 // A non-contiguous float64 leaf (every other element of a buffer).
-Tensor strided_leaf(const std::vector<int64_t>& sizes, uint64_t seed) {
-  return non_contiguous(random_nonzero(sizes, DType::Float64, seed)).detach().requires_grad_(true);
-}
 
 using Inputs = std::vector<Tensor>;
 
 KILN_GRADCHECK_TEST(add) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return add(v[0], v[1], 0.5); }, {leaf({3, 4}, 1), leaf({4}, 2)}));
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return add(v[0], 2.0); }, {strided_leaf({2, 3}, 3)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return add(v[0], v[1], 0.5); }, {uniform_leaf({3, 4}, 1), uniform_leaf({4}, 2)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return add(v[0], 2.0); }, {testing::strided_grad_leaf({2, 3}, 3)}));
 }
 
 KILN_GRADCHECK_TEST(sub) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return sub(v[0], v[1]); }, {leaf({2, 1, 3}, 1), strided_leaf({4, 3}, 2)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return sub(v[0], v[1]); }, {uniform_leaf({2, 1, 3}, 1), testing::strided_grad_leaf({4, 3}, 2)}));
 }
 
 KILN_GRADCHECK_TEST(mul) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return mul(v[0], v[1]); }, {leaf({3, 4}, 1), leaf({3, 1}, 2)}));
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return mul(v[0], v[0]); }, {strided_leaf({5}, 3)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return mul(v[0], v[1]); }, {uniform_leaf({3, 4}, 1), uniform_leaf({3, 1}, 2)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return mul(v[0], v[0]); }, {testing::strided_grad_leaf({5}, 3)}));
 }
 
 KILN_GRADCHECK_TEST(div) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return div(v[0], v[1]); }, {leaf({3, 4}, 1), nonzero_leaf({4}, 2)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return div(v[0], v[1]); }, {uniform_leaf({3, 4}, 1), testing::grad_leaf({4}, 2)}));
 }
 
-KILN_GRADCHECK_TEST(neg) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return neg(v[0]); }, {strided_leaf({3, 2}, 1)})); }
+KILN_GRADCHECK_TEST(neg) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return neg(v[0]); }, {testing::strided_grad_leaf({3, 2}, 1)})); }
 
 KILN_GRADCHECK_TEST(pow) {
   const Tensor base = random_uniform({3, 3}, 0.5, 2.0, DType::Float64, 1).requires_grad_(true);
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return pow(v[0], v[1]); }, {base, leaf({3}, 2)}));
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return pow(v[0], 3.0); }, {strided_leaf({4}, 3)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return pow(v[0], v[1]); }, {base, uniform_leaf({3}, 2)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return pow(v[0], 3.0); }, {testing::strided_grad_leaf({4}, 3)}));
   EXPECT_TRUE(gradcheck([](const Inputs& v) { return pow(v[0], -1.5); }, {base}));
 }
 
 KILN_GRADCHECK_TEST(sqrt) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return sqrt(v[0]); }, {leaf({3, 4}, 1, 0.2, 3)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return sqrt(v[0]); }, {uniform_leaf({3, 4}, 1, 0.2, 3)}));
 }
 
 KILN_GRADCHECK_TEST(rsqrt) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return rsqrt(v[0]); }, {leaf({3, 4}, 1, 0.2, 3)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return rsqrt(v[0]); }, {uniform_leaf({3, 4}, 1, 0.2, 3)}));
 }
 
-KILN_GRADCHECK_TEST(exp) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return exp(v[0]); }, {strided_leaf({3, 4}, 1)})); }
+KILN_GRADCHECK_TEST(exp) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return exp(v[0]); }, {testing::strided_grad_leaf({3, 4}, 1)})); }
 
 KILN_GRADCHECK_TEST(log) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return log(v[0]); }, {leaf({3, 4}, 1, 0.2, 3)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return log(v[0]); }, {uniform_leaf({3, 4}, 1, 0.2, 3)}));
 }
 
 KILN_GRADCHECK_TEST(reciprocal) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return reciprocal(v[0]); }, {nonzero_leaf({3, 4}, 1)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return reciprocal(v[0]); }, {testing::grad_leaf({3, 4}, 1)}));
 }
 
 KILN_GRADCHECK_TEST(square) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return square(v[0]); }, {strided_leaf({3, 4}, 1)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return square(v[0]); }, {testing::strided_grad_leaf({3, 4}, 1)}));
 }
 
-KILN_GRADCHECK_TEST(abs) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return abs(v[0]); }, {nonzero_leaf({3, 4}, 1)})); }
+KILN_GRADCHECK_TEST(abs) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return abs(v[0]); }, {testing::grad_leaf({3, 4}, 1)})); }
 
-KILN_GRADCHECK_TEST(sign) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return sign(v[0]); }, {nonzero_leaf({5}, 1)})); }
+KILN_GRADCHECK_TEST(sign) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return sign(v[0]); }, {testing::grad_leaf({5}, 1)})); }
 
 KILN_GRADCHECK_TEST(clamp) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return clamp(v[0], -0.6, 0.7); }, {nonzero_leaf({4, 4}, 1)}));
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return clamp(v[0], std::nullopt, 0.7); }, {strided_leaf({3, 3}, 2)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return clamp(v[0], -0.6, 0.7); }, {testing::grad_leaf({4, 4}, 1)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return clamp(v[0], std::nullopt, 0.7); }, {testing::strided_grad_leaf({3, 3}, 2)}));
 }
 
 KILN_GRADCHECK_TEST(maximum) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return maximum(v[0], v[1]); }, {leaf({3, 4}, 1), leaf({4}, 2)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return maximum(v[0], v[1]); }, {uniform_leaf({3, 4}, 1), uniform_leaf({4}, 2)}));
 }
 
 KILN_GRADCHECK_TEST(minimum) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return minimum(v[0], v[1]); }, {leaf({3, 4}, 1), strided_leaf({3, 4}, 2)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return minimum(v[0], v[1]); }, {uniform_leaf({3, 4}, 1), testing::strided_grad_leaf({3, 4}, 2)}));
 }
 
 KILN_GRADCHECK_TEST(where) {
   const Tensor cond = gt(random_uniform({3, 4}, -1, 1, DType::Float64, 9), 0.0);
-  EXPECT_TRUE(gradcheck([cond](const Inputs& v) { return where(cond, v[0], v[1]); }, {leaf({3, 4}, 1), leaf({4}, 2)}));
+  EXPECT_TRUE(gradcheck([cond](const Inputs& v) { return where(cond, v[0], v[1]); }, {uniform_leaf({3, 4}, 1), uniform_leaf({4}, 2)}));
 }
 
 // Subgradients at kinks, pinned: abs'(0) = 0, relu'(0) = 0, clamp passes the gradient at
@@ -375,13 +369,13 @@ TEST(Elementwise, SubgradientsAtKinksArePinned) {
 
 KILN_GRADCHECK_TEST(to) {
   EXPECT_TRUE(gradcheck([](const Inputs& v) { return mul(v[0].to(DType::Float32), 2.0).to(DType::Float64); },
-                        {leaf({3}, 1)}, {.eps = 1e-3, .atol = 1e-4, .rtol = 1e-4}));
+                        {uniform_leaf({3}, 1)}, {.eps = 1e-3, .atol = 1e-4, .rtol = 1e-4}));
 }
 
-KILN_GRADCHECK_TEST(clone) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return clone(v[0]); }, {strided_leaf({3, 2}, 1)})); }
+KILN_GRADCHECK_TEST(clone) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return clone(v[0]); }, {testing::strided_grad_leaf({3, 2}, 1)})); }
 
 KILN_GRADCHECK_TEST(contiguous) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return contiguous(v[0]); }, {strided_leaf({3, 2}, 1)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return contiguous(v[0]); }, {testing::strided_grad_leaf({3, 2}, 1)}));
 }
 
 KILN_GRADCHECK_TEST(copy_) {
@@ -392,35 +386,35 @@ KILN_GRADCHECK_TEST(copy_) {
         dest.copy_(v[1]);
         return mul(dest, dest);
       },
-      {leaf({3, 4}, 1), leaf({4}, 2)}));
+      {uniform_leaf({3, 4}, 1), uniform_leaf({4}, 2)}));
 }
 
-KILN_GRADCHECK_TEST(relu) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return relu(v[0]); }, {nonzero_leaf({4, 3}, 1)})); }
+KILN_GRADCHECK_TEST(relu) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return relu(v[0]); }, {testing::grad_leaf({4, 3}, 1)})); }
 
 KILN_GRADCHECK_TEST(leaky_relu) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return leaky_relu(v[0], 0.2); }, {strided_leaf({4, 3}, 1)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return leaky_relu(v[0], 0.2); }, {testing::strided_grad_leaf({4, 3}, 1)}));
 }
 
 KILN_GRADCHECK_TEST(prelu) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return prelu(v[0], v[1]); }, {nonzero_leaf({2, 3, 4}, 1), leaf({3}, 2)}));
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return prelu(v[0], v[1]); }, {nonzero_leaf({2, 3}, 3), leaf({1}, 4)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return prelu(v[0], v[1]); }, {testing::grad_leaf({2, 3, 4}, 1), uniform_leaf({3}, 2)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return prelu(v[0], v[1]); }, {testing::grad_leaf({2, 3}, 3), uniform_leaf({1}, 4)}));
 }
 
-KILN_GRADCHECK_TEST(sigmoid) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return sigmoid(v[0]); }, {leaf({4, 3}, 1)})); }
+KILN_GRADCHECK_TEST(sigmoid) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return sigmoid(v[0]); }, {uniform_leaf({4, 3}, 1)})); }
 
-KILN_GRADCHECK_TEST(tanh) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return tanh(v[0]); }, {strided_leaf({4, 3}, 1)})); }
+KILN_GRADCHECK_TEST(tanh) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return tanh(v[0]); }, {testing::strided_grad_leaf({4, 3}, 1)})); }
 
-KILN_GRADCHECK_TEST(silu) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return silu(v[0]); }, {leaf({4, 3}, 1, -3, 3)})); }
+KILN_GRADCHECK_TEST(silu) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return silu(v[0]); }, {uniform_leaf({4, 3}, 1, -3, 3)})); }
 
 KILN_GRADCHECK_TEST(gelu) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return gelu(v[0]); }, {leaf({4, 3}, 1, -3, 3)}));
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return gelu(v[0], "tanh"); }, {strided_leaf({4, 3}, 2)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return gelu(v[0]); }, {uniform_leaf({4, 3}, 1, -3, 3)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return gelu(v[0], "tanh"); }, {testing::strided_grad_leaf({4, 3}, 2)}));
 }
 
-KILN_GRADCHECK_TEST(elu) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return elu(v[0], 1.3); }, {nonzero_leaf({4, 3}, 1)})); }
+KILN_GRADCHECK_TEST(elu) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return elu(v[0], 1.3); }, {testing::grad_leaf({4, 3}, 1)})); }
 
 KILN_GRADCHECK_TEST(softplus) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return softplus(v[0], 1.5, 2.0); }, {nonzero_leaf({4, 3}, 1)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return softplus(v[0], 1.5, 2.0); }, {testing::grad_leaf({4, 3}, 1)}));
 }
 
 // Half-precision inputs compute in float32 and round once: compare with float32 results

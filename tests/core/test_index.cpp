@@ -113,28 +113,22 @@ TEST(Index, ErrorsNameTheOpTheIndexAndTheSize) {
   EXPECT_KILN_ERROR(index_select(x, 2, tensor<int64_t>({0})), "index_select", "out of range");
 }
 
-Tensor leaf(const std::vector<int64_t>& s, uint64_t seed) {
-  return random_nonzero(s, DType::Float64, seed).requires_grad_(true);
-}
 
-Tensor strided_leaf(const std::vector<int64_t>& s, uint64_t seed) {
-  return non_contiguous(random_nonzero(s, DType::Float64, seed)).detach().requires_grad_(true);
-}
 
 KILN_GRADCHECK_TEST(gather) {
   const Tensor index = tensor<int64_t>({0, 2, 2, 1, 0, 0}, {2, 3});
-  EXPECT_TRUE(gradcheck([index](const Inputs& v) { return gather(v[0], 1, index); }, {strided_leaf({2, 4}, 1)}));
+  EXPECT_TRUE(gradcheck([index](const Inputs& v) { return gather(v[0], 1, index); }, {testing::strided_grad_leaf({2, 4}, 1)}));
 }
 
 KILN_GRADCHECK_TEST(scatter_add) {
   const Tensor index = tensor<int64_t>({0, 2, 2, 1, 0, 0}, {3, 2});
   EXPECT_TRUE(gradcheck([index](const Inputs& v) { return scatter_add(v[0], 0, index, v[1]); },
-                        {leaf({3, 3}, 1), strided_leaf({3, 2}, 2)}));
+                        {testing::grad_leaf({3, 3}, 1), testing::strided_grad_leaf({3, 2}, 2)}));
 }
 
 KILN_GRADCHECK_TEST(index_select) {
   const Tensor index = tensor<int64_t>({2, 0, 2});
-  EXPECT_TRUE(gradcheck([index](const Inputs& v) { return index_select(v[0], 1, index); }, {strided_leaf({2, 3}, 1)}));
+  EXPECT_TRUE(gradcheck([index](const Inputs& v) { return index_select(v[0], 1, index); }, {testing::strided_grad_leaf({2, 3}, 1)}));
 }
 
 }  // namespace

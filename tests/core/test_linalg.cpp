@@ -113,31 +113,25 @@ TEST(Linalg, ErrorsNameBothShapes) {
   EXPECT_KILN_ERROR(linear(zeros({2, 5}), zeros({4, 5}), zeros({3})), "linear", "bias", "[4]");
 }
 
-Tensor leaf(const std::vector<int64_t>& s, uint64_t seed) {
-  return random_nonzero(s, DType::Float64, seed).requires_grad_(true);
-}
 
-Tensor strided_leaf(const std::vector<int64_t>& s, uint64_t seed) {
-  return non_contiguous(random_nonzero(s, DType::Float64, seed)).detach().requires_grad_(true);
-}
 
 KILN_GRADCHECK_TEST(matmul) {
   auto f = [](const Inputs& v) { return matmul(v[0], v[1]); };
-  EXPECT_TRUE(gradcheck(f, {leaf({3, 4}, 1), strided_leaf({4, 2}, 2)}));
-  EXPECT_TRUE(gradcheck(f, {leaf({2, 1, 3, 4}, 3), leaf({2, 4, 2}, 4)}));  // broadcast batch
-  EXPECT_TRUE(gradcheck(f, {leaf({4}, 5), leaf({2, 4, 3}, 6)}));
-  EXPECT_TRUE(gradcheck(f, {leaf({2, 3, 4}, 7), leaf({4}, 8)}));
-  EXPECT_TRUE(gradcheck(f, {leaf({5}, 9), strided_leaf({5}, 10)}));
+  EXPECT_TRUE(gradcheck(f, {testing::grad_leaf({3, 4}, 1), testing::strided_grad_leaf({4, 2}, 2)}));
+  EXPECT_TRUE(gradcheck(f, {testing::grad_leaf({2, 1, 3, 4}, 3), testing::grad_leaf({2, 4, 2}, 4)}));  // broadcast batch
+  EXPECT_TRUE(gradcheck(f, {testing::grad_leaf({4}, 5), testing::grad_leaf({2, 4, 3}, 6)}));
+  EXPECT_TRUE(gradcheck(f, {testing::grad_leaf({2, 3, 4}, 7), testing::grad_leaf({4}, 8)}));
+  EXPECT_TRUE(gradcheck(f, {testing::grad_leaf({5}, 9), testing::strided_grad_leaf({5}, 10)}));
 }
 
 KILN_GRADCHECK_TEST(bmm) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return bmm(v[0], v[1]); }, {leaf({2, 3, 4}, 1), strided_leaf({2, 4, 3}, 2)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return bmm(v[0], v[1]); }, {testing::grad_leaf({2, 3, 4}, 1), testing::strided_grad_leaf({2, 4, 3}, 2)}));
 }
 
 KILN_GRADCHECK_TEST(linear) {
   EXPECT_TRUE(gradcheck([](const Inputs& v) { return linear(v[0], v[1], v[2]); },
-                        {leaf({2, 3, 4}, 1), strided_leaf({5, 4}, 2), leaf({5}, 3)}));
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return linear(v[0], v[1]); }, {leaf({3, 4}, 4), leaf({2, 4}, 5)}));
+                        {testing::grad_leaf({2, 3, 4}, 1), testing::strided_grad_leaf({5, 4}, 2), testing::grad_leaf({5}, 3)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return linear(v[0], v[1]); }, {testing::grad_leaf({3, 4}, 4), testing::grad_leaf({2, 4}, 5)}));
 }
 
 }  // namespace

@@ -81,35 +81,29 @@ TEST(Shape, ErrorsNameTheOffendingTensor) {
   EXPECT_KILN_ERROR(meshgrid({zeros({2})}, "yx"), "meshgrid", "indexing");
 }
 
-Tensor leaf(const std::vector<int64_t>& s, uint64_t seed) {
-  return random_nonzero(s, DType::Float64, seed).requires_grad_(true);
-}
 
-Tensor strided_leaf(const std::vector<int64_t>& s, uint64_t seed) {
-  return non_contiguous(random_nonzero(s, DType::Float64, seed)).detach().requires_grad_(true);
-}
 
 KILN_GRADCHECK_TEST(cat) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return cat(v, 1); }, {leaf({2, 3}, 1), strided_leaf({2, 2}, 2)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return cat(v, 1); }, {testing::grad_leaf({2, 3}, 1), testing::strided_grad_leaf({2, 2}, 2)}));
   EXPECT_TRUE(gradcheck([](const Inputs& v) { return cat({v[0], v[1].to(DType::Float32).to(DType::Float64)}, 0); },
-                        {leaf({1, 2}, 3), leaf({2, 2}, 4)}, {.eps = 1e-3, .atol = 1e-4, .rtol = 1e-4}));
+                        {testing::grad_leaf({1, 2}, 3), testing::grad_leaf({2, 2}, 4)}, {.eps = 1e-3, .atol = 1e-4, .rtol = 1e-4}));
 }
 
 KILN_GRADCHECK_TEST(stack) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return stack(v, 1); }, {leaf({2, 3}, 1), strided_leaf({2, 3}, 2)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return stack(v, 1); }, {testing::grad_leaf({2, 3}, 1), testing::strided_grad_leaf({2, 3}, 2)}));
 }
 
 KILN_GRADCHECK_TEST(split) {
   EXPECT_TRUE(gradcheck([](const Inputs& v) { return mul(split(v[0], 2, 1)[1], split(v[0], 2, 1)[0]); },
-                        {strided_leaf({3, 4}, 1)}));
+                        {testing::strided_grad_leaf({3, 4}, 1)}));
 }
 
 KILN_GRADCHECK_TEST(split_with_sizes) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return exp(split_with_sizes(v[0], {1, 3}, 0)[1]); }, {leaf({4, 2}, 1)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return exp(split_with_sizes(v[0], {1, 3}, 0)[1]); }, {testing::grad_leaf({4, 2}, 1)}));
 }
 
 KILN_GRADCHECK_TEST(chunk) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return sum(stack(chunk(v[0], 3, 0)), {1}); }, {strided_leaf({6, 2}, 1)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return sum(stack(chunk(v[0], 3, 0)), {1}); }, {testing::strided_grad_leaf({6, 2}, 1)}));
 }
 
 KILN_GRADCHECK_TEST(meshgrid) {
@@ -118,7 +112,7 @@ KILN_GRADCHECK_TEST(meshgrid) {
         const std::vector<Tensor> g = meshgrid(v, "xy");
         return mul(g[0], exp(g[1]));
       },
-      {leaf({3}, 1), leaf({2}, 2)}));
+      {testing::grad_leaf({3}, 1), testing::grad_leaf({2}, 2)}));
 }
 
 }  // namespace

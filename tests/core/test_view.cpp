@@ -110,58 +110,52 @@ TEST(View, DimensionErrorsNameTheOp) {
   EXPECT_KILN_ERROR(scalar_tensor(1.0).select(0, 0), "select", "0-d");
 }
 
-Tensor strided_leaf(const std::vector<int64_t>& sizes, uint64_t seed) {
-  return non_contiguous(random_nonzero(sizes, DType::Float64, seed)).detach().requires_grad_(true);
-}
 
-Tensor leaf(const std::vector<int64_t>& sizes, uint64_t seed) {
-  return random_nonzero(sizes, DType::Float64, seed).requires_grad_(true);
-}
 
 KILN_GRADCHECK_TEST(view) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].view({6, 2}); }, {leaf({3, 4}, 1)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].view({6, 2}); }, {testing::grad_leaf({3, 4}, 1)}));
 }
 
 KILN_GRADCHECK_TEST(reshape) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].reshape({-1}); }, {strided_leaf({3, 4}, 1)}));
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].t().reshape({2, 6}); }, {leaf({3, 4}, 2)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].reshape({-1}); }, {testing::strided_grad_leaf({3, 4}, 1)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].t().reshape({2, 6}); }, {testing::grad_leaf({3, 4}, 2)}));
 }
 
 KILN_GRADCHECK_TEST(permute) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].permute({1, 2, 0}); }, {strided_leaf({2, 3, 2}, 1)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].permute({1, 2, 0}); }, {testing::strided_grad_leaf({2, 3, 2}, 1)}));
 }
 
 KILN_GRADCHECK_TEST(transpose) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].transpose(0, 1); }, {leaf({2, 3}, 1)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].transpose(0, 1); }, {testing::grad_leaf({2, 3}, 1)}));
 }
 
 KILN_GRADCHECK_TEST(narrow) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].narrow(1, 1, 2); }, {strided_leaf({3, 4}, 1)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].narrow(1, 1, 2); }, {testing::strided_grad_leaf({3, 4}, 1)}));
 }
 
 KILN_GRADCHECK_TEST(slice) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].slice(1, 1, std::nullopt, 2); }, {leaf({3, 6}, 1)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].slice(1, 1, std::nullopt, 2); }, {testing::grad_leaf({3, 6}, 1)}));
 }
 
 KILN_GRADCHECK_TEST(select) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].select(0, -1); }, {strided_leaf({3, 4}, 1)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].select(0, -1); }, {testing::strided_grad_leaf({3, 4}, 1)}));
 }
 
 KILN_GRADCHECK_TEST(expand) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].expand({2, 3, 4}); }, {leaf({3, 1}, 1)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].expand({2, 3, 4}); }, {testing::grad_leaf({3, 1}, 1)}));
 }
 
 KILN_GRADCHECK_TEST(squeeze) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].squeeze(); }, {leaf({3, 1, 2}, 1)}));
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].squeeze(1); }, {leaf({3, 1, 2}, 2)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].squeeze(); }, {testing::grad_leaf({3, 1, 2}, 1)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].squeeze(1); }, {testing::grad_leaf({3, 1, 2}, 2)}));
 }
 
 KILN_GRADCHECK_TEST(unsqueeze) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].unsqueeze(1); }, {strided_leaf({3, 2}, 1)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].unsqueeze(1); }, {testing::strided_grad_leaf({3, 2}, 1)}));
 }
 
 KILN_GRADCHECK_TEST(flatten) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].flatten(); }, {strided_leaf({2, 3, 2}, 1)}));
+  EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].flatten(); }, {testing::strided_grad_leaf({2, 3, 2}, 1)}));
 }
 
 }  // namespace
