@@ -34,19 +34,23 @@ void check_result_fits(const Tensor& self, const Tensor& result, const char* op)
 }  // namespace
 
 Tensor& apply_inplace(Tensor& self, const std::vector<Tensor>& others, const char* op,
-                      const std::function<Tensor(const Tensor&)>& out_of_place) {
+                      const OutOfPlaceFn& out_of_place) {
   std::vector<Tensor> inputs = others;
   inputs.push_back(self);
   const bool recording = autograd::any_requires_grad(inputs);
   check_inplace_allowed(self, recording, op);
   if (!recording) {
-    Tensor result = out_of_place(self);
+    Tensor result = out_of_place(self, others);
     check_result_fits(self, result, op);
     backend(self.device()).copy(result, self, false);
     self.bump_version();
     return self;
   }
-  Tensor result = out_of_place(clone(self));
+  std::vector<Tensor> operands;
+  for (const Tensor& other : others) {
+    operands.push_back(other.storage().is_alias_of(self.storage()) ? clone(other) : other);
+  }
+  Tensor result = out_of_place(clone(self), operands);
   check_result_fits(self, result, op);
   if (result.dtype() != self.dtype()) result = result.to(self.dtype());
   {
@@ -65,7 +69,7 @@ namespace {
 // add_/sub_/mul_/div_: the kernel writes straight into self when nothing is recorded and
 // no promotion is needed; otherwise the general path.
 Tensor& binary_inplace(Tensor& self, const Tensor& other, BinaryOp op, double alpha, const char* name,
-                       const std::function<Tensor(const Tensor&)>& out_of_place) {
+                       const OutOfPlaceFn& out_of_place) {
   KILN_CHECK(self.defined() && other.defined(), name, ": undefined tensor");
   KILN_CHECK(broadcast_shapes(self.sizes(), other.sizes(), name) == self.sizes(), name, ": the other "
              "operand's shape ", other.sizes(), " does not broadcast to the in-place destination's shape ",
@@ -85,17 +89,17 @@ Tensor& binary_inplace(Tensor& self, const Tensor& other, BinaryOp op, double al
 
 Tensor& Tensor::add_(const Tensor& other, Scalar alpha) {
   return binary_inplace(*this, other, BinaryOp::Add, alpha.to_double(), "add_",
-                        [&](const Tensor& s) { return kiln::add(s, other, alpha); });
+                        [alpha](const Tensor& s, const std::vector<Tensor>& o) { return kiln::add(s, o[0], alpha); });
 }
 
 Tensor& Tensor::sub_(const Tensor& other, Scalar alpha) {
   return binary_inplace(*this, other, BinaryOp::Add, -alpha.to_double(), "sub_",
-                        [&](const Tensor& s) { return kiln::sub(s, other, alpha); });
+                        [alpha](const Tensor& s, const std::vector<Tensor>& o) { return kiln::sub(s, o[0], alpha); });
 }
 
 Tensor& Tensor::mul_(const Tensor& other) {
   return binary_inplace(*this, other, BinaryOp::Mul, 1.0, "mul_",
-                        [&](const Tensor& s) { return kiln::mul(s, other); });
+                        [](const Tensor& s, const std::vector<Tensor>& o) { return kiln::mul(s, o[0]); });
 }
 
 Tensor& Tensor::mul_(Scalar other) {
@@ -105,11 +109,11 @@ Tensor& Tensor::mul_(Scalar other) {
 
 Tensor& Tensor::div_(const Tensor& other) {
   return binary_inplace(*this, other, BinaryOp::Div, 1.0, "div_",
-                        [&](const Tensor& s) { return kiln::div(s, other); });
+                        [](const Tensor& s, const std::vector<Tensor>& o) { return kiln::div(s, o[0]); });
 }
 
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
-  return apply_inplace(*this, {}, "clamp_", [&](const Tensor& s) { return kiln::clamp(s, min, max); });
+  return apply_inplace(*this, {}, "clamp_", [&](const Tensor& s, const std::vector<Tensor>&) { return kiln::clamp(s, min, max); });
 }
 
 Tensor& Tensor::fill_(Scalar value) {

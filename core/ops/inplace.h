@@ -18,9 +18,14 @@ namespace kiln {
 // Throws if `self` may not be modified in place while recording (Note above).
 void check_inplace_allowed(const Tensor& self, bool recording, const char* op);
 
-// Runs `out_of_place(self)` and writes its result into self, following the Note. The
-// result must have self's shape and a dtype that casts to self's without changing category.
+// The out-of-place form of an in-place op: f(self, others) -> result.
+using OutOfPlaceFn = std::function<Tensor(const Tensor& self, const std::vector<Tensor>& others)>;
+
+// Runs `out_of_place(self, others)` and writes its result into self, following the Note.
+// When recording, an operand that shares self's storage (x.mul_(x)) is cloned first, so
+// the backward node keeps its old values. The result must have self's shape and a dtype
+// that casts to self's without changing category.
 Tensor& apply_inplace(Tensor& self, const std::vector<Tensor>& others, const char* op,
-                      const std::function<Tensor(const Tensor&)>& out_of_place);
+                      const OutOfPlaceFn& out_of_place);
 
 }  // namespace kiln

@@ -151,6 +151,14 @@ TEST(Autograd, InPlaceOnANonLeafRecordsTheRightGradient) {
   EXPECT_TRUE(all_equal(x.grad(), tensor<double>({7, 11, 15})));  // 4x + 3
 }
 
+TEST(Autograd, InPlaceWithItselfAsOperandKeepsTheOldValues) {
+  Tensor x = leaf({1, 2, 3});
+  Tensor y = mul(x, 2.0);
+  y.mul_(y);  // y = 4x^2: both operands are the old y, cloned before the overwrite
+  y.sum().backward();
+  EXPECT_TRUE(all_equal(x.grad(), tensor<double>({8, 16, 24})));
+}
+
 TEST(Autograd, GradFunctionDoesNotTouchLeafGrads) {
   Tensor x = leaf({1, 2});
   Tensor w = leaf({3, 4});
