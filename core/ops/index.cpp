@@ -1,11 +1,17 @@
-// gather, scatter_add and index_select with PyTorch's validation rules, and their
-// backward nodes (each gradient is another index op; see index.h).
+// gather, scatter_add and index_select (see index.h): PyTorch's validation rules, the
+// backend call, and each op's backward node right under it. Each gradient is another
+// index op: gather and index_select scatter g back; scatter_add gathers it.
+//
+// The op layer checks dtypes, devices and shapes; the index values are checked by the
+// kernel as it reads them (one pass over the index, never an out-of-bounds read). Kernels
+// get operands of one rank, at least 1-d: a 0-d tensor is handed over as shape [1].
 #include "core/ops/index.h"
+
+#include <algorithm>
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/backend.h"
-#include "core/ops/copy.h"
 #include "core/ops/factory.h"
 #include "core/ops/view.h"
 
@@ -15,26 +21,53 @@ namespace {
 using autograd::Node;
 using autograd::SavedTensor;
 
-void check_index_tensor(const Tensor& x, const Tensor& index, const char* op) {
-  KILN_CHECK(x.defined() && index.defined(), op, ": undefined tensor");
-  KILN_CHECK(index.dtype() == DType::Int64, op, ": index must be int64, got ", index.dtype());
-  KILN_CHECK(index.device() == x.device(), op, ": index is on ", index.device(), " but the input on ", x.device());
+// ---- validation -----------------------------------------------------------------------
+
+// PyTorch's shape rules count a 0-d tensor as 1-d of size 1.
+int64_t rank_of(const Tensor& t) { return std::max<int64_t>(t.dim(), 1); }
+int64_t size_at(const Tensor& t, int64_t d) { return t.dim() == 0 ? 1 : t.sizes()[d]; }
+
+// `index` is a defined Int64 tensor on `input`'s device.
+void check_index_tensor(const char* op, const Tensor& input, const Tensor& index) {
+  KILN_CHECK(input.defined(), op, ": undefined input tensor");
+  KILN_CHECK(index.defined(), op, ": undefined index tensor");
+  KILN_CHECK(index.dtype() == DType::Int64, op, ": expected index of dtype int64, got ", index.dtype());
+  KILN_CHECK(index.device() == input.device(), op, ": index is on ", index.device(), " but the input is on ",
+             input.device());
 }
 
-// gather/scatter_add: index has x's rank and is no larger than `bound` outside dim.
-void check_gather_shapes(const Tensor& bound, const Tensor& index, int64_t dim, const char* op,
-                         const char* bound_name) {
-  KILN_CHECK(index.dim() == bound.dim() || (bound.dim() == 0 && index.dim() <= 1), op, ": index has ",
-             index.dim(), " dimensions but ", bound_name, " has ", bound.dim(), " (shapes ", index.sizes(), " and ",
-             bound.sizes(), ")");
-  for (int64_t d = 0; d < index.dim(); ++d) {
-    if (d == dim) continue;
-    KILN_CHECK(index.sizes()[d] <= bound.sizes()[d], op, ": index shape ", index.sizes(), " exceeds ", bound_name,
-               " shape ", bound.sizes(), " at dimension ", d);
+// `index` has the rank of `other` (named `other_name` in errors) and is no larger than it
+// in every dim except `free_dim` (-1: in every dim).
+void check_index_fits(const char* op, const Tensor& index, const Tensor& other, const char* other_name,
+                      int64_t free_dim) {
+  KILN_CHECK(rank_of(index) == rank_of(other), op, ": index has ", index.dim(), " dimensions but ", other_name,
+             " has ", other.dim(), " (shapes ", index.sizes(), " and ", other.sizes(), "); they must be equal");
+  for (int64_t d = 0; d < rank_of(index); ++d) {
+    KILN_CHECK(d == free_dim || size_at(index, d) <= size_at(other, d), op, ": index of shape ", index.sizes(),
+               " is larger than ", other_name, " of shape ", other.sizes(), " in dimension ", d);
   }
 }
 
-// gather: the gradient is scattered back to where each value came from.
+// What a kernel is handed: the same data, 0-d seen as [1] (called under NoGradGuard).
+Tensor at_least_1d(const Tensor& t) { return t.dim() == 0 ? t.reshape({1}) : t; }
+
+// The leading block of a `sizes`-shaped zero tensor holds `part`; the rest is zero.
+Tensor zero_padded(const Tensor& part, const std::vector<int64_t>& sizes) {
+  if (part.sizes() == sizes) return part;
+  Tensor padded = zeros(sizes, {.dtype = part.dtype(), .device = part.device()});
+  Tensor block = padded;
+  for (int64_t d = 0; d < part.dim(); ++d) block = block.narrow(d, 0, part.sizes()[d]);
+  block.copy_(part);
+  return padded;
+}
+
+}  // namespace
+
+// ---- gather: d/dx = zeros like x with g scatter-added at index ----------------------------
+// Saves the index (the input's values are not needed).
+
+namespace {
+
 struct GatherBackward final : Node {
   SavedTensor index;
   std::vector<int64_t> input_sizes;
@@ -47,43 +80,17 @@ struct GatherBackward final : Node {
   std::string name() const override { return "gather"; }
 };
 
-// scatter_add: self's gradient passes through; src's is gathered from where it went.
-struct ScatterAddBackward final : Node {
-  SavedTensor index;
-  int64_t dim = 0;
-  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
-    Tensor g_src;
-    if (needs_input_grad(2)) g_src = gather(g[0], dim, index.unpack(*this));
-    return {needs_input_grad(0) ? g[0] : Tensor(), Tensor(), g_src};
-  }
-  void release_saved() override { index.release(); }
-  std::string name() const override { return "scatter_add"; }
-};
-
-// index_select: the gradient rows are added back at their indices (repeats accumulate).
-struct IndexSelectBackward final : Node {
-  SavedTensor index;
-  std::vector<int64_t> input_sizes;
-  int64_t dim = 0;
-  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
-    std::vector<int64_t> shape(g[0].dim(), 1);
-    shape[dim] = g[0].sizes()[dim];
-    const Tensor spread = index.unpack(*this).reshape(shape).expand(g[0].sizes());
-    const Tensor zero = zeros(input_sizes, {.dtype = g[0].dtype(), .device = g[0].device()});
-    return {scatter_add(zero, dim, spread, g[0]), Tensor()};
-  }
-  void release_saved() override { index.release(); }
-  std::string name() const override { return "index_select"; }
-};
-
 }  // namespace
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
-  check_index_tensor(x, index, "gather");
+  check_index_tensor("gather", x, index);
   dim = wrap_dim(dim, x.dim(), "gather");
-  check_gather_shapes(x, index, dim, "gather", "input");
+  check_index_fits("gather", index, x, "input", dim);
   Tensor out = empty(index.sizes(), {.dtype = x.dtype(), .device = x.device()});
-  if (out.numel() > 0) backend(x.device()).gather(x, dim, index, out);
+  if (out.numel() > 0) {
+    NoGradGuard no_grad;
+    backend(x.device()).gather(at_least_1d(x), dim, at_least_1d(index), at_least_1d(out));
+  }
   if (autograd::any_requires_grad({&x})) {
     auto node = std::make_shared<GatherBackward>();
     node->index = SavedTensor(index);
@@ -94,37 +101,90 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   return out;
 }
 
+// ---- scatter_add: d/dself = g; d/dsrc = gather(g, dim, index), zero where src was unused --
+// Saves the index only when src needs a gradient.
+
+namespace {
+
+struct ScatterAddBackward final : Node {
+  SavedTensor index;
+  std::vector<int64_t> src_sizes;
+  int64_t dim = 0;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    Tensor g_self, g_src;
+    if (needs_input_grad(0)) g_self = g[0];
+    if (needs_input_grad(2)) g_src = zero_padded(gather(g[0], dim, index.unpack(*this)), src_sizes);
+    return {g_self, Tensor(), g_src};
+  }
+  void release_saved() override { index.release(); }
+  std::string name() const override { return "scatter_add"; }
+};
+
+}  // namespace
+
 Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  check_index_tensor(self, index, "scatter_add");
-  KILN_CHECK(src.defined(), "scatter_add: undefined src");
-  KILN_CHECK(src.dtype() == self.dtype(), "scatter_add: src has dtype ", src.dtype(), " but self has ",
-             self.dtype());
-  KILN_CHECK(src.device() == self.device(), "scatter_add: src is on ", src.device(), " but self on ",
+  check_index_tensor("scatter_add", self, index);
+  KILN_CHECK(src.defined(), "scatter_add: undefined src tensor");
+  KILN_CHECK(src.dtype() == self.dtype(), "scatter_add: expected src of self's dtype ", self.dtype(), ", got ",
+             src.dtype());
+  KILN_CHECK(src.device() == self.device(), "scatter_add: src is on ", src.device(), " but self is on ",
              self.device());
+  KILN_CHECK(self.dtype() != DType::Bool, "scatter_add: expected a numeric dtype, got bool (sums of bools are "
+             "not defined here; convert to an integer dtype first)");
   dim = wrap_dim(dim, self.dim(), "scatter_add");
-  check_gather_shapes(self, index, dim, "scatter_add", "self");
-  check_gather_shapes(src, index, -1, "scatter_add", "src");
+  check_index_fits("scatter_add", index, self, "self", dim);
+  check_index_fits("scatter_add", index, src, "src", /*free_dim=*/-1);
   Tensor out;
   {
     NoGradGuard no_grad;
     out = self.clone();
+    if (index.numel() > 0) {
+      backend(self.device()).scatter_add(at_least_1d(out), dim, at_least_1d(index), at_least_1d(src));
+    }
   }
-  if (index.numel() > 0) backend(self.device()).scatter_add(out, dim, index, src);
   if (autograd::any_requires_grad({&self, &src})) {
     auto node = std::make_shared<ScatterAddBackward>();
-    node->index = SavedTensor(index);
+    if (src.requires_grad()) node->index = SavedTensor(index);
+    node->src_sizes = src.sizes();
     node->dim = dim;
     autograd::record(node, {self, index, src}, {out});
   }
   return out;
 }
 
+// ---- index_select: d/dx = zeros like x with g's slices scatter-added at the indices -----
+// Saves the (flattened) index. scatter_add wants an index shaped like g: the 1-d index
+// is laid along dim and expanded over the other dims (stride 0, no copy).
+
+namespace {
+
+struct IndexSelectBackward final : Node {
+  SavedTensor index;
+  std::vector<int64_t> input_sizes;
+  int64_t dim = 0;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    std::vector<int64_t> along_dim(g[0].dim(), 1);
+    along_dim[dim] = g[0].sizes()[dim];
+    const Tensor spread = index.unpack(*this).reshape(along_dim).expand(g[0].sizes());
+    const Tensor zero = zeros(input_sizes, {.dtype = g[0].dtype(), .device = g[0].device()});
+    return {scatter_add(zero, dim, spread, g[0]), Tensor()};
+  }
+  void release_saved() override { index.release(); }
+  std::string name() const override { return "index_select"; }
+};
+
+}  // namespace
+
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
-  check_index_tensor(x, index, "index_select");
+  check_index_tensor("index_select", x, index);
   KILN_CHECK(index.dim() <= 1, "index_select: index must be 0-d or 1-d, got shape ", index.sizes());
-  KILN_CHECK(x.dim() > 0, "index_select: input must have at least one dimension");
+  KILN_CHECK(x.dim() > 0, "index_select: input must have at least one dimension, got a 0-d tensor");
   dim = wrap_dim(dim, x.dim(), "index_select");
-  const Tensor flat_index = index.reshape({index.numel()});
+  Tensor flat_index;
+  {
+    NoGradGuard no_grad;
+    flat_index = index.reshape({index.numel()});
+  }
   std::vector<int64_t> out_sizes = x.sizes();
   out_sizes[dim] = flat_index.numel();
   Tensor out = empty(out_sizes, {.dtype = x.dtype(), .device = x.device()});
