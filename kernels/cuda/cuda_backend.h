@@ -1,0 +1,63 @@
+// CudaBackend: the Backend interface (core/backend.h) on NVIDIA GPUs.
+//
+// Each family of kernels lives in its own file, as in kernels/cpu/:
+//   copy.cu            copy (host<->device<->device, dtype casts), fill, arange
+//   unary.cu, binary*.cu, where.cu   the elementwise engine's users (elementwise.cuh)
+//   reduce.cu          the reduction engine (reduce.cuh): sum/mean/amax/amin/norms,
+//                      Welford var_mean, argmax/argmin
+//   softmax.cu         fused softmax / log_softmax, forward and backward
+//   index.cu           gather, scatter_add, index_select
+//   random.cu          Philox uniform/normal/randint/bernoulli, randperm
+//   cublas/gemm.cpp    bmm through cuBLAS (integer dtypes through a tiled kernel)
+// Every call runs on the tensors' device (a DeviceGuard), on the calling thread's current
+// stream there (stream.h), and returns without waiting for the GPU, except copies to
+// pageable host memory and calls whose result the host needs (index bounds errors).
+// Memory comes from the caching allocator (caching_allocator.h).
+#pragma once
+
+#include "core/backend.h"
+
+namespace kiln::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  int device_count() const override;
+  Allocator& allocator(int device_index) override;
+  Allocator* pinned_allocator() override;
+  bool is_pinned(const void* ptr) const override;
+  void synchronize(int device_index) override;
+
+  void copy(const Tensor& src, const Tensor& dst, bool non_blocking) override;
+  void fill(const Tensor& dst, Scalar value) override;
+  void arange(const Tensor& dst, Scalar start, Scalar step) override;
+
+  void unary(UnaryOp op, const Tensor& in, const Tensor& out, const ElementwiseParams& params) override;
+  void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out,
+              const ElementwiseParams& params) override;
+  void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override;
+
+  void reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& reduce_dims, const Tensor& out,
+              const ReduceParams& params) override;
+  void var_mean(const Tensor& in, const std::vector<int64_t>& reduce_dims, int64_t correction,
+                const Tensor& var_out, const Tensor& mean_out) override;
+  void arg_reduce(ArgReduceOp op, const Tensor& in, int64_t dim, const Tensor& values_out,
+                  const Tensor& indices_out) override;
+
+  void softmax(const Tensor& in, int64_t dim, bool log, const Tensor& out) override;
+  void softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, bool log,
+                        const Tensor& grad_in) override;
+
+  void bmm(const Tensor& a, const Tensor& b, const Tensor& out) override;
+
+  void gather(const Tensor& in, int64_t dim, const Tensor& index, const Tensor& out) override;
+  void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) override;
+  void index_select(const Tensor& in, int64_t dim, const Tensor& index, const Tensor& out) override;
+
+  void uniform(const Tensor& out, double low, double high, PhiloxState state) override;
+  void normal(const Tensor& out, double mean, double std, PhiloxState state) override;
+  void randint(const Tensor& out, int64_t low, int64_t high, PhiloxState state) override;
+  void randperm(const Tensor& out, PhiloxState state) override;
+  void bernoulli(const Tensor& out, double p, PhiloxState state) override;
+};
+
+}  // namespace kiln::cuda
