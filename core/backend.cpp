@@ -41,6 +41,12 @@ void set_cuda_unavailable_reason(std::string reason) {
   r.cuda_unavailable_reason = std::move(reason);
 }
 
+std::string cuda_unavailable_reason() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  return r.cuda_unavailable_reason;
+}
+
 Backend& backend(Device device) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
@@ -52,6 +58,12 @@ Backend& backend(Device device) {
   }
   return *b;
 }
+
+bool cuda_is_available() { return has_backend(DeviceType::CUDA); }
+
+int cuda_device_count() { return cuda_is_available() ? backend(Device::cuda()).device_count() : 0; }
+
+void synchronize(Device device) { backend(device).synchronize(device.index); }
 
 const char* op_name(UnaryOp op) {
   static constexpr const char* kNames[] = {

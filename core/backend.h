@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/allocator.h"
@@ -85,8 +86,16 @@ class Backend {
  public:
   virtual ~Backend() = default;
 
-  // ---- memory ---------------------------------------------------------------------------
+  // ---- devices and memory ---------------------------------------------------------------
+  // Devices of this type (the CPU backend has one).
+  virtual int device_count() const { return 1; }
+  // Waits until all work queued on the device has finished (the CPU runs synchronously).
+  virtual void synchronize(int /*device_index*/) {}
   virtual Allocator& allocator(int device_index) = 0;
+  // Page-locked host memory for fast, asynchronous host<->device copies, from a backend
+  // that has it (CUDA); null otherwise. is_pinned: whether `ptr` lies in such memory.
+  virtual Allocator* pinned_allocator() { return nullptr; }
+  virtual bool is_pinned(const void* /*ptr*/) const { return false; }
   // dst[i] = cast(src[i]); same shape, any strides and dtypes. Copies between this
   // backend's device and the CPU are this backend's job too (the CUDA backend's).
   virtual void copy(const Tensor& src, const Tensor& dst, bool non_blocking) = 0;
@@ -153,8 +162,16 @@ void register_backend(DeviceType type, Backend* backend);
 Backend& backend(Device device);
 bool has_backend(DeviceType type);
 
+// Whether CUDA tensors can be used (a CUDA backend is registered: a CUDA build on a
+// machine with a driver and a GPU), and how many GPUs there are (0 when unavailable).
+bool cuda_is_available();
+int cuda_device_count();
+// Waits for all queued work on `device` (torch.cuda.synchronize); a no-op on the CPU.
+void synchronize(Device device);
+
 // Why CUDA is unavailable, for the error above; the CUDA backend sets it when it finds no
 // driver or device.
 void set_cuda_unavailable_reason(std::string reason);
+std::string cuda_unavailable_reason();
 
 }  // namespace kiln

@@ -4,6 +4,8 @@
 #include "core/autograd/checkpoint.h"
 #include "core/autograd/engine.h"
 #include "core/autograd/grad_mode.h"
+#include "core/backend.h"
+#include "core/flags.h"
 #include "core/generator.h"
 #include "core/ops/activation.h"
 #include "core/ops/copy.h"

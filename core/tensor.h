@@ -33,6 +33,10 @@ struct TensorOptions {
   std::optional<DType> dtype;
   Device device = Device::cpu();
   bool requires_grad = false;
+  // CPU tensors only: allocate page-locked (pinned) host memory, which the GPU reads
+  // directly, so host-to-device copies from it can be asynchronous (non_blocking).
+  // Needs a CUDA-capable build and machine.
+  bool pinned_memory = false;
 };
 
 class Tensor {
@@ -100,6 +104,9 @@ class Tensor {
   Tensor to(Device device, DType dtype, bool non_blocking = false, bool copy = false) const;
   Tensor clone() const;
   Tensor contiguous() const;
+  // A copy in pinned host memory (itself when already pinned); is_pinned() says which.
+  Tensor pin_memory() const;
+  bool is_pinned() const;
   Tensor cpu() const { return to(Device::cpu()); }
   Scalar item() const;
   template <typename T>

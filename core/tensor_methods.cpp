@@ -11,6 +11,8 @@ Tensor Tensor::to(Device d, DType t, bool non_blocking, bool copy) const {
 }
 Tensor Tensor::clone() const { return kiln::clone(*this); }
 Tensor Tensor::contiguous() const { return kiln::contiguous(*this); }
+Tensor Tensor::pin_memory() const { return kiln::pin_memory(*this); }
+bool Tensor::is_pinned() const { return kiln::is_pinned(*this); }
 
 Scalar Tensor::item() const {
   KILN_CHECK(numel() == 1, "item: a tensor with ", numel(), " elements cannot be converted to a "

@@ -1,5 +1,6 @@
-// Registers CpuBackend (always); with a CUDA build, asks the CUDA runtime what GPUs exist
-// so that using Device::cuda() explains why it is unavailable.
+// Registers CpuBackend (always) and, in a CUDA build on a machine with a driver and a GPU,
+// CudaBackend. Without one, Device::cuda() stays unregistered and using it explains why
+// (the reason the CUDA runtime gave).
 #include "kernels/init.h"
 
 #include <mutex>
@@ -8,6 +9,7 @@
 #include "core/backend.h"
 #include "kernels/cpu/cpu_backend.h"
 #if defined(KILN_WITH_CUDA)
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/runtime.h"
 #endif
 
@@ -20,12 +22,12 @@ void init() {
     register_backend(DeviceType::CPU, &cpu_backend);
 #if defined(KILN_WITH_CUDA)
     std::string reason;
-    const int gpus = cuda::device_count(&reason);
-    if (gpus > 0) {
-      reason = "found " + std::to_string(gpus) +
-               " GPU(s), but this build has no CUDA kernels yet (they come with the CUDA backend)";
+    if (cuda::device_count(&reason) > 0) {
+      static cuda::CudaBackend cuda_backend;
+      register_backend(DeviceType::CUDA, &cuda_backend);
+    } else {
+      set_cuda_unavailable_reason(reason);
     }
-    set_cuda_unavailable_reason(reason);
 #endif
   });
 }

@@ -83,6 +83,22 @@ Tensor contiguous(const Tensor& t) {
   return t.is_contiguous() ? t : clone(t);
 }
 
+bool is_pinned(const Tensor& t) {
+  KILN_CHECK(t.defined(), "is_pinned: undefined tensor");
+  if (!t.device().is_cpu() || !cuda_is_available() || t.storage().data() == nullptr) return false;
+  return backend(Device::cuda()).is_pinned(t.storage().data());
+}
+
+Tensor pin_memory(const Tensor& t) {
+  KILN_CHECK(t.defined(), "pin_memory: undefined tensor");
+  KILN_CHECK(t.device().is_cpu(), "pin_memory: only CPU tensors can be pinned, got a tensor on ", t.device());
+  if (is_pinned(t)) return t;
+  Tensor out = empty(t.sizes(), {.dtype = t.dtype(), .pinned_memory = true});
+  NoGradGuard no_grad;
+  raw_copy(t, out, false);
+  return out;
+}
+
 Tensor& copy_(Tensor& self, const Tensor& src, bool non_blocking) {
   KILN_CHECK(self.defined() && src.defined(), "copy_: undefined tensor");
   broadcast_shapes(self.sizes(), src.sizes(), "copy_");

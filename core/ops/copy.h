@@ -13,6 +13,12 @@ namespace kiln {
 Tensor to(const Tensor& t, Device device, DType dtype, bool non_blocking = false, bool copy = false);
 Tensor clone(const Tensor& t);
 Tensor contiguous(const Tensor& t);
+// A CPU tensor's values in pinned (page-locked) host memory, laid out contiguously;
+// `t` itself when it is already pinned. Not differentiable through (a data-loading step).
+// Needs a backend with pinned memory (CUDA): a clear error otherwise.
+Tensor pin_memory(const Tensor& t);
+// Whether `t`'s memory is pinned host memory (false for device tensors).
+bool is_pinned(const Tensor& t);
 // self = src (broadcast to self's shape, cast to self's dtype, from any device). In place.
 Tensor& copy_(Tensor& self, const Tensor& src, bool non_blocking = false);
 

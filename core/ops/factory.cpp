@@ -20,6 +20,17 @@ Tensor finish(Tensor t, const TensorOptions& options) {
   return t;
 }
 
+// The device's allocator, or the pinned host allocator of the CUDA backend.
+Allocator& allocator_for(const TensorOptions& options) {
+  if (!options.pinned_memory) return backend(options.device).allocator(options.device.index);
+  KILN_CHECK(options.device.is_cpu(), "pinned_memory: only CPU tensors can be pinned, asked for ", options.device);
+  KILN_CHECK(cuda_is_available(), "pinned_memory: pinned host memory needs CUDA, which is not available (",
+             "drop pinned_memory on this machine)");
+  Allocator* pinned = backend(Device::cuda()).pinned_allocator();
+  KILN_CHECK(pinned != nullptr, "pinned_memory: the CUDA backend has no pinned allocator");
+  return *pinned;
+}
+
 }  // namespace
 
 Tensor empty_strided(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
@@ -36,8 +47,7 @@ Tensor empty_strided(const std::vector<int64_t>& sizes, const std::vector<int64_
   if (span != 0) {
     for (size_t i = 0; i < sizes.size(); ++i) span += (sizes[i] - 1) * strides[i];
   }
-  Storage storage = Storage::allocate(backend(options.device).allocator(options.device.index),
-                                      static_cast<size_t>(span) * itemsize(dtype));
+  Storage storage = Storage::allocate(allocator_for(options), static_cast<size_t>(span) * itemsize(dtype));
   auto impl = std::make_shared<TensorImpl>(std::move(storage), 0, sizes, strides, dtype, options.device);
   return finish(Tensor(std::move(impl)), options);
 }

@@ -32,6 +32,7 @@ const std::map<std::string, std::string> kNotDifferentiable = {
     {"isinf", "Bool result"}, {"isfinite", "Bool result"}, {"all", "Bool result"}, {"any", "Bool result"},
     {"argmax", "integer result"}, {"argmin", "integer result"},
     {"as_strided", "documented as not differentiable"},
+    {"pin_memory", "a data-loading copy into pinned memory, documented as not differentiable"},
     {"broadcast_shapes", "shape arithmetic"},
     {"sum_to", "the backward of broadcasting, checked through every broadcasting op"},
     {"unary_kernel", "engine entry point without autograd"},

@@ -1,0 +1,64 @@
+// Helpers of the CUDA parity suites (see cuda_test_util.h).
+#include "tests/cuda/cuda_test_util.h"
+
+#include <cmath>
+#include <limits>
+
+namespace kiln::testing {
+
+Tensor random_for(const std::vector<int64_t>& sizes, DType dtype, uint64_t seed) {
+  if (is_floating(dtype)) return random_nonzero(sizes, dtype, seed);
+  if (dtype == DType::Bool) return lt(random_uniform(sizes, 0.0, 1.0, DType::Float64, seed), 0.5);
+  Generator gen(seed);
+  return randint(dtype == DType::UInt8 ? 0 : -9, 10, sizes, {.dtype = dtype}, &gen);
+}
+
+Scalar poison_value(DType dtype, int variant) {
+  switch (dtype) {
+    case DType::Bool: return Scalar(variant == 0);
+    case DType::UInt8: return Scalar(int64_t{251});
+    case DType::Int32: return Scalar(int64_t{-1234567891});
+    case DType::Int64: return Scalar(int64_t{-1234567890123456789});
+    default: return Scalar(std::numeric_limits<double>::quiet_NaN());
+  }
+}
+
+Tensor poisoned(const std::vector<int64_t>& sizes, DType dtype, Device device, int variant) {
+  return full(sizes, poison_value(dtype, variant), {.dtype = dtype, .device = device});
+}
+
+Tensor poisoned_strided(const std::vector<int64_t>& sizes, DType dtype, Device device, Tensor* buffer,
+                        int variant) {
+  std::vector<int64_t> big = sizes;
+  if (big.empty()) big.push_back(1);
+  big.back() *= 2;
+  *buffer = poisoned(big, dtype, device, variant);
+  Tensor view = buffer->slice(-1, 0, std::nullopt, 2);
+  return sizes.empty() ? view.reshape({}) : view;
+}
+
+::testing::AssertionResult gaps_untouched(const Tensor& buffer, int variant) {
+  const Tensor gaps = buffer.slice(-1, 1, std::nullopt, 2);
+  const Tensor expected = poisoned(gaps.sizes(), gaps.dtype(), Device::cpu(), variant);
+  const ::testing::AssertionResult same = all_equal(gaps.to(Device::cpu()), expected);
+  if (!same) return ::testing::AssertionFailure() << "a kernel wrote outside its output view: " << same.message();
+  return same;
+}
+
+Tensor on_device(const Tensor& t, Device device, bool strided) {
+  Tensor moved = t.to(device);
+  return strided ? non_contiguous(moved) : moved;
+}
+
+::testing::AssertionResult matches_cpu(const Tensor& cuda_result, const Tensor& cpu_result, double slack) {
+  if (cuda_result.dtype() != cpu_result.dtype()) {
+    return ::testing::AssertionFailure() << "dtype " << cuda_result.dtype() << " on CUDA vs " << cpu_result.dtype()
+                                         << " on the CPU";
+  }
+  Tolerance tol = tolerance_for(cpu_result.dtype());
+  tol.atol *= slack;
+  tol.rtol *= slack;
+  return all_close(cuda_result.to(Device::cpu()), cpu_result, tol);
+}
+
+}  // namespace kiln::testing
