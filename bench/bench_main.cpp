@@ -1,10 +1,13 @@
-// Benchmark main: registers Kiln's backends, prints the measured copy peak, runs Google
-// Benchmark.
+// Benchmark main: registers Kiln's backends, prints the measured copy peaks (host memcpy,
+// and the device copy when a GPU is there), runs Google Benchmark.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
 
 #include "bench/bench_util.h"
+#if defined(KILN_WITH_CUDA)
+#include "bench/cuda/bench_cuda_util.h"
+#endif
 #include "kernels/init.h"
 
 int main(int argc, char** argv) {
@@ -12,6 +15,12 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   std::printf("copy peak (memcpy, 256 MiB): %.2f GB/s\n", kiln::bench::copy_peak_bytes_per_second() / 1e9);
+#if defined(KILN_WITH_CUDA)
+  if (kiln::cuda_is_available()) {
+    std::printf("CUDA copy peak (device to device, 512 MiB): %.2f GB/s\n",
+                kiln::bench::cuda_copy_peak_bytes_per_second() / 1e9);
+  }
+#endif
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
