@@ -71,9 +71,10 @@ Tensor same_layout_on_cuda(const Tensor& cpu, bool transposed) {
   return on_device(cpu.transpose(1, 2).contiguous(), kCuda).transpose(1, 2);
 }
 
-// backend.bmm into a poisoned output, compared with the CPU backend.
+// backend.bmm into a poisoned output, compared with the CPU backend (on contiguous
+// copies: the layouts under test are the GPU's).
 void expect_bmm_matches_cpu(const Tensor& a_cpu, const Tensor& b_cpu, const Tensor& a_gpu, const Tensor& b_gpu) {
-  const Tensor expected = bmm(a_cpu, b_cpu);
+  const Tensor expected = bmm(a_cpu.contiguous(), b_cpu.contiguous());
   const Tensor out = poisoned({a_cpu.size(0), a_cpu.size(1), b_cpu.size(2)}, a_cpu.dtype(), kCuda);
   backend(kCuda).bmm(a_gpu, b_gpu, out);
   EXPECT_TRUE(same_product(out, expected, a_cpu.size(2)))
