@@ -59,12 +59,6 @@ void CudaBackend::softmax_backward(const Tensor&, const Tensor&, int64_t, bool, 
 
 
 
-// ---- matrix products -----------------------------------------------------------------------
-void CudaBackend::bmm(const Tensor&, const Tensor&, const Tensor&) { KILN_PENDING("bmm"); }
-// ---- end matrix products -------------------------------------------------------------------
-
-
-
 // ---- index and random ----------------------------------------------------------------------
 void CudaBackend::gather(const Tensor&, int64_t, const Tensor&, const Tensor&) { KILN_PENDING("gather"); }
 void CudaBackend::scatter_add(const Tensor&, int64_t, const Tensor&, const Tensor&) { KILN_PENDING("scatter_add"); }
