@@ -101,6 +101,7 @@ class BlockAllocator {
   AllocatorStats stats() const;
   void reset_peak_stats();
   bool caching() const { return caching_; }
+  int device() const { return device_; }
 
  private:
   struct Block;

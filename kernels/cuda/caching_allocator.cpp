@@ -143,6 +143,8 @@ void record_stream(void* ptr, Stream stream) {
   BlockAllocator* owner = owner_of(ptr);
   KILN_CHECK(owner != nullptr, "cuda: record_stream of ", ptr,
              ", which is not the start of a block the caching allocator handed out");
+  KILN_CHECK(owner->device() == stream.device(), "cuda: record_stream of a block of cuda:", owner->device(),
+             " on a stream of cuda:", stream.device(), " (an event can only be recorded on its own device)");
   owner->record_stream(ptr, stream_id(stream));
 }
 

@@ -115,13 +115,13 @@ TEST(CudaAllocator, ABlockUsedOnAnotherStreamIsNotReusedBeforeThatWorkFinishes) 
   StreamGuard on_a(stream_a);
   Storage block = device_block(kMiB);
   void* used_on_b = block.data();
+  std::vector<Storage> while_busy;  // held to the end, so `after` has one candidate
   {
     BusyStream busy(stream_b.stream().handle());
     KILN_CUDA_CHECK(cudaMemsetAsync(used_on_b, 1, kMiB, stream_b.stream().handle()));  // waits behind `busy`
     record_stream(used_on_b, stream_b);
     block = Storage();  // freed before the write has even started
 
-    std::vector<Storage> while_busy;
     for (int i = 0; i < 3; ++i) {
       while_busy.push_back(device_block(kMiB));
       EXPECT_NE(while_busy.back().data(), used_on_b);
