@@ -26,23 +26,10 @@
 #include <cstdint>
 
 #include "core/allocator.h"
+#include "kernels/cuda/allocator_stats.h"
 #include "kernels/cuda/stream.h"
 
 namespace kiln::cuda {
-
-struct AllocatorStats {
-  size_t allocated_bytes = 0;       // in blocks handed out now (rounded sizes)
-  size_t reserved_bytes = 0;        // obtained with cudaMalloc and not yet released
-  size_t peak_allocated_bytes = 0;  // since start or reset_peak_memory_stats
-  size_t peak_reserved_bytes = 0;
-  size_t requested_bytes = 0;       // as asked for, before rounding
-  int64_t active_blocks = 0;        // handed out now
-  int64_t cached_blocks = 0;        // free in the cache now
-  int64_t device_mallocs = 0;       // cudaMalloc calls (cache misses that grew the pool)
-  int64_t device_frees = 0;         // cudaFree calls (empty_cache, out-of-memory retries)
-  int64_t oom_retries = 0;          // cudaMalloc failures retried after freeing the cache
-  int64_t ooms = 0;                 // allocations that failed for good
-};
 
 // Kiln's Allocator (core/allocator.h) for `device`: blocks on the current stream.
 Allocator& device_allocator(int device);

@@ -12,16 +12,10 @@
 #include <cstdint>
 
 #include "core/allocator.h"
+#include "kernels/cuda/allocator_stats.h"
 #include "kernels/cuda/stream.h"
 
 namespace kiln::cuda {
-
-struct PinnedStats {
-  size_t allocated_bytes = 0;  // handed out now
-  size_t reserved_bytes = 0;   // obtained with cudaHostAlloc
-  int64_t host_allocs = 0;     // cudaHostAlloc calls
-  int64_t cached_blocks = 0;   // free and reusable (events completed or pending)
-};
 
 // Kiln's Allocator over pinned host memory (tensors on Device::cpu()).
 Allocator& pinned_host_allocator();
