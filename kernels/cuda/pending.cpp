@@ -39,15 +39,5 @@ void CudaBackend::softmax_backward(const Tensor&, const Tensor&, int64_t, bool, 
 
 
 
-// ---- index and random ----------------------------------------------------------------------
-void CudaBackend::gather(const Tensor&, int64_t, const Tensor&, const Tensor&) { KILN_PENDING("gather"); }
-void CudaBackend::scatter_add(const Tensor&, int64_t, const Tensor&, const Tensor&) { KILN_PENDING("scatter_add"); }
-void CudaBackend::index_select(const Tensor&, int64_t, const Tensor&, const Tensor&) { KILN_PENDING("index_select"); }
-void CudaBackend::uniform(const Tensor&, double, double, PhiloxState) { KILN_PENDING("uniform"); }
-void CudaBackend::normal(const Tensor&, double, double, PhiloxState) { KILN_PENDING("normal"); }
-void CudaBackend::randint(const Tensor&, int64_t, int64_t, PhiloxState) { KILN_PENDING("randint"); }
-void CudaBackend::randperm(const Tensor&, PhiloxState) { KILN_PENDING("randperm"); }
-void CudaBackend::bernoulli(const Tensor&, double, PhiloxState) { KILN_PENDING("bernoulli"); }
-// ---- end index and random ------------------------------------------------------------------
 
 }  // namespace kiln::cuda

@@ -1,0 +1,261 @@
+// CudaBackend's index kernels: gather, index_select and scatter_add.
+//
+// Math (shown for dim 0 of a 3-d tensor; the other dims alike), as kernels/cpu/index.cpp:
+//   gather:       out[i][j][k]  = in[index[i][j][k]][j][k]     out overwritten (=)
+//   index_select: out[i][j][k]  = in[index[i]][j][k]           out overwritten (=)
+//   scatter_add:  out[index[i][j][k]][j][k] += src[i][j][k]    out accumulated (+=)
+// Layout: any strides on every operand (operands of one rank >= 1, the index no larger
+// than the others outside dim: core/ops/index.cpp). As on the CPU, the indexed operand
+// (gather's `in`, scatter_add's `out`) is walked through its "row 0" (stride 0 along dim,
+// over the index's sizes) and the kernel adds index * stride(dim); index_select is a
+// gather whose 1-d index is laid along dim with stride 0 elsewhere.
+//
+// Launch: one thread per index element, 256-thread blocks, a grid of at most 8 blocks per
+// SM with a grid-stride loop; offsets from the OffsetCalculator over a 32-bit linear
+// index, the walk split into pieces below 2^31 elements on the host (index_plan.h).
+// gather and index_select only move elements, so they are instantiated per element size
+// (1, 2, 4, 8 bytes), not per dtype: four kernels serve all eight dtypes.
+//
+// scatter_add adds with atomics: every (out element, contribution) pair is one atomicAdd,
+// native for float, double, int32, int64 (as unsigned 64-bit: two's complement wraps
+// like the CPU's), Half (sm_70+) and BFloat16 (sm_80+); uint8 has no byte atomic, so it is
+// a compare-and-swap loop on the aligned 32-bit word holding the byte. Integer sums are
+// exact and equal the CPU's; floating sums happen in whatever order the atomics land, so
+// they may differ from the CPU's (and from run to run) by rounding: nondeterministic, as
+// PyTorch's scatter_add_ on CUDA. Half/BFloat16 atomics add in their own precision (one
+// rounding per add, as the CPU's round-on-every-store).
+//
+// Bounds: Note [Index bounds on the device].
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+
+#include "core/dispatch.h"
+#include "core/ops/factory.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_types.cuh"
+#include "kernels/cuda/index_plan.h"
+#include "kernels/cuda/runtime.h"
+#include "kernels/cuda/stream.h"
+
+namespace kiln::cuda {
+namespace {
+
+// Note [Index bounds on the device]
+// An index outside [0, size) must become a kiln::Error ("gather: index 7 is out of bounds
+// for dimension 0 with size 5"), as on the CPU. A device-side assert (PyTorch's choice)
+// cannot do that: it poisons the CUDA context, and every later call in the process fails.
+// So a kernel never dereferences a bad index: it skips it and records it in a 16-byte
+// flag on the device (the first thread to win an atomicCAS on `seen` writes its value).
+// After the kernel, the host copies the flag back and throws if it was set.
+// The cost: reading the flag waits for the stream (a synchronize per call, a few
+// microseconds plus whatever work was queued before), so these ops do not overlap with
+// the host the way other kernels do. Correctness wins: a silent out-of-bounds read or
+// write on the GPU corrupts memory or kills the context, and an embedding lookup with a
+// bad token id is one of the commonest mistakes a user makes. A caller who must not
+// sync can check its indices itself first, once, on the device.
+struct BadIndexFlag {
+  unsigned long long seen;
+  long long value;
+};
+
+__device__ __forceinline__ void record_bad_index(BadIndexFlag* flag, int64_t value) {
+  if (atomicCAS(&flag->seen, 0ull, 1ull) == 0ull) flag->value = static_cast<long long>(value);
+}
+
+// The flag of one call: zeroed on `stream` before the kernel, read back after it.
+class DeviceBadIndex {
+ public:
+  DeviceBadIndex(int device, Stream stream)
+      : buffer_(empty({2}, {.dtype = DType::Int64, .device = Device::cuda(device)})), stream_(stream) {
+    KILN_CUDA_CHECK(cudaMemsetAsync(flag(), 0, sizeof(BadIndexFlag), stream_.handle()));
+  }
+  BadIndexFlag* flag() const { return static_cast<BadIndexFlag*>(buffer_.data_ptr()); }
+
+  // Waits for the stream, then throws the CPU's message if a kernel recorded a bad index.
+  void throw_if_seen(const char* op, int64_t dim, int64_t size) const {
+    BadIndexFlag host{};
+    KILN_CUDA_CHECK(cudaMemcpyAsync(&host, flag(), sizeof(host), cudaMemcpyDeviceToHost, stream_.handle()));
+    stream_.synchronize();
+    KILN_CHECK(host.seen == 0, op, ": index ", host.value, " is out of bounds for dimension ", dim, " with size ",
+               size);
+  }
+
+ private:
+  Tensor buffer_;
+  Stream stream_;
+};
+
+// ---- kernels -------------------------------------------------------------------------------
+
+constexpr int kThreads = 256;
+
+// Operands (for both kernels): 0 = the written/read element, 1 = index, 2 = the other.
+
+// out[p] = in_rows[p + index[p] * in_step]. Word: an unsigned type of the element's size.
+template <typename Word>
+__global__ void gather_kernel(Word* out, const int64_t* index, const Word* in_rows, OffsetCalculator<3> offsets,
+                              int64_t in_step, int64_t size, int64_t n, BadIndexFlag* bad) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const auto o = offsets.get(static_cast<uint32_t>(i));
+    const int64_t j = index[o[1]];
+    if (j < 0 || j >= size) {
+      record_bad_index(bad, j);
+      continue;
+    }
+    out[o[0]] = in_rows[o[2] + j * in_step];
+  }
+}
+
+// *target += value, atomically (see the header for each dtype).
+__device__ __forceinline__ void atomic_add(float* target, float value) { atomicAdd(target, value); }
+__device__ __forceinline__ void atomic_add(double* target, double value) { atomicAdd(target, value); }
+__device__ __forceinline__ void atomic_add(int32_t* target, int32_t value) { atomicAdd(target, value); }
+__device__ __forceinline__ void atomic_add(int64_t* target, int64_t value) {
+  static_assert(sizeof(int64_t) == sizeof(unsigned long long));
+  atomicAdd(reinterpret_cast<unsigned long long*>(target), static_cast<unsigned long long>(value));
+}
+__device__ __forceinline__ void atomic_add(Half* target, Half value) {
+  atomicAdd(reinterpret_cast<__half*>(target), __ushort_as_half(value.bits));
+}
+__device__ __forceinline__ void atomic_add(BFloat16* target, BFloat16 value) {
+  atomicAdd(reinterpret_cast<__nv_bfloat16*>(target), __ushort_as_bfloat16(value.bits));
+}
+// No byte atomics: swap the aligned word holding the byte, with only that byte changed;
+// the swap succeeds only if no other thread changed the word meanwhile, else retry.
+__device__ __forceinline__ void atomic_add(uint8_t* target, uint8_t value) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(target);
+  unsigned int* word = reinterpret_cast<unsigned int*>(address & ~uintptr_t{3});
+  const unsigned int shift = static_cast<unsigned int>(address & 3) * 8;
+  unsigned int old = *word, assumed;
+  do {
+    assumed = old;
+    const unsigned int sum = ((assumed >> shift) + value) & 0xffu;
+    old = atomicCAS(word, assumed, (assumed & ~(0xffu << shift)) | (sum << shift));
+  } while (old != assumed);
+}
+
+// out_rows[p + index[p] * out_step] += src[p].
+template <typename T>
+__global__ void scatter_add_kernel(T* out_rows, const int64_t* index, const T* src, OffsetCalculator<3> offsets,
+                                   int64_t out_step, int64_t size, int64_t n, BadIndexFlag* bad) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const auto o = offsets.get(static_cast<uint32_t>(i));
+    const int64_t j = index[o[1]];
+    if (j < 0 || j >= size) {
+      record_bad_index(bad, j);
+      continue;
+    }
+    atomic_add(out_rows + o[0] + j * out_step, src[o[2]]);
+  }
+}
+
+// ---- launchers ------------------------------------------------------------------------------
+
+unsigned int grid_for(int64_t n, int device) {
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  const int64_t cap = int64_t{8} * device_properties(device).multiprocessors;
+  return static_cast<unsigned int>(std::max<int64_t>(1, std::min(blocks, cap)));
+}
+
+// `t`'s strides with 0 along dim: the walk visits its row 0 (the kernel adds the index).
+std::vector<int64_t> row_zero_strides(const Tensor& t, int64_t dim) {
+  std::vector<int64_t> strides = t.strides();
+  strides[dim] = 0;
+  return strides;
+}
+
+// The kernels' three operands over `sizes`: the written operand, the index, the read one.
+index_plan::StridedOperands<3> operands(const std::vector<int64_t>& sizes, const Tensor& a,
+                                        std::vector<int64_t> a_strides, const Tensor& index,
+                                        std::vector<int64_t> index_strides, const Tensor& b,
+                                        std::vector<int64_t> b_strides) {
+  index_plan::StridedOperands<3> ops;
+  ops.sizes = sizes;
+  ops.data = {static_cast<char*>(a.data_ptr()), static_cast<char*>(index.data_ptr()),
+              static_cast<char*>(b.data_ptr())};
+  ops.strides = {std::move(a_strides), std::move(index_strides), std::move(b_strides)};
+  ops.element_sizes = {static_cast<int64_t>(a.element_size()), static_cast<int64_t>(index.element_size()),
+                       static_cast<int64_t>(b.element_size())};
+  return ops;
+}
+
+// out[p] = in[p with coordinate dim replaced by index[p]], p over out's shape, where the
+// index is seen with `index_strides` over that shape.
+void gather_along(const Tensor& in, int64_t dim, const Tensor& index, const std::vector<int64_t>& index_strides,
+                  const Tensor& out, const char* op) {
+  KILN_ASSERT(in.dim() >= 1 && in.dim() == out.dim() && index_strides.size() == out.sizes().size(), op,
+              ": operands ", in.sizes(), ", ", out.sizes());
+  if (out.numel() == 0) return;
+  const int device = in.device().index;
+  DeviceGuard guard(device);
+  const Stream stream = current_stream(device);
+  const int64_t size = in.sizes()[dim], in_step = in.strides()[dim];
+  const index_plan::StridedOperands<3> ops =
+      operands(out.sizes(), out, out.strides(), index, index_strides, in, row_zero_strides(in, dim));
+  const DeviceBadIndex bad(device, stream);
+  auto launch = [&]<typename Word>() {
+    index_plan::for_each_32bit_piece(ops, [&](const index_plan::StridedOperands<3>& piece) {
+      const int64_t n = piece.numel();
+      gather_kernel<Word><<<grid_for(n, device), kThreads, 0, stream.handle()>>>(
+          reinterpret_cast<Word*>(piece.data[0]), reinterpret_cast<const int64_t*>(piece.data[1]),
+          reinterpret_cast<const Word*>(piece.data[2]), index_plan::make_offset_calculator(piece, op), in_step,
+          size, n, bad.flag());
+      KILN_CUDA_CHECK_LAUNCH();
+    });
+  };
+  switch (in.element_size()) {
+    case 1: launch.template operator()<uint8_t>(); break;
+    case 2: launch.template operator()<uint16_t>(); break;
+    case 4: launch.template operator()<uint32_t>(); break;
+    case 8: launch.template operator()<uint64_t>(); break;
+    default: KILN_ASSERT(false, op, ": element size ", in.element_size());
+  }
+  bad.throw_if_seen(op, dim, size);
+}
+
+}  // namespace
+
+void CudaBackend::gather(const Tensor& in, int64_t dim, const Tensor& index, const Tensor& out) {
+  KILN_ASSERT(index.sizes() == out.sizes(), "gather: index ", index.sizes(), ", out ", out.sizes());
+  gather_along(in, dim, index, index.strides(), out, "gather");
+}
+
+// A gather whose index is the 1-d index laid along dim, stride 0 over out's other dims.
+void CudaBackend::index_select(const Tensor& in, int64_t dim, const Tensor& index, const Tensor& out) {
+  KILN_ASSERT(index.dim() == 1 && out.dim() == in.dim(), "index_select: index ", index.sizes(), ", out ",
+              out.sizes());
+  std::vector<int64_t> index_strides(out.dim(), 0);
+  index_strides[dim] = index.strides()[0];
+  gather_along(in, dim, index, index_strides, out, "index_select");
+}
+
+void CudaBackend::scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
+  KILN_ASSERT(out.dim() >= 1 && out.dim() == index.dim() && src.dim() == index.dim(), "scatter_add: operands ",
+              out.sizes(), ", ", index.sizes(), ", ", src.sizes());
+  if (index.numel() == 0) return;
+  const int device = out.device().index;
+  DeviceGuard guard(device);
+  const Stream stream = current_stream(device);
+  const int64_t size = out.sizes()[dim], out_step = out.strides()[dim];
+  const index_plan::StridedOperands<3> ops =
+      operands(index.sizes(), out, row_zero_strides(out, dim), index, index.strides(), src, src.strides());
+  const DeviceBadIndex bad(device, stream);
+  visit_dtype<kNumericTypes>(out.dtype(), "scatter_add", [&]<typename T>() {
+    index_plan::for_each_32bit_piece(ops, [&](const index_plan::StridedOperands<3>& piece) {
+      const int64_t n = piece.numel();
+      scatter_add_kernel<T><<<grid_for(n, device), kThreads, 0, stream.handle()>>>(
+          reinterpret_cast<T*>(piece.data[0]), reinterpret_cast<const int64_t*>(piece.data[1]),
+          reinterpret_cast<const T*>(piece.data[2]), index_plan::make_offset_calculator(piece, "scatter_add"),
+          out_step, size, n, bad.flag());
+      KILN_CUDA_CHECK_LAUNCH();
+    });
+  });
+  bad.throw_if_seen("scatter_add", dim, size);
+}
+
+}  // namespace kiln::cuda
