@@ -21,23 +21,5 @@ void CudaBackend::where(const Tensor&, const Tensor&, const Tensor&, const Tenso
 
 
 
-// ---- reductions and softmax ----------------------------------------------------------------
-void CudaBackend::reduce(ReduceOp, const Tensor&, const std::vector<int64_t>&, const Tensor&, const ReduceParams&) {
-  KILN_PENDING("reduce");
-}
-void CudaBackend::var_mean(const Tensor&, const std::vector<int64_t>&, int64_t, const Tensor&, const Tensor&) {
-  KILN_PENDING("var_mean");
-}
-void CudaBackend::arg_reduce(ArgReduceOp, const Tensor&, int64_t, const Tensor&, const Tensor&) {
-  KILN_PENDING("arg_reduce");
-}
-void CudaBackend::softmax(const Tensor&, int64_t, bool, const Tensor&) { KILN_PENDING("softmax"); }
-void CudaBackend::softmax_backward(const Tensor&, const Tensor&, int64_t, bool, const Tensor&) {
-  KILN_PENDING("softmax_backward");
-}
-// ---- end reductions ------------------------------------------------------------------------
-
-
-
 
 }  // namespace kiln::cuda

@@ -1,0 +1,79 @@
+// Host-side planning of a CUDA reduction: which elements meet which output (the layout)
+// and how the work is spread over the GPU (the launch). Plain C++, no CUDA, so the host
+// tests (tests/cuda/internal/test_reduce_plan.cpp) check every decision without a GPU.
+//
+// Layout (as the CPU engine's, kernels/cpu/reduce.cpp): dims of size 1 are dropped; the
+// rest split into kept dims (those of the output) and reduced dims; each group is sorted
+// so that its smallest input stride is innermost, and neighbours contiguous with each
+// other in every operand are merged. A contiguous [N, C, H, W] reduced over {H, W}
+// becomes kept [N*C] x reduced [H*W].
+//
+// Launch, Note [Reduction launch shapes]:
+//   inner: the innermost reduced dim has the smaller input stride (reduced elements lie
+//     along a row: sum over the last dim). `lanes` threads (a power of two, up to 512)
+//     share one output, reading neighbouring elements of its row (vectors of `vec`
+//     elements when the rows are contiguous and 16-byte aligned), and combine their
+//     partial states with warp shuffles (plus shared memory past one warp). A block holds
+//     max(1, 256 / lanes) outputs.
+//   outer: the innermost kept dim has the smaller input stride (sum over dim 0 of a
+//     row-major matrix). Neighbouring threads own neighbouring outputs (32 per block row),
+//     so each load instruction reads a contiguous piece of one input row; the block's
+//     other threads (`lanes` of them, along threadIdx.y) split the reduced range and
+//     combine through shared memory.
+//   split: when the outputs fill fewer than kTargetBlocksPerSm blocks per SM and each
+//     output's reduction is long (a full sum, a sum over dim 0 of a tall matrix), the
+//     reduced range is cut into `slices` (grid.y): each block writes its partial state to
+//     a workspace, and a second kernel combines an output's slices and writes it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace kiln::cuda {
+
+// One loop dim after coalescing: its size and element strides in the input and in up to
+// two outputs (arg_reduce and var_mean write two).
+struct PlanDim {
+  int64_t size = 1;
+  int64_t strides[3] = {0, 0, 0};
+};
+
+// What is reduced, in numbers: a strided input, up to two keepdim-form outputs.
+struct ReduceProblem {
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> in_strides;
+  std::vector<int64_t> out0_strides;
+  std::vector<int64_t> out1_strides;  // empty: one output
+  std::vector<int64_t> reduce_dims;   // sorted, unique
+  int64_t element_size = 4;           // bytes per input element
+  bool in_aligned_16 = true;          // the input's data pointer is 16-byte aligned
+  int sm_count = 132;                 // streaming multiprocessors of the device
+};
+
+struct ReducePlan {
+  std::vector<PlanDim> kept;     // outermost first; a lone size-1 dim when all is reduced
+  std::vector<PlanDim> reduced;  // outermost first; a lone size-1 dim when nothing is
+  int64_t kept_numel = 1;
+  int64_t reduced_numel = 1;
+  bool outer = false;  // Note [Reduction launch shapes]
+  // The launch.
+  int vec = 1;                // inner: elements per vector load (1: scalar loads)
+  int lanes = 1;              // threads that share one output
+  int outputs_per_block = 1;  // inner: blockDim = (lanes, outputs); outer: (outputs, lanes)
+  int64_t blocks = 1;         // grid.x
+  int64_t slices = 1;         // grid.y; > 1: partial states go through a workspace
+  int64_t slice_size = 0;     // reduced indices per slice (a multiple of vec)
+};
+
+inline constexpr int kReduceBlockThreads = 256;
+inline constexpr int kMaxLanes = 512;
+inline constexpr int64_t kTargetBlocksPerSm = 4;
+// Slices the finalize kernel combines per output at most.
+inline constexpr int64_t kMaxSlices = 1024;
+
+ReducePlan plan_reduction(const ReduceProblem& problem);
+
+// The layout alone (dims dropped, grouped, sorted and merged), for the planner and tests.
+std::vector<PlanDim> coalesce_dims(std::vector<PlanDim> group);
+
+}  // namespace kiln::cuda
