@@ -28,19 +28,6 @@ void empty_pinned_cache() { KILN_PENDING("the pinned allocator"); }
 
 
 
-// ---- copy, fill, arange, unary, binary, where ------------------------------------------------
-void CudaBackend::copy(const Tensor&, const Tensor&, bool) { KILN_PENDING("copy"); }
-void CudaBackend::fill(const Tensor&, Scalar) { KILN_PENDING("fill"); }
-void CudaBackend::arange(const Tensor&, Scalar, Scalar) { KILN_PENDING("arange"); }
-void CudaBackend::unary(UnaryOp, const Tensor&, const Tensor&, const ElementwiseParams&) { KILN_PENDING("unary"); }
-void CudaBackend::binary(BinaryOp, const Tensor&, const Tensor&, const Tensor&, const ElementwiseParams&) {
-  KILN_PENDING("binary");
-}
-void CudaBackend::where(const Tensor&, const Tensor&, const Tensor&, const Tensor&) { KILN_PENDING("where"); }
-// ---- end elementwise -----------------------------------------------------------------------
-
-
-
 // ---- reductions and softmax ----------------------------------------------------------------
 void CudaBackend::reduce(ReduceOp, const Tensor&, const std::vector<int64_t>&, const Tensor&, const ReduceParams&) {
   KILN_PENDING("reduce");
