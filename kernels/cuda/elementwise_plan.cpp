@@ -13,7 +13,7 @@ namespace {
 // Distance in elements from operand k's first element to its last, plus one.
 int64_t extent_in_elements(const StridedLoop& loop, int k, const ElementSizes& element_sizes) {
   int64_t extent = 1;
-  for (int d = 0; d < loop.ndim; ++d) extent += (loop.sizes[d] - 1) * (std::llabs(loop.byte_strides[k][d]) / element_sizes[k]);
+  for (int d = 0; d < loop.ndim; ++d) extent += (loop.sizes[d] - 1) * (std::abs(loop.byte_strides[k][d]) / element_sizes[k]);
   return extent;
 }
 
@@ -24,7 +24,7 @@ int dim_to_split(const StridedLoop& loop, const ElementSizes& element_sizes) {
   for (int d = 0; d < loop.ndim; ++d) {
     if (loop.sizes[d] < 2) continue;
     int64_t stride = 1;
-    for (int k = 0; k < loop.noperands; ++k) stride = std::max(stride, std::llabs(loop.byte_strides[k][d]) / element_sizes[k]);
+    for (int k = 0; k < loop.noperands; ++k) stride = std::max(stride, std::abs(loop.byte_strides[k][d]) / element_sizes[k]);
     const int64_t extent = loop.sizes[d] * stride;
     if (extent > best_extent) best = d, best_extent = extent;
   }

@@ -47,7 +47,9 @@ void check_copy(Device from, Device to, DType src_dtype, DType dst_dtype, bool s
   backend(from.is_cpu() ? to : from).copy(src, dst, non_blocking);
   synchronize(to.is_cpu() ? from : to);
   EXPECT_TRUE(all_equal(dst.to(Device::cpu()), cpu_cast(src_cpu, dst_dtype)));
-  if (dst_strided && !pinned) EXPECT_TRUE(gaps_untouched(buffer));
+  if (dst_strided && !pinned) {
+    EXPECT_TRUE(gaps_untouched(buffer));
+  }
 }
 
 TEST(CudaCopy, EveryDtypePairAndLayoutMatchesTheCpuCast) {
@@ -104,7 +106,7 @@ TEST(CudaCopy, FillMatchesTheCpuInEveryDtypeAndLayout) {
     }
   }
   // The diagonal of a matrix (stride n + 1), as eye() fills it.
-  const Tensor matrix = zeros({9, 9}, {.device = kCuda});
+  const Tensor matrix = zeros({9, 9}, {.dtype = DType::Float32, .device = kCuda});
   backend(kCuda).fill(matrix.view({81}).slice(0, 0, 81, 10), Scalar(1.0));
   EXPECT_TRUE(all_equal(matrix.to(Device::cpu()), eye(9)));
 }
