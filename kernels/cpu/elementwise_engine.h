@@ -2,8 +2,7 @@
 //
 // Operands arrive with one shape (broadcast already done by the op layer: stride 0 where
 // an input is broadcast) and arbitrary strides. The engine
-//   1. drops size-1 dims and coalesces neighbouring dims that are contiguous with each
-//      other in every operand (a contiguous tensor becomes one dim of numel elements);
+//   1. coalesces them into a StridedLoop (kernels/strided_loop.h, shared with CUDA);
 //   2. splits the element range over OpenMP threads (ranges of at least kGrain elements);
 //   3. walks each thread's range as runs along the innermost dim, calling a typed loop
 //      per run: the contiguous fast path (every stride == element size, a plain indexed
@@ -25,25 +24,11 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/tensor.h"
+#include "kernels/strided_loop.h"
 
 namespace kiln::cpu {
 
-inline constexpr int kMaxDims = 16;
-inline constexpr int kMaxOperands = 4;
 inline constexpr int64_t kGrain = 32768;
-
-// Operands after coalescing; operand 0 is the output. Innermost dim last.
-struct StridedLoop {
-  int ndim = 0;
-  int noperands = 0;
-  std::array<int64_t, kMaxDims> sizes{};
-  std::array<std::array<int64_t, kMaxDims>, kMaxOperands> byte_strides{};
-  std::array<char*, kMaxOperands> data{};
-  int64_t numel = 1;
-};
-
-// Builds the coalesced loop over `operands` (all of the same shape; [0] is the output).
-StridedLoop make_strided_loop(std::initializer_list<const Tensor*> operands);
 
 // Runs `fn(begin, end)` over [0, n) split into chunks of at least `grain`, in parallel
 // when there is enough work.

@@ -1,7 +1,9 @@
-// Building the coalesced strided loop of the CPU elementwise engine (see the header).
-#include "kernels/cpu/elementwise_engine.h"
+// Building the coalesced strided loop of both elementwise engines (see the header).
+#include "kernels/strided_loop.h"
 
-namespace kiln::cpu {
+#include "core/error.h"
+
+namespace kiln {
 
 StridedLoop make_strided_loop(std::initializer_list<const Tensor*> operands) {
   StridedLoop loop;
@@ -54,4 +56,4 @@ StridedLoop make_strided_loop(std::initializer_list<const Tensor*> operands) {
   return loop;
 }
 
-}  // namespace kiln::cpu
+}  // namespace kiln

@@ -1,0 +1,101 @@
+// The device-side memory kernels of CudaBackend: casting copies on one device, fill and
+// arange. (CudaBackend::copy, which moves data between host and devices and calls
+// copy_on_device for casts and layouts, is in copy_transfer.cpp.)
+//
+//   copy_on_device  dst[i] = cast(src[i]) for all 8 x 8 dtype pairs, any strides, through
+//                   the elementwise engine (elementwise.cuh) with an identity functor in
+//                   the source's opmath type: Half/BFloat16 go through float, bool reads
+//                   as 0/1, floating -> integer truncates as static_cast does, all as the
+//                   CPU backend's copy. Floating -> uint8 goes through int64, because
+//                   that is what the CPU's static_cast does on x86 (a negative value
+//                   wraps: -1.5 -> 255) while the GPU's float -> u8 instruction saturates.
+//   fill            dst[i] = value, any strides (the engine with no inputs).
+//   arange          dst[i] = start + i * step, dst contiguous; floating dtypes compute it
+//                   in double and round through opmath, integers in int64, as the CPU.
+#include "core/dispatch.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/elementwise.cuh"
+#include "kernels/cuda/elementwise_families.h"
+
+namespace kiln::cuda {
+namespace {
+
+// The identity in S's opmath type; the engine's store rounds into the destination type.
+template <typename S, typename D>
+struct Cast {
+  __device__ auto operator()(opmath_t<S> v) const {
+    if constexpr (std::is_same_v<D, uint8_t> && std::is_floating_point_v<opmath_t<S>>) {
+      return static_cast<int64_t>(v);
+    } else {
+      return v;
+    }
+  }
+};
+
+template <typename M>
+struct Constant {
+  M value;
+  __device__ M operator()() const { return value; }
+};
+
+// ---- kernels --------------------------------------------------------------------------------
+
+template <typename T>
+__global__ void arange_floating(int64_t n, double start, double step, T* out) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    out[i] = from_opmath<T>(static_cast<opmath_t<T>>(start + step * static_cast<double>(i)));
+  }
+}
+
+template <typename T>
+__global__ void arange_integral(int64_t n, int64_t start, int64_t step, T* out) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    out[i] = static_cast<T>(start + step * i);
+  }
+}
+
+}  // namespace
+
+// ---- launchers ------------------------------------------------------------------------------
+
+void copy_on_device(const Tensor& src, const Tensor& dst) {
+  KILN_ASSERT(src.device() == dst.device(), "copy_on_device across devices");
+  const StridedLoop loop = make_strided_loop({&dst, &src});
+  visit_dtype<kAllTypes>(dst.dtype(), "copy", [&]<typename D>() {
+    visit_dtype<kAllTypes>(src.dtype(), "copy", [&]<typename S>() {
+      run_elementwise<D, S>(loop, dst.device().index, Cast<S, D>{});
+    });
+  });
+}
+
+void CudaBackend::fill(const Tensor& dst, Scalar value) {
+  const StridedLoop loop = make_strided_loop({&dst});
+  visit_dtype<kAllTypes>(dst.dtype(), "fill", [&]<typename T>() {
+    const opmath_t<T> v = static_cast<opmath_t<T>>(value.to<T>());
+    run_elementwise<T>(loop, dst.device().index, Constant<opmath_t<T>>{v});
+  });
+}
+
+void CudaBackend::arange(const Tensor& dst, Scalar start, Scalar step) {
+  KILN_ASSERT(dst.is_contiguous(), "arange into a non-contiguous tensor");
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  const int device = dst.device().index;
+  DeviceGuard guard(device);
+  const cudaStream_t stream = current_stream(device).handle();
+  const int64_t resident = int64_t{device_properties(device).multiprocessors} * 8;
+  const auto blocks = static_cast<unsigned>(std::min(resident, (n + kBlockThreads - 1) / kBlockThreads));
+  visit_dtype<kNumericTypes>(dst.dtype(), "arange", [&]<typename T>() {
+    T* out = static_cast<T*>(dst.data_ptr());
+    if constexpr (is_floating_v<T>) {
+      arange_floating<T><<<blocks, kBlockThreads, 0, stream>>>(n, start.to_double(), step.to_double(), out);
+    } else {
+      arange_integral<T><<<blocks, kBlockThreads, 0, stream>>>(n, start.to_int(), step.to_int(), out);
+    }
+    KILN_CUDA_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace kiln::cuda
