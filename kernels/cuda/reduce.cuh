@@ -211,24 +211,6 @@ __global__ void reduce_finalize_kernel(Op op, const typename Op::Acc* __restrict
 
 // ==== launcher ==============================================================================
 
-template <int N>
-OffsetCalculator<N> offset_calculator_of(const std::vector<PlanDim>& group, int first_stride) {
-  KILN_ASSERT(!group.empty() && group.size() <= static_cast<size_t>(kMaxOffsetDims), "reduce: ", group.size(),
-              " dims after coalescing");
-  OffsetCalculator<N> calc;
-  calc.ndim = static_cast<int>(group.size());
-  int64_t numel = 1;
-  for (int d = 0; d < calc.ndim; ++d) {
-    const PlanDim& dim = group[group.size() - 1 - d];  // innermost first
-    numel *= dim.size;
-    calc.sizes[d] = FastDivmod(static_cast<uint32_t>(std::min<int64_t>(dim.size, INT32_MAX)));
-    for (int k = 0; k < N; ++k) calc.strides[d][k] = dim.strides[first_stride + k];
-  }
-  KILN_ASSERT(calc.ndim == 1 || numel < (int64_t{1} << 31), "reduce: a multi-dim group of ", numel,
-              " elements needs 64-bit division (Note [Reduction indexing])");
-  return calc;
-}
-
 inline unsigned grid_dim(int64_t n) {
   KILN_ASSERT(n >= 1 && n <= INT32_MAX, "reduce: grid dimension ", n);
   return static_cast<unsigned>(n);

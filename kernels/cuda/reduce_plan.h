@@ -26,8 +26,12 @@
 //     a workspace, and a second kernel combines an output's slices and writes it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
+
+#include "core/error.h"
+#include "kernels/cuda/offset_calculator.h"
 
 namespace kiln::cuda {
 
@@ -75,5 +79,29 @@ ReducePlan plan_reduction(const ReduceProblem& problem);
 
 // The layout alone (dims dropped, grouped, sorted and merged), for the planner and tests.
 std::vector<PlanDim> coalesce_dims(std::vector<PlanDim> group);
+
+// The kernels' walker of a coalesced group (outermost first), with the strides
+// first_stride .. first_stride + N - 1 of each dim (Note [Reduction indexing] in
+// reduce.cuh: a group of several dims must hold fewer than 2^31 elements).
+template <int N>
+OffsetCalculator<N> offset_calculator_of(const std::vector<PlanDim>& group, int first_stride) {
+  KILN_ASSERT(!group.empty() && group.size() <= static_cast<size_t>(kMaxOffsetDims), "reduce: ", group.size(),
+              " dims after coalescing");
+  OffsetCalculator<N> calc;
+  calc.ndim = static_cast<int>(group.size());
+  int64_t numel = 1;
+  for (int d = 0; d < calc.ndim; ++d) {
+    const PlanDim& dim = group[group.size() - 1 - d];  // innermost first
+    numel *= dim.size;
+    // A size-0 dim (an empty reduction, or softmax rows of an empty tensor) is never
+    // walked, but FastDivmod(0) would divide by zero on the host while computing its magic
+    // number: give it divisor 1. A single dim past 2^31 is never divided (offsets_at).
+    calc.sizes[d] = FastDivmod(static_cast<uint32_t>(std::clamp<int64_t>(dim.size, 1, INT32_MAX)));
+    for (int k = 0; k < N; ++k) calc.strides[d][k] = dim.strides[first_stride + k];
+  }
+  KILN_ASSERT(calc.ndim == 1 || numel < (int64_t{1} << 31), "reduce: a multi-dim group of ", numel,
+              " elements needs 64-bit division (Note [Reduction indexing])");
+  return calc;
+}
 
 }  // namespace kiln::cuda

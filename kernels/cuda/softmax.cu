@@ -396,7 +396,7 @@ void softmax_fwd(const Tensor& in, const Tensor& out, const SoftmaxRows& r, bool
   constexpr int kVec = static_cast<int>(16 / sizeof(T));
   if (r.contiguous_rows && r.n <= kWarpRowMax) {
     const dim3 block(32, kWarpRowsPerBlock);
-    const auto grid = static_cast<unsigned>(ceil_div(r.num_rows, kWarpRowsPerBlock));
+    const auto grid = grid_dim(ceil_div(r.num_rows, kWarpRowsPerBlock));  // asserts it fits grid.x
     with_warp_items(r.n, [&]<int kItems>() {
       softmax_warp_fwd<T, kItems><<<grid, block, 0, stream>>>(x, y, r.rows, r.num_rows, static_cast<int>(r.n), log);
     });
@@ -424,7 +424,7 @@ void softmax_bwd(const Tensor& grad_out, const Tensor& out, const Tensor& grad_i
   constexpr int kVec = static_cast<int>(16 / sizeof(T));
   if (r.contiguous_rows && r.n <= kWarpRowMax) {
     const dim3 block(32, kWarpRowsPerBlock);
-    const auto grid = static_cast<unsigned>(ceil_div(r.num_rows, kWarpRowsPerBlock));
+    const auto grid = grid_dim(ceil_div(r.num_rows, kWarpRowsPerBlock));  // asserts it fits grid.x
     with_warp_items(r.n, [&]<int kItems>() {
       softmax_warp_bwd<T, kItems><<<grid, block, 0, stream>>>(g, y, gi, r.rows, r.num_rows, static_cast<int>(r.n), log);
     });

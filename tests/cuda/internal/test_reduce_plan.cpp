@@ -159,5 +159,32 @@ TEST(CudaReducePlan, SecondOutputStridesFollowTheKeptDims) {
   EXPECT_EQ(plan.kept[0].strides[2], 2);
 }
 
+// An empty reduction ([3, 0, 2] over dim 1) still launches (it writes the identity), so its
+// size-0 reduced dim must get a usable walker: FastDivmod(0) divided by zero on the host.
+TEST(CudaReducePlan, OffsetCalculatorOfAnEmptyGroupDoesNotDivideByZero) {
+  const ReducePlan plan = plan_reduction(contiguous_problem({3, 0, 2}, {1}));
+  ASSERT_EQ(plan.reduced.size(), 1u);
+  EXPECT_EQ(plan.reduced[0].size, 0);
+  const OffsetCalculator<1> reduced = offset_calculator_of<1>(plan.reduced, 0);
+  EXPECT_EQ(reduced.ndim, 1);
+  EXPECT_EQ(offset_calculator_of<3>(plan.kept, 0).get(5)[1], 5);  // output [3, 1, 2]: contiguous
+  // Softmax rows of a [0, 5] tensor along dim 1: one size-0 group of rows, two of them.
+  const std::vector<PlanDim> rows = {PlanDim{0, {5, 5, 0}}, PlanDim{4, {1, 1, 0}}};
+  EXPECT_EQ(offset_calculator_of<3>(rows, 0).ndim, 2);
+}
+
+TEST(CudaReducePlan, OffsetCalculatorOfWalksTheGroupInnermostFirst) {
+  // kept dims [4, 6] with input strides (1, 4) and output strides (6, 1).
+  const std::vector<PlanDim> group = {PlanDim{4, {1, 6, 0}}, PlanDim{6, {4, 1, 0}}};
+  const OffsetCalculator<3> calc = offset_calculator_of<3>(group, 0);
+  for (uint32_t i = 0; i < 24; ++i) {
+    const auto offsets = calc.get(i);
+    EXPECT_EQ(offsets[0], (i / 6) * 1 + (i % 6) * 4);
+    EXPECT_EQ(offsets[1], (i / 6) * 6 + (i % 6) * 1);
+  }
+  // One dim longer than 2^31 needs no division, so it is allowed.
+  EXPECT_EQ(offset_calculator_of<1>({PlanDim{int64_t{3} << 31, {1, 0, 0}}}, 0).ndim, 1);
+}
+
 }  // namespace
 }  // namespace kiln::cuda
