@@ -1,17 +1,19 @@
 // CpuBackend reductions: sum, mean, amax/amin, norms, var_mean and argmax/argmin, all
 // through one engine.
 //
-// What is reduced is a small op struct (SumOp, ExtremumOp, NormOp, WelfordOp, ArgOp):
+// What is reduced is a small op struct (SumOp, ExtremumOp, NormOp, WelfordOp, ArgOp),
+// written once for both backends in kernels/reduce_ops.h:
 //   Acc identity();                         the state of an empty reduction
 //   Acc reduce(Acc, value, index);          folds in one element (index: its position
 //                                           in the reduced index space, for argmax)
 //   Acc combine(Acc, Acc);                  merges two partial states
 //   void write(Acc, offset0, offset1);      stores the result(s) of one output
 // How the loop runs is the engine's business (run_reduction), shared by every op:
-//   1. Layout (make_layout). Dims of size 1 are dropped; the rest split into kept dims
-//      (those of the output) and reduced dims. Each group is sorted so that its smallest
-//      input stride is innermost, and neighbours contiguous with each other are merged: a
-//      contiguous [N, C, H, W] reduced over {H, W} becomes kept [N*C] x reduced [H*W].
+//   1. Layout (make_layout, kernels/reduce_layout.h, shared with the CUDA planner). Dims
+//      of size 1 are dropped; the rest split into kept dims (those of the output) and
+//      reduced dims. Each group is sorted so that its smallest input stride is innermost,
+//      and neighbours contiguous with each other are merged: a contiguous [N, C, H, W]
+//      reduced over {H, W} becomes kept [N*C] x reduced [H*W].
 //   2. Loop order (accumulate), picked by layout:
 //      inner reduction: the innermost reduced dim has the smaller input stride, so each
 //        output's elements lie along a (nearly) contiguous row: one accumulator per
@@ -34,7 +36,7 @@
 //
 // NaN: max, min and the inf-norm propagate NaN (once NaN, always NaN), as PyTorch.
 // argmax/argmin treat NaN as the extremum and return the index of the first one; ties
-// otherwise go to the first index too.
+// otherwise go to the first index too (reduce_ops.h).
 #include <omp.h>
 
 #include <algorithm>
@@ -48,259 +50,41 @@
 #include "core/dispatch.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/elementwise_engine.h"  // parallel_for, kGrain
+#include "kernels/reduce_layout.h"
+#include "kernels/reduce_ops.h"
 
 namespace kiln::cpu {
 namespace {
 
-// ==== the ops: what is reduced ===========================================================
-
-template <typename V>
-bool is_nan(V v) {
-  if constexpr (std::is_floating_point_v<V>) {
-    return std::isnan(v);
-  } else {
-    return false;
-  }
-}
+// ==== the ops: what is reduced (kernels/reduce_ops.h) =====================================
 
 // Note [Reduction accumulators]: double for floating inputs, int64 for integers and bool.
 template <typename T>
 using SumAcc = std::conditional_t<is_floating_v<T>, double, int64_t>;
 
-// Rounds an accumulator into a storage type (double -> float -> Half for half types).
-template <typename Out, typename Acc>
-Out round_to(Acc a) {
-  return static_cast<Out>(static_cast<opmath_t<Out>>(a));
-}
-
-// sum, and mean when `divisor` is the count (floating inputs only).
+using reduce_ops::ArgOp;
+using reduce_ops::ExtremumOp;
+using reduce_ops::NormKind;
 template <typename T, typename Out>
-struct SumOp {
-  using In = T;
-  using Acc = SumAcc<T>;
-  Out* out;
-  double divisor = 1.0;
-  bool is_mean = false;
-  Acc identity() const { return Acc(0); }
-  Acc reduce(Acc a, opmath_t<T> v, int64_t) const { return a + static_cast<Acc>(v); }
-  Acc combine(Acc a, Acc b) const { return a + b; }
-  void write(Acc a, int64_t o, int64_t) const {
-    if constexpr (is_floating_v<T>) {
-      out[o] = round_to<Out>(is_mean ? a / divisor : a);
-    } else {
-      out[o] = static_cast<Out>(a);
-    }
-  }
-};
-
-// amax (kMax) and amin. The identity is -inf/+inf (or the integer limits), so that any
-// value, -inf included, replaces it.
-template <typename T, bool kMax>
-struct ExtremumOp {
-  using In = T;
-  using Acc = opmath_t<T>;
-  T* out;
-  Acc identity() const {
-    if constexpr (std::is_floating_point_v<Acc>) {
-      return kMax ? -std::numeric_limits<Acc>::infinity() : std::numeric_limits<Acc>::infinity();
-    } else {
-      return kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
-    }
-  }
-  Acc reduce(Acc a, Acc v, int64_t) const {
-    // Once a is NaN, no comparison with it is true and it stays.
-    return (is_nan(v) || (kMax ? v > a : v < a)) ? v : a;
-  }
-  Acc combine(Acc a, Acc b) const { return reduce(a, b, 0); }
-  void write(Acc a, int64_t o, int64_t) const { out[o] = static_cast<T>(a); }
-};
-
-// Vector norms. One = sum |x|, Two = sqrt(sum x^2), P = (sum |x|^p)^(1/p) for p > 0 (the
-// op layer checks), Inf = max |x| (NaN-propagating). p = 1 and 2 have their own kinds to
-// keep pow() out of their loops.
-enum class NormKind { One, Two, P, Inf };
-
+using SumOp = reduce_ops::SumOp<T, Out, SumAcc<T>>;
 template <typename T, NormKind K>
-struct NormOp {
-  using In = T;
-  using Acc = double;
-  T* out;
-  double p = 2.0;
-  Acc identity() const { return 0.0; }
-  Acc reduce(Acc a, opmath_t<T> v, int64_t) const {
-    const double x = static_cast<double>(v);
-    if constexpr (K == NormKind::One) {
-      return a + std::abs(x);
-    } else if constexpr (K == NormKind::Two) {
-      return a + x * x;
-    } else if constexpr (K == NormKind::P) {
-      return a + std::pow(std::abs(x), p);
-    } else {
-      return combine(a, std::abs(x));
-    }
-  }
-  Acc combine(Acc a, Acc b) const {
-    if constexpr (K == NormKind::Inf) {
-      return (std::isnan(b) || b > a) ? b : a;  // NaN propagates, as in ExtremumOp
-    } else {
-      return a + b;
-    }
-  }
-  void write(Acc a, int64_t o, int64_t) const {
-    if constexpr (K == NormKind::Two) a = std::sqrt(a);
-    if constexpr (K == NormKind::P) a = std::pow(a, 1.0 / p);
-    out[o] = round_to<T>(a);
-  }
-};
-
-// Welford's running mean and M2 (sum of squared deviations from the mean): one pass, and
-// no cancellation as in E[x^2] - E[x]^2. Partial states merge by Chan et al.'s formula.
-struct WelfordState {
-  double mean = 0.0;
-  double m2 = 0.0;
-  int64_t count = 0;
-};
-
+using NormOp = reduce_ops::NormOp<T, K, double>;
 template <typename T>
-struct WelfordOp {
-  using In = T;
-  using Acc = WelfordState;
-  T* var_out;
-  T* mean_out;
-  int64_t correction = 1;
-  Acc identity() const { return {}; }
-  Acc reduce(Acc s, opmath_t<T> v, int64_t) const {
-    const double x = static_cast<double>(v);
-    s.count += 1;
-    const double delta = x - s.mean;
-    s.mean += delta / static_cast<double>(s.count);
-    s.m2 += delta * (x - s.mean);
-    return s;
-  }
-  Acc combine(Acc a, Acc b) const {
-    if (a.count == 0) return b;
-    if (b.count == 0) return a;
-    const double na = static_cast<double>(a.count), nb = static_cast<double>(b.count);
-    const double n = na + nb;
-    const double delta = b.mean - a.mean;
-    return {a.mean + delta * (nb / n), a.m2 + b.m2 + delta * delta * (na * nb / n), a.count + b.count};
-  }
-  void write(const Acc& s, int64_t var_offset, int64_t mean_offset) const {
-    // As PyTorch: divisor max(0, N - correction); 0 gives inf (or NaN when M2 is 0 too).
-    const double divisor = static_cast<double>(std::max<int64_t>(0, s.count - correction));
-    var_out[var_offset] = round_to<T>(s.m2 / divisor);
-    mean_out[mean_offset] = round_to<T>(s.count > 0 ? s.mean : std::numeric_limits<double>::quiet_NaN());
-  }
-};
-
-// argmax (kMax) / argmin with the value: the first extremum, NaN counting as the extremum.
-template <typename V>
-struct ArgState {
-  V value{};
-  int64_t index = -1;  // -1: no element seen yet
-};
-
-template <typename T, bool kMax>
-struct ArgOp {
-  using In = T;
-  using V = opmath_t<T>;
-  using Acc = ArgState<V>;
-  T* values;
-  int64_t* indices;
-  // Whether v beats the current best (strictly: a tie keeps the earlier index).
-  static bool better(V v, V best) {
-    if (is_nan(best)) return false;
-    return is_nan(v) || (kMax ? v > best : v < best);
-  }
-  Acc identity() const { return {}; }
-  Acc reduce(Acc a, V v, int64_t index) const {
-    return (a.index < 0 || better(v, a.value)) ? Acc{v, index} : a;
-  }
-  Acc combine(Acc a, Acc b) const {
-    if (a.index < 0) return b;
-    if (b.index < 0) return a;
-    if (better(b.value, a.value)) return b;
-    if (better(a.value, b.value)) return a;
-    return a.index <= b.index ? a : b;  // equal, or both NaN
-  }
-  void write(const Acc& a, int64_t value_offset, int64_t index_offset) const {
-    values[value_offset] = static_cast<T>(a.value);
-    indices[index_offset] = a.index;
-  }
-};
+using WelfordOp = reduce_ops::WelfordOp<T, double>;
 
 // ==== the layout: which elements meet which output ========================================
 
 inline constexpr int kMaxRank = 64;
 
-// One loop dim: its size and element strides in the input and in up to two outputs.
-struct LoopDim {
-  int64_t size;
-  std::array<int64_t, 3> strides;  // input, output 0, output 1
-};
+// The shared layout (kernels/reduce_layout.h); `reduce_dims` sorted; out0/out1 in keepdim
+// form (out1 may be null).
+using DimGroup = std::vector<ReduceDim>;
 
-// Dims walked as one row-major index space, outermost first.
-using DimGroup = std::vector<LoopDim>;
-
-struct ReductionLayout {
-  DimGroup kept;     // never empty: a lone size-1 dim when everything is reduced
-  DimGroup reduced;  // never empty: a lone size-1 dim when nothing is
-  int64_t kept_numel = 1;
-  int64_t reduced_numel = 1;
-  bool outer = false;  // the loop order (see the file header)
-};
-
-// Sorts by input stride, largest first (stable: ties keep their order), then merges each
-// dim into its outer neighbour when they are contiguous with each other in every operand.
-DimGroup sort_and_coalesce(DimGroup group) {
-  std::stable_sort(group.begin(), group.end(),
-                   [](const LoopDim& a, const LoopDim& b) { return a.strides[0] > b.strides[0]; });
-  DimGroup merged;
-  for (const LoopDim& dim : group) {
-    if (!merged.empty()) {
-      LoopDim& outer = merged.back();
-      bool contiguous = true;
-      for (int k = 0; k < 3; ++k) contiguous = contiguous && outer.strides[k] == dim.strides[k] * dim.size;
-      if (contiguous) {
-        outer.size *= dim.size;
-        outer.strides = dim.strides;
-        continue;
-      }
-    }
-    merged.push_back(dim);
-  }
-  if (merged.empty()) merged.push_back({1, {0, 0, 0}});
-  return merged;
-}
-
-int64_t numel_of(const DimGroup& group) {
-  int64_t n = 1;
-  for (const LoopDim& dim : group) n *= dim.size;
-  return n;
-}
-
-// `reduce_dims` sorted; out0/out1 in keepdim form (out1 may be null).
-ReductionLayout make_layout(const Tensor& in, const std::vector<int64_t>& reduce_dims, const Tensor& out0,
-                            const Tensor* out1) {
+ReduceLayout make_layout(const Tensor& in, const std::vector<int64_t>& reduce_dims, const Tensor& out0,
+                         const Tensor* out1) {
   KILN_CHECK(in.dim() <= kMaxRank, "reduce: at most ", kMaxRank, " dimensions are supported, got ", in.dim());
-  DimGroup kept, reduced;
-  for (int64_t d = 0; d < in.dim(); ++d) {
-    const int64_t size = in.sizes()[d];
-    if (size == 1) continue;
-    if (std::binary_search(reduce_dims.begin(), reduce_dims.end(), d)) {
-      reduced.push_back({size, {in.strides()[d], 0, 0}});
-    } else {
-      kept.push_back({size, {in.strides()[d], out0.strides()[d], out1 ? out1->strides()[d] : 0}});
-    }
-  }
-  const bool has_kept = !kept.empty(), has_reduced = !reduced.empty();
-  ReductionLayout layout;
-  layout.kept = sort_and_coalesce(std::move(kept));
-  layout.reduced = sort_and_coalesce(std::move(reduced));
-  layout.kept_numel = numel_of(layout.kept);
-  layout.reduced_numel = numel_of(layout.reduced);
-  layout.outer = has_kept && (!has_reduced || layout.kept.back().strides[0] < layout.reduced.back().strides[0]);
-  return layout;
+  return make_reduce_layout(in.sizes(), in.strides(), out0.strides(), out1 ? out1->strides() : std::vector<int64_t>{},
+                            reduce_dims);
 }
 
 // Calls fn(offsets, first, count) for each run along the innermost dim of `group` that
@@ -368,7 +152,7 @@ typename Op::Acc reduce_run(const Op& op, typename Op::Acc acc, const typename O
 // Folds the reduced indices [rb, re) into the accumulators of outputs [kb, ke)
 // (accs[0] belongs to output kb), in the layout's loop order.
 template <typename Op>
-void accumulate(const ReductionLayout& layout, const Op& op, const typename Op::In* in, int64_t kb, int64_t ke,
+void accumulate(const ReduceLayout& layout, const Op& op, const typename Op::In* in, int64_t kb, int64_t ke,
                 int64_t rb, int64_t re, typename Op::Acc* accs) {
   using V = opmath_t<typename Op::In>;
   const int64_t kept_stride = layout.kept.back().strides[0];
@@ -403,7 +187,7 @@ void accumulate(const ReductionLayout& layout, const Op& op, const typename Op::
 }
 
 template <typename Op>
-void write_outputs(const ReductionLayout& layout, const Op& op, int64_t kb, int64_t ke, const typename Op::Acc* accs) {
+void write_outputs(const ReduceLayout& layout, const Op& op, int64_t kb, int64_t ke, const typename Op::Acc* accs) {
   const auto& inner_strides = layout.kept.back().strides;
   for_each_run(layout.kept, kb, ke, [&](const auto& offsets, int64_t first, int64_t count) {
     for (int64_t c = 0; c < count; ++c) {
@@ -414,7 +198,7 @@ void write_outputs(const ReductionLayout& layout, const Op& op, int64_t kb, int6
 
 // Threads split the outputs; each thread works through its outputs a tile at a time.
 template <typename Op>
-void reduce_by_outputs(const ReductionLayout& layout, const Op& op, const typename Op::In* in) {
+void reduce_by_outputs(const ReduceLayout& layout, const Op& op, const typename Op::In* in) {
   const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, layout.reduced_numel));
   parallel_for(layout.kept_numel, grain, [&](int64_t begin, int64_t end) {
     // unique_ptr, not vector: vector<bool> (all/any's accumulator) has no data().
@@ -430,7 +214,7 @@ void reduce_by_outputs(const ReductionLayout& layout, const Op& op, const typena
 
 // Threads split the reduced range; partial states are merged in thread order.
 template <typename Op>
-void reduce_by_splitting(const ReductionLayout& layout, const Op& op, const typename Op::In* in, int64_t parts) {
+void reduce_by_splitting(const ReduceLayout& layout, const Op& op, const typename Op::In* in, int64_t parts) {
   const int64_t outputs = layout.kept_numel;
   const int64_t chunk = (layout.reduced_numel + parts - 1) / parts;
   const auto partial = std::make_unique<typename Op::Acc[]>(parts * outputs);
@@ -449,7 +233,7 @@ void reduce_by_splitting(const ReductionLayout& layout, const Op& op, const type
 }
 
 template <typename Op>
-void run_reduction(const ReductionLayout& layout, const Op& op, const typename Op::In* in) {
+void run_reduction(const ReduceLayout& layout, const Op& op, const typename Op::In* in) {
   if (layout.kept_numel == 0) return;
   const int64_t threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   const int64_t parts = std::min(threads, layout.reduced_numel / kGrain);
@@ -473,11 +257,11 @@ T* output_data(const Tensor& out, const char* op) {
   return static_cast<T*>(out.data_ptr());
 }
 
-void sum_or_mean(const Tensor& in, const ReductionLayout& layout, const Tensor& out, bool mean) {
+void sum_or_mean(const Tensor& in, const ReduceLayout& layout, const Tensor& out, bool mean) {
   const char* name = mean ? "mean" : "sum";
   auto run = [&]<typename T>() {
     using Out = std::conditional_t<is_floating_v<T>, T, int64_t>;
-    SumOp<T, Out> op{output_data<Out>(out, name), static_cast<double>(layout.reduced_numel), mean};
+    SumOp<T, Out> op{output_data<Out>(out, name), static_cast<SumAcc<T>>(layout.reduced_numel), mean};
     run_reduction(layout, op, input_data<T>(in));
   };
   if (mean) {
@@ -488,14 +272,14 @@ void sum_or_mean(const Tensor& in, const ReductionLayout& layout, const Tensor& 
 }
 
 template <bool kMax>
-void extremum(const Tensor& in, const ReductionLayout& layout, const Tensor& out) {
+void extremum(const Tensor& in, const ReduceLayout& layout, const Tensor& out) {
   const char* name = kMax ? "amax" : "amin";
   visit_dtype<kAllTypes>(in.dtype(), name, [&]<typename T>() {
     run_reduction(layout, ExtremumOp<T, kMax>{output_data<T>(out, name)}, input_data<T>(in));
   });
 }
 
-void vector_norm(const Tensor& in, const ReductionLayout& layout, const Tensor& out, double p) {
+void vector_norm(const Tensor& in, const ReduceLayout& layout, const Tensor& out, double p) {
   visit_dtype<kFloatingTypes>(in.dtype(), "norm", [&]<typename T>() {
     T* o = output_data<T>(out, "norm");
     const T* x = input_data<T>(in);
@@ -522,7 +306,7 @@ void check_cpu(const Tensor& in, const Tensor& out, const char* op) {
 void CpuBackend::reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& reduce_dims, const Tensor& out,
                         const ReduceParams& params) {
   check_cpu(in, out, op_name(op));
-  const ReductionLayout layout = make_layout(in, reduce_dims, out, nullptr);
+  const ReduceLayout layout = make_layout(in, reduce_dims, out, nullptr);
   switch (op) {
     case ReduceOp::Sum: return sum_or_mean(in, layout, out, /*mean=*/false);
     case ReduceOp::Mean: return sum_or_mean(in, layout, out, /*mean=*/true);
@@ -536,7 +320,7 @@ void CpuBackend::reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t
 void CpuBackend::var_mean(const Tensor& in, const std::vector<int64_t>& reduce_dims, int64_t correction,
                           const Tensor& var_out, const Tensor& mean_out) {
   check_cpu(in, var_out, "var_mean");
-  const ReductionLayout layout = make_layout(in, reduce_dims, var_out, &mean_out);
+  const ReduceLayout layout = make_layout(in, reduce_dims, var_out, &mean_out);
   visit_dtype<kFloatingTypes>(in.dtype(), "var_mean", [&]<typename T>() {
     WelfordOp<T> op{output_data<T>(var_out, "var_mean"), output_data<T>(mean_out, "var_mean"), correction};
     run_reduction(layout, op, input_data<T>(in));
@@ -548,7 +332,7 @@ void CpuBackend::arg_reduce(ArgReduceOp op, const Tensor& in, int64_t dim, const
   const bool is_max = op == ArgReduceOp::ArgMax;
   const char* name = is_max ? "argmax" : "argmin";
   check_cpu(in, values_out, name);
-  const ReductionLayout layout = make_layout(in, {dim}, values_out, &indices_out);
+  const ReduceLayout layout = make_layout(in, {dim}, values_out, &indices_out);
   visit_dtype<kAllTypes>(in.dtype(), name, [&]<typename T>() {
     T* values = output_data<T>(values_out, name);
     int64_t* indices = output_data<int64_t>(indices_out, name);

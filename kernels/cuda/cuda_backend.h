@@ -3,8 +3,10 @@
 // Each family of kernels lives in its own file, as in kernels/cpu/:
 //   copy.cu            copy (host<->device<->device, dtype casts), fill, arange
 //   unary.cu, binary*.cu, where.cu   the elementwise engine's users (elementwise.cuh)
-//   reduce.cu          the reduction engine (reduce.cuh): sum/mean/amax/amin/norms,
-//                      Welford var_mean, argmax/argmin
+//   reduce*.cu         the reduction engine (reduce.cuh) with the ops of
+//                      kernels/reduce_ops.h: reduce_sum.cu (sum/mean/amax/amin),
+//                      reduce_norm.cu (norms, Welford var_mean), reduce_arg.cu
+//                      (argmax/argmin); entry points in reduce.cpp
 //   softmax.cu         fused softmax / log_softmax, forward and backward
 //   index.cu           gather, scatter_add, index_select
 //   random.cu          Philox uniform/normal/randint/bernoulli, randperm

@@ -1,8 +1,9 @@
 // The CUDA reduction engine: how a reduction runs, for any op struct that says what is
-// reduced. reduce.cu holds the ops (sum, mean, amax/amin, norms, Welford, argmax/argmin)
-// and the Backend entry points; batch norm's statistics can reuse the engine as well.
+// reduced. The op structs (sum, mean, amax/amin, norms, Welford, argmax/argmin) are
+// kernels/reduce_ops.h, shared with the CPU backend; reduce_sum.cu, reduce_norm.cu and
+// reduce_arg.cu instantiate them (reduce.h); batch norm's statistics can reuse the engine.
 //
-// An op struct, passed to the kernels by value:
+// An op struct, passed to the kernels by value (all members KILN_HOST_DEVICE):
 //   using In, Acc;                          input storage type, accumulator state
 //   Acc identity();                         the state of an empty reduction
 //   Acc reduce(Acc, opmath_t<In>, int64_t index);   folds in one element; `index` is
@@ -22,15 +23,17 @@
 // Note [Reduction indexing]: output and reduced indices are 64-bit. A group of dims that
 // coalesced into one dim needs no division (offset = index * stride, 64-bit); a group of
 // several dims is walked with the FastDivmod OffsetCalculator, which needs its index
-// below 2^31. reduce.cu guarantees that before launching: a multi-dim group that is
-// larger is first made contiguous (permuted so that it coalesces into one dim).
+// below 2^31. make_launchable (reduce.cpp) guarantees that before launching: a multi-dim
+// group that is larger is first made contiguous (permuted so that it coalesces into one
+// dim).
 #pragma once
 
 #include <cuda_runtime.h>
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "core/error.h"
 #include "core/ops.h"
@@ -42,6 +45,10 @@
 #include "kernels/cuda/stream.h"
 
 namespace kiln::cuda {
+
+// Note [Reduction accumulators] (CUDA, reduce_sum.cu): the sum accumulator of input type T.
+template <typename T>
+using ReduceSumAcc = std::conditional_t<is_floating_v<T>, opmath_t<T>, int64_t>;
 
 // What the kernels need of a plan, by value.
 struct ReduceArgs {

@@ -3,8 +3,6 @@
 
 #include <algorithm>
 
-#include "core/error.h"
-
 namespace kiln::cuda {
 namespace {
 
@@ -14,12 +12,6 @@ int64_t next_pow2(int64_t n) {
   int64_t p = 1;
   while (p < n) p *= 2;
   return p;
-}
-
-int64_t numel_of(const std::vector<PlanDim>& group) {
-  int64_t n = 1;
-  for (const PlanDim& dim : group) n *= dim.size;
-  return n;
 }
 
 // Each thread of a slice folds at least this many loads before the partial states meet:
@@ -45,7 +37,7 @@ void plan_inner(ReducePlan& plan, const ReduceProblem& problem) {
   const int64_t vec = std::max<int64_t>(1, 16 / problem.element_size);
   bool vectorize = problem.in_aligned_16 && plan.reduced.size() == 1 && plan.reduced[0].strides[0] == 1 &&
                    plan.reduced_numel >= 2 * vec;
-  for (const PlanDim& dim : plan.kept) vectorize = vectorize && dim.strides[0] % vec == 0;
+  for (const ReduceDim& dim : plan.kept) vectorize = vectorize && dim.strides[0] % vec == 0;
   plan.vec = vectorize ? static_cast<int>(vec) : 1;
   // About four loads per thread before the threads of an output meet.
   plan.lanes = static_cast<int>(std::min<int64_t>(kMaxLanes, next_pow2(ceil_div(plan.reduced_numel, plan.vec * 4))));
@@ -63,52 +55,10 @@ void plan_outer(ReducePlan& plan) {
 
 }  // namespace
 
-std::vector<PlanDim> coalesce_dims(std::vector<PlanDim> group) {
-  std::stable_sort(group.begin(), group.end(),
-                   [](const PlanDim& a, const PlanDim& b) { return a.strides[0] > b.strides[0]; });
-  std::vector<PlanDim> merged;
-  for (const PlanDim& dim : group) {
-    if (!merged.empty()) {
-      PlanDim& outer = merged.back();
-      bool contiguous = true;
-      for (int k = 0; k < 3; ++k) contiguous = contiguous && outer.strides[k] == dim.strides[k] * dim.size;
-      if (contiguous) {
-        outer.size *= dim.size;
-        for (int k = 0; k < 3; ++k) outer.strides[k] = dim.strides[k];
-        continue;
-      }
-    }
-    merged.push_back(dim);
-  }
-  if (merged.empty()) merged.push_back(PlanDim{});
-  return merged;
-}
-
 ReducePlan plan_reduction(const ReduceProblem& problem) {
-  const size_t rank = problem.sizes.size();
-  KILN_ASSERT(problem.in_strides.size() == rank && problem.out0_strides.size() == rank &&
-                  (problem.out1_strides.empty() || problem.out1_strides.size() == rank),
-              "plan_reduction: operands of different ranks");
-  std::vector<PlanDim> kept, reduced;
-  for (size_t d = 0; d < rank; ++d) {
-    const int64_t size = problem.sizes[d];
-    if (size == 1) continue;
-    const bool is_reduced =
-        std::binary_search(problem.reduce_dims.begin(), problem.reduce_dims.end(), static_cast<int64_t>(d));
-    PlanDim dim{size, {problem.in_strides[d], 0, 0}};
-    if (!is_reduced) {
-      dim.strides[1] = problem.out0_strides[d];
-      dim.strides[2] = problem.out1_strides.empty() ? 0 : problem.out1_strides[d];
-    }
-    (is_reduced ? reduced : kept).push_back(dim);
-  }
-  const bool has_kept = !kept.empty(), has_reduced = !reduced.empty();
   ReducePlan plan;
-  plan.kept = coalesce_dims(std::move(kept));
-  plan.reduced = coalesce_dims(std::move(reduced));
-  plan.kept_numel = numel_of(plan.kept);
-  plan.reduced_numel = numel_of(plan.reduced);
-  plan.outer = has_kept && (!has_reduced || plan.kept.back().strides[0] < plan.reduced.back().strides[0]);
+  static_cast<ReduceLayout&>(plan) = make_reduce_layout(problem.sizes, problem.in_strides, problem.out0_strides,
+                                                        problem.out1_strides, problem.reduce_dims);
   if (plan.outer) {
     plan_outer(plan);
   } else {

@@ -2,11 +2,11 @@
 // and how the work is spread over the GPU (the launch). Plain C++, no CUDA, so the host
 // tests (tests/cuda/internal/test_reduce_plan.cpp) check every decision without a GPU.
 //
-// Layout (as the CPU engine's, kernels/cpu/reduce.cpp): dims of size 1 are dropped; the
+// Layout: the CPU engine's, from kernels/reduce_layout.h (dims of size 1 are dropped; the
 // rest split into kept dims (those of the output) and reduced dims; each group is sorted
 // so that its smallest input stride is innermost, and neighbours contiguous with each
 // other in every operand are merged. A contiguous [N, C, H, W] reduced over {H, W}
-// becomes kept [N*C] x reduced [H*W].
+// becomes kept [N*C] x reduced [H*W]).
 //
 // Launch, Note [Reduction launch shapes]:
 //   inner: the innermost reduced dim has the smaller input stride (reduced elements lie
@@ -32,15 +32,9 @@
 
 #include "core/error.h"
 #include "kernels/cuda/offset_calculator.h"
+#include "kernels/reduce_layout.h"
 
 namespace kiln::cuda {
-
-// One loop dim after coalescing: its size and element strides in the input and in up to
-// two outputs (arg_reduce and var_mean write two).
-struct PlanDim {
-  int64_t size = 1;
-  int64_t strides[3] = {0, 0, 0};
-};
 
 // What is reduced, in numbers: a strided input, up to two keepdim-form outputs.
 struct ReduceProblem {
@@ -54,13 +48,9 @@ struct ReduceProblem {
   int sm_count = 132;                 // streaming multiprocessors of the device
 };
 
-struct ReducePlan {
-  std::vector<PlanDim> kept;     // outermost first; a lone size-1 dim when all is reduced
-  std::vector<PlanDim> reduced;  // outermost first; a lone size-1 dim when nothing is
-  int64_t kept_numel = 1;
-  int64_t reduced_numel = 1;
-  bool outer = false;  // Note [Reduction launch shapes]
-  // The launch.
+// The layout (kept, reduced, their numels, `outer`: Note [Reduction launch shapes]) and
+// the launch.
+struct ReducePlan : ReduceLayout {
   int vec = 1;                // inner: elements per vector load (1: scalar loads)
   int lanes = 1;              // threads that share one output
   int outputs_per_block = 1;  // inner: blockDim = (lanes, outputs); outer: (outputs, lanes)
@@ -77,21 +67,18 @@ inline constexpr int64_t kMaxSlices = 1024;
 
 ReducePlan plan_reduction(const ReduceProblem& problem);
 
-// The layout alone (dims dropped, grouped, sorted and merged), for the planner and tests.
-std::vector<PlanDim> coalesce_dims(std::vector<PlanDim> group);
-
 // The kernels' walker of a coalesced group (outermost first), with the strides
 // first_stride .. first_stride + N - 1 of each dim (Note [Reduction indexing] in
 // reduce.cuh: a group of several dims must hold fewer than 2^31 elements).
 template <int N>
-OffsetCalculator<N> offset_calculator_of(const std::vector<PlanDim>& group, int first_stride) {
+OffsetCalculator<N> offset_calculator_of(const std::vector<ReduceDim>& group, int first_stride) {
   KILN_ASSERT(!group.empty() && group.size() <= static_cast<size_t>(kMaxOffsetDims), "reduce: ", group.size(),
               " dims after coalescing");
   OffsetCalculator<N> calc;
   calc.ndim = static_cast<int>(group.size());
   int64_t numel = 1;
   for (int d = 0; d < calc.ndim; ++d) {
-    const PlanDim& dim = group[group.size() - 1 - d];  // innermost first
+    const ReduceDim& dim = group[group.size() - 1 - d];  // innermost first
     numel *= dim.size;
     // A size-0 dim (an empty reduction, or softmax rows of an empty tensor) is never
     // walked, but FastDivmod(0) would divide by zero on the host while computing its magic

@@ -35,7 +35,7 @@
 
 #include "core/dispatch.h"
 #include "kernels/cuda/cuda_backend.h"
-#include "kernels/cuda/reduce.cuh"  // offsets_at, offset_calculator_of, PlanDim
+#include "kernels/cuda/reduce.cuh"  // offsets_at, grid_dim, offset_calculator_of, ReduceDim
 
 namespace kiln::cuda {
 namespace {
@@ -337,7 +337,7 @@ SoftmaxRows make_rows(const std::vector<const Tensor*>& operands, int64_t dim, c
   SoftmaxRows r;
   r.n = first.dim() == 0 ? 1 : first.sizes()[dim];
   const int64_t vec = 16 / static_cast<int64_t>(itemsize(first.dtype()));
-  std::vector<PlanDim> others;
+  std::vector<ReduceDim> others;
   r.contiguous_rows = true;
   r.aligned_16 = true;
   for (size_t k = 0; k < operands.size(); ++k) {
@@ -348,7 +348,7 @@ SoftmaxRows make_rows(const std::vector<const Tensor*>& operands, int64_t dim, c
   }
   for (int64_t d = 0; d < first.dim(); ++d) {
     if (d == dim || first.sizes()[d] == 1) continue;
-    PlanDim p{first.sizes()[d], {0, 0, 0}};
+    ReduceDim p{first.sizes()[d], {0, 0, 0}};
     for (size_t k = 0; k < operands.size(); ++k) {
       p.strides[k] = operands[k]->strides()[d];
       r.aligned_16 = r.aligned_16 && p.strides[k] % vec == 0;
@@ -357,7 +357,7 @@ SoftmaxRows make_rows(const std::vector<const Tensor*>& operands, int64_t dim, c
   }
   others = coalesce_dims(std::move(others));
   r.num_rows = 1;
-  for (const PlanDim& p : others) r.num_rows *= p.size;
+  for (const ReduceDim& p : others) r.num_rows *= p.size;
   KILN_CHECK(others.size() <= static_cast<size_t>(kMaxOffsetDims) &&
                  (others.size() == 1 || r.num_rows < (int64_t{1} << 31)),
              op, ": tensors of ", first.sizes(), " with strides ", first.strides(),

@@ -1,0 +1,66 @@
+// The reduction layout (reduce_layout.h): drop, group, sort, merge.
+#include "kernels/reduce_layout.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace kiln {
+namespace {
+
+int64_t numel_of(const std::vector<ReduceDim>& group) {
+  int64_t n = 1;
+  for (const ReduceDim& dim : group) n *= dim.size;
+  return n;
+}
+
+}  // namespace
+
+std::vector<ReduceDim> coalesce_dims(std::vector<ReduceDim> group) {
+  std::stable_sort(group.begin(), group.end(),
+                   [](const ReduceDim& a, const ReduceDim& b) { return a.strides[0] > b.strides[0]; });
+  std::vector<ReduceDim> merged;
+  for (const ReduceDim& dim : group) {
+    if (!merged.empty()) {
+      ReduceDim& outer = merged.back();
+      bool contiguous = true;
+      for (int k = 0; k < 3; ++k) contiguous = contiguous && outer.strides[k] == dim.strides[k] * dim.size;
+      if (contiguous) {
+        outer.size *= dim.size;
+        outer.strides = dim.strides;
+        continue;
+      }
+    }
+    merged.push_back(dim);
+  }
+  if (merged.empty()) merged.push_back(ReduceDim{});
+  return merged;
+}
+
+ReduceLayout make_reduce_layout(const std::vector<int64_t>& sizes, const std::vector<int64_t>& in_strides,
+                                const std::vector<int64_t>& out0_strides, const std::vector<int64_t>& out1_strides,
+                                const std::vector<int64_t>& reduce_dims) {
+  const size_t rank = sizes.size();
+  KILN_ASSERT(in_strides.size() == rank && out0_strides.size() == rank &&
+                  (out1_strides.empty() || out1_strides.size() == rank),
+              "reduce: operands of different ranks");
+  std::vector<ReduceDim> kept, reduced;
+  for (size_t d = 0; d < rank; ++d) {
+    if (sizes[d] == 1) continue;
+    if (std::binary_search(reduce_dims.begin(), reduce_dims.end(), static_cast<int64_t>(d))) {
+      reduced.push_back({sizes[d], {in_strides[d], 0, 0}});
+    } else {
+      kept.push_back({sizes[d], {in_strides[d], out0_strides[d], out1_strides.empty() ? 0 : out1_strides[d]}});
+    }
+  }
+  const bool has_kept = !kept.empty(), has_reduced = !reduced.empty();
+  ReduceLayout layout;
+  layout.kept = coalesce_dims(std::move(kept));
+  layout.reduced = coalesce_dims(std::move(reduced));
+  layout.kept_numel = numel_of(layout.kept);
+  layout.reduced_numel = numel_of(layout.reduced);
+  layout.outer = has_kept && (!has_reduced || layout.kept.back().strides[0] < layout.reduced.back().strides[0]);
+  return layout;
+}
+
+}  // namespace kiln

@@ -1,0 +1,46 @@
+// The layout of a reduction, shared by the CPU engine (kernels/cpu/reduce.cpp) and the
+// CUDA planner (kernels/cuda/reduce_plan.h): which input elements meet which output.
+//
+// Dims of size 1 are dropped; the rest split into kept dims (those of the output) and
+// reduced dims. Each group is sorted so that its smallest input stride is innermost, and
+// neighbours contiguous with each other in every operand are merged: a contiguous
+// [N, C, H, W] reduced over {H, W} becomes kept [N*C] x reduced [H*W]. The loop order
+// follows: an inner reduction when the innermost reduced dim has the smaller input stride
+// (each output's elements lie along a row: sum over the last dim), an outer one when the
+// innermost kept dim has (sum over dim 0 of a row-major matrix). Plain C++, host only.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace kiln {
+
+// One loop dim after coalescing: its size and element strides in the input and in up to
+// two outputs (arg_reduce and var_mean write two; a reduced dim has output strides 0).
+struct ReduceDim {
+  int64_t size = 1;
+  std::array<int64_t, 3> strides{};  // input, output 0, output 1
+};
+
+struct ReduceLayout {
+  std::vector<ReduceDim> kept;     // outermost first; a lone size-1 dim when all is reduced
+  std::vector<ReduceDim> reduced;  // outermost first; a lone size-1 dim when nothing is
+  int64_t kept_numel = 1;
+  int64_t reduced_numel = 1;
+  bool outer = false;  // the innermost kept dim has the smaller input stride
+};
+
+// Sorts by input stride, largest first (stable: ties keep their order), then merges each
+// dim into its outer neighbour when they are contiguous with each other in every operand.
+// An empty group becomes a lone size-1 dim.
+std::vector<ReduceDim> coalesce_dims(std::vector<ReduceDim> group);
+
+// The layout of an input of `sizes` and `in_strides` reduced over `reduce_dims` (sorted,
+// unique) into keepdim-form outputs with `out0_strides` and `out1_strides` (empty: one
+// output).
+ReduceLayout make_reduce_layout(const std::vector<int64_t>& sizes, const std::vector<int64_t>& in_strides,
+                                const std::vector<int64_t>& out0_strides, const std::vector<int64_t>& out1_strides,
+                                const std::vector<int64_t>& reduce_dims);
+
+}  // namespace kiln
