@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace kiln::testing {
 
@@ -48,6 +49,35 @@ Tensor poisoned_strided(const std::vector<int64_t>& sizes, DType dtype, Device d
 Tensor on_device(const Tensor& t, Device device, bool strided) {
   Tensor moved = t.to(device);
   return strided ? non_contiguous(moved) : moved;
+}
+
+const char* layout_name(Layout layout) {
+  switch (layout) {
+    case Layout::Contiguous: return "contiguous";
+    case Layout::Strided: return "strided";
+    case Layout::Transposed: return "transposed";
+    case Layout::Broadcast: return "broadcast";
+  }
+  return "?";
+}
+
+std::pair<Tensor, Tensor> parity_input(const std::vector<int64_t>& sizes, DType dtype, Layout layout,
+                                       uint64_t seed) {
+  const int64_t rank = static_cast<int64_t>(sizes.size());
+  if (layout == Layout::Transposed && rank >= 2) {
+    std::vector<int64_t> swapped = sizes;
+    std::swap(swapped.front(), swapped.back());
+    const Tensor base = random_for(swapped, dtype, seed);
+    return {base.transpose(0, rank - 1), base.to(kCuda).transpose(0, rank - 1)};
+  }
+  if (layout == Layout::Broadcast && rank >= 1) {
+    std::vector<int64_t> one = sizes;
+    one.front() = 1;
+    const Tensor base = random_for(one, dtype, seed);
+    return {base.expand(sizes), base.to(kCuda).expand(sizes)};
+  }
+  const Tensor x = random_for(sizes, dtype, seed);
+  return {x, on_device(x, kCuda, layout == Layout::Strided)};
 }
 
 ::testing::AssertionResult matches_cpu(const Tensor& cuda_result, const Tensor& cpu_result, double slack) {

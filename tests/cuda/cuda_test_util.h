@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/ops.h"
@@ -63,6 +64,19 @@ Tensor poisoned_strided(const std::vector<int64_t>& sizes, DType dtype, Device d
 // `t` (any device) on `device` with the same values, laid out as `t` is laid out when it
 // is contiguous, or non-contiguously (non_contiguous() in test_util.h) when `strided`.
 Tensor on_device(const Tensor& t, Device device, bool strided = false);
+
+// How a parity test lays its input out: contiguous, non-contiguous (non_contiguous() in
+// test_util.h), transposed (first and last dims swapped in memory), or broadcast (the
+// first dim expanded from size 1, stride 0). Rank 0 is always contiguous; rank 1 cannot
+// be transposed and is contiguous then.
+enum class Layout { Contiguous, Strided, Transposed, Broadcast };
+inline const std::vector<Layout> kLayouts = {Layout::Contiguous, Layout::Strided, Layout::Transposed,
+                                             Layout::Broadcast};
+const char* layout_name(Layout layout);
+
+// The same random_for() values on the CPU and on `kCuda`, laid out as `layout` says.
+std::pair<Tensor, Tensor> parity_input(const std::vector<int64_t>& sizes, DType dtype, Layout layout,
+                                       uint64_t seed);
 
 // all_close between a CUDA result and the CPU result with `dtype`'s tolerance scaled by
 // `slack` (kernels that sum in a different order or use the GPU's exp/log may differ by

@@ -20,6 +20,9 @@ namespace kiln {
 namespace {
 
 using testing::kCuda;
+using testing::kLayouts;
+using testing::Layout;
+using testing::layout_name;
 
 struct Case {
   std::vector<int64_t> sizes;
@@ -48,38 +51,6 @@ const std::vector<Case> kCases = {
     {{1 << 17, 3}, {0}},
     {{20000, 7}, {1}},
 };
-
-enum class Layout { Contiguous, Strided, Transposed, Broadcast };
-const std::vector<Layout> kLayouts = {Layout::Contiguous, Layout::Strided, Layout::Transposed, Layout::Broadcast};
-
-const char* layout_name(Layout l) {
-  switch (l) {
-    case Layout::Contiguous: return "contiguous";
-    case Layout::Strided: return "strided";
-    case Layout::Transposed: return "transposed";
-    case Layout::Broadcast: return "broadcast";
-  }
-  return "?";
-}
-
-// The same values on the CPU and on the GPU, laid out as `layout` says.
-std::pair<Tensor, Tensor> make_input(const std::vector<int64_t>& sizes, DType dtype, Layout layout, uint64_t seed) {
-  const int64_t rank = static_cast<int64_t>(sizes.size());
-  if (layout == Layout::Transposed && rank >= 2) {
-    std::vector<int64_t> swapped = sizes;
-    std::swap(swapped.front(), swapped.back());
-    const Tensor base = testing::random_for(swapped, dtype, seed);
-    return {base.transpose(0, rank - 1), base.to(kCuda).transpose(0, rank - 1)};
-  }
-  if (layout == Layout::Broadcast && rank >= 1) {
-    std::vector<int64_t> one = sizes;
-    one.front() = 1;
-    const Tensor base = testing::random_for(one, dtype, seed);
-    return {base.expand(sizes), base.to(kCuda).expand(sizes)};
-  }
-  const Tensor x = testing::random_for(sizes, dtype, seed);
-  return {x, testing::on_device(x, kCuda, layout == Layout::Strided)};
-}
 
 std::vector<int64_t> keepdim_sizes(std::vector<int64_t> sizes, const std::vector<int64_t>& dims) {
   for (int64_t d : dims) sizes[d] = 1;
@@ -117,7 +88,7 @@ void check_reduce(ReduceOp op, const ReduceParams& params, const Case& c, DType 
                                     << ::testing::PrintToString(c.sizes) << " dims "
                                     << ::testing::PrintToString(c.dims) << " " << layout_name(layout)
                                     << (strided_out ? " strided out" : "") << " poison " << variant);
-  const auto [cpu_in, cuda_in] = make_input(c.sizes, dtype, layout, 17);
+  const auto [cpu_in, cuda_in] = testing::parity_input(c.sizes, dtype, layout, 17);
   const std::vector<int64_t> out_sizes = keepdim_sizes(c.sizes, c.dims);
   const DType out_dtype = reduce_out_dtype(op, dtype);
   const Tensor expected = zeros(out_sizes, {.dtype = out_dtype});
@@ -188,7 +159,7 @@ TEST(CudaReduce, VarMeanMatchesCpuForEveryCorrection) {
           SCOPED_TRACE(::testing::Message() << "var_mean correction " << correction << " " << dtype << " sizes "
                                             << ::testing::PrintToString(c.sizes) << " dims "
                                             << ::testing::PrintToString(c.dims) << " " << layout_name(layout));
-          const auto [cpu_in, cuda_in] = make_input(c.sizes, dtype, layout, 5);
+          const auto [cpu_in, cuda_in] = testing::parity_input(c.sizes, dtype, layout, 5);
           const std::vector<int64_t> out_sizes = keepdim_sizes(c.sizes, c.dims);
           const Tensor var = zeros(out_sizes, {.dtype = dtype}), mean = zeros(out_sizes, {.dtype = dtype});
           backend(Device::cpu()).var_mean(cpu_in, c.dims, correction, var, mean);
@@ -206,17 +177,25 @@ TEST(CudaReduce, VarMeanMatchesCpuForEveryCorrection) {
   }
 }
 
-// Small integers (many ties) with some NaNs for floating dtypes.
+// Small integers (many ties) with some NaNs for floating dtypes, laid out as `layout`
+// says. The values are made in memory order first and viewed afterwards: to(dtype) and
+// where() return contiguous tensors, so converting a transposed view would have sent a
+// contiguous tensor to the GPU and left the transposed case untested.
 std::pair<Tensor, Tensor> tie_and_nan_input(const std::vector<int64_t>& sizes, DType dtype, bool with_nans,
                                             Layout layout) {
-  auto [cpu, cuda] = make_input(sizes, DType::Int32, layout, 23);
-  Tensor values = cpu.to(dtype);
+  const int64_t rank = static_cast<int64_t>(sizes.size());
+  const bool transposed = layout == Layout::Transposed && rank >= 2;
+  std::vector<int64_t> memory_sizes = sizes;
+  if (transposed) std::swap(memory_sizes.front(), memory_sizes.back());
+  Tensor values = testing::random_for(memory_sizes, DType::Int32, 23).to(dtype);
   if (with_nans && is_floating(dtype)) {
     Generator gen(99);
-    const Tensor keep = ge(rand(sizes, {.dtype = DType::Float64}, &gen), 0.05);
+    const Tensor keep = ge(rand(memory_sizes, {.dtype = DType::Float64}, &gen), 0.05);
     values = where(keep, values, std::numeric_limits<double>::quiet_NaN());
   }
-  return {values, testing::on_device(values, kCuda, layout == Layout::Strided)};
+  const Tensor cuda = testing::on_device(values, kCuda, layout == Layout::Strided);
+  if (transposed) return {values.transpose(0, rank - 1), cuda.transpose(0, rank - 1)};
+  return {values, cuda};
 }
 
 TEST(CudaReduce, ArgReduceTakesTheFirstExtremumAndTheFirstNan) {

@@ -1,7 +1,7 @@
 // CUDA softmax / log_softmax, forward and backward, against the CPU backend: every
 // floating dtype; dim innermost (warp-per-row rows of 1..1024 and block-per-row rows past
 // 1024, aligned and not), dim not innermost (channel softmax of NCDHW) and any strides;
-// broadcast inputs; NaN/inf rows; out aliasing in; poisoned outputs through the Backend
+// broadcast inputs (rank 1 too); NaN/inf rows; out aliasing in; poisoned outputs through the Backend
 // interface and the public ops with their gradients. Skips without a GPU.
 //
 // Tolerance: the GPU sums exp() in float where the CPU sums in double, and the GPU's
@@ -16,6 +16,7 @@ namespace kiln {
 namespace {
 
 using testing::kCuda;
+using testing::Layout;
 constexpr double kSlack = 8.0;
 
 struct Case {
@@ -28,26 +29,6 @@ const std::vector<Case> kCases = {
     {{5, 1024}, 1},      {{3, 1025}, 1},      {{2, 32000}, 1},       {{3, 4099}, 1},       {{2, 3, 4}, 1},
     {{2, 7, 3, 4, 5}, 1}, {{1, 17, 1, 3}, 1}, {{1000, 33}, 1},       {{0, 5}, 1},          {{3, 0}, 1},
     {{2, 1, 5}, 1},      {{4, 1 << 16}, 1},   {{1 << 12, 8}, 0}};
-
-enum class Layout { Contiguous, Strided, Transposed, Broadcast };
-
-std::pair<Tensor, Tensor> make_input(const std::vector<int64_t>& sizes, DType dtype, Layout layout, uint64_t seed) {
-  const int64_t rank = static_cast<int64_t>(sizes.size());
-  if (layout == Layout::Transposed && rank >= 2) {
-    std::vector<int64_t> swapped = sizes;
-    std::swap(swapped.front(), swapped.back());
-    const Tensor base = testing::random_for(swapped, dtype, seed);
-    return {base.transpose(0, rank - 1), base.to(kCuda).transpose(0, rank - 1)};
-  }
-  if (layout == Layout::Broadcast && rank >= 2) {
-    std::vector<int64_t> one = sizes;
-    one.front() = 1;
-    const Tensor base = testing::random_for(one, dtype, seed);
-    return {base.expand(sizes), base.to(kCuda).expand(sizes)};
-  }
-  const Tensor x = testing::random_for(sizes, dtype, seed);
-  return {x, testing::on_device(x, kCuda, layout == Layout::Strided)};
-}
 
 void check_forward(const Tensor& cpu_in, const Tensor& cuda_in, int64_t dim, bool log, bool strided_out) {
   const Tensor expected = zeros(cpu_in.sizes(), {.dtype = cpu_in.dtype()});
@@ -67,13 +48,13 @@ TEST(CudaSoftmax, ForwardMatchesCpuOnEveryLayoutAndDtype) {
   for (bool log : {false, true}) {
     for (DType dtype : testing::kFloatingDTypes) {
       for (const Case& c : kCases) {
-        for (Layout layout : {Layout::Contiguous, Layout::Strided, Layout::Transposed, Layout::Broadcast}) {
+        for (Layout layout : testing::kLayouts) {
           for (bool strided_out : {false, true}) {
             SCOPED_TRACE(::testing::Message() << (log ? "log_softmax " : "softmax ") << dtype << " sizes "
                                               << ::testing::PrintToString(c.sizes) << " dim " << c.dim
-                                              << " layout " << static_cast<int>(layout)
+                                              << " " << testing::layout_name(layout)
                                               << (strided_out ? " strided out" : ""));
-            const auto [cpu_in, cuda_in] = make_input(c.sizes, dtype, layout, 11);
+            const auto [cpu_in, cuda_in] = testing::parity_input(c.sizes, dtype, layout, 11);
             check_forward(cpu_in, cuda_in, c.dim, log, strided_out);
           }
         }
@@ -90,8 +71,8 @@ TEST(CudaSoftmax, BackwardMatchesCpuOnEveryLayoutAndDtype) {
         for (Layout layout : {Layout::Contiguous, Layout::Strided, Layout::Transposed}) {
           SCOPED_TRACE(::testing::Message() << (log ? "log_softmax_backward " : "softmax_backward ") << dtype
                                             << " sizes " << ::testing::PrintToString(c.sizes) << " dim " << c.dim
-                                            << " layout " << static_cast<int>(layout));
-          const auto [cpu_g, cuda_g] = make_input(c.sizes, dtype, layout, 12);
+                                            << " " << testing::layout_name(layout));
+          const auto [cpu_g, cuda_g] = testing::parity_input(c.sizes, dtype, layout, 12);
           // A real softmax output as y.
           const Tensor cpu_y = zeros(c.sizes, {.dtype = dtype});
           backend(Device::cpu()).softmax(testing::random_for(c.sizes, dtype, 13), c.dim, log, cpu_y);

@@ -169,13 +169,13 @@ TEST(CudaReducePlan, OffsetCalculatorOfAnEmptyGroupDoesNotDivideByZero) {
   EXPECT_EQ(reduced.ndim, 1);
   EXPECT_EQ(offset_calculator_of<3>(plan.kept, 0).get(5)[1], 5);  // output [3, 1, 2]: contiguous
   // Softmax rows of a [0, 5] tensor along dim 1: one size-0 group of rows, two of them.
-  const std::vector<PlanDim> rows = {PlanDim{0, {5, 5, 0}}, PlanDim{4, {1, 1, 0}}};
+  const std::vector<ReduceDim> rows = {ReduceDim{0, {5, 5, 0}}, ReduceDim{4, {1, 1, 0}}};
   EXPECT_EQ(offset_calculator_of<3>(rows, 0).ndim, 2);
 }
 
 TEST(CudaReducePlan, OffsetCalculatorOfWalksTheGroupInnermostFirst) {
   // kept dims [4, 6] with input strides (1, 4) and output strides (6, 1).
-  const std::vector<PlanDim> group = {PlanDim{4, {1, 6, 0}}, PlanDim{6, {4, 1, 0}}};
+  const std::vector<ReduceDim> group = {ReduceDim{4, {1, 6, 0}}, ReduceDim{6, {4, 1, 0}}};
   const OffsetCalculator<3> calc = offset_calculator_of<3>(group, 0);
   for (uint32_t i = 0; i < 24; ++i) {
     const auto offsets = calc.get(i);
@@ -183,7 +183,7 @@ TEST(CudaReducePlan, OffsetCalculatorOfWalksTheGroupInnermostFirst) {
     EXPECT_EQ(offsets[1], (i / 6) * 6 + (i % 6) * 1);
   }
   // One dim longer than 2^31 needs no division, so it is allowed.
-  EXPECT_EQ(offset_calculator_of<1>({PlanDim{int64_t{3} << 31, {1, 0, 0}}}, 0).ndim, 1);
+  EXPECT_EQ(offset_calculator_of<1>({ReduceDim{int64_t{3} << 31, {1, 0, 0}}}, 0).ndim, 1);
 }
 
 }  // namespace
