@@ -2,9 +2,10 @@
 // ResNet's convolutions amount to, in float32, TF32, float16 and bfloat16.
 //
 // Roofline: an M x N x K product does 2 M N K flops on (M K + K N + M N) elements, an
-// arithmetic intensity of ~N/3 flops per element for a square N: at N = 1024 that is
-// ~340 flops per element, far above an H100's ridge point (~990 dense f16 TFLOP/s over
-// ~3.35 TB/s ~ 300 flops per *byte*), so these products are compute-bound and the
+// arithmetic intensity of 2N/3 flops per element for a square N: at N = 1024 that is
+// ~680 flops per element, ~340 per byte in f16 (~170 in f32), above an H100's f16 ridge
+// point (~990 dense TFLOP/s over ~3.35 TB/s ~ 300 flops per byte; the f32 FMA ridge is
+// ~20), and more so for the larger sizes, so these products are compute-bound and the
 // ceiling is the tensor-core (or FMA) rate: H100 SXM dense ~67 TFLOP/s float32 (FMA),
 // ~495 TF32, ~990 float16/bfloat16. Published peaks are rarely reached (clocks drop
 // under load), so `of_peak` is the fraction of the best rate measured in the same run:

@@ -74,7 +74,10 @@ BlockAllocator::~BlockAllocator() {
 void* BlockAllocator::allocate(size_t nbytes, StreamId stream) {
   KILN_ASSERT(nbytes > 0, "zero-byte requests are answered before the block allocator");
   std::lock_guard<std::mutex> lock(mutex_);
-  if (nbytes > std::numeric_limits<size_t>::max() / 2) throw_out_of_memory(nbytes, nbytes);
+  if (nbytes > std::numeric_limits<size_t>::max() / 2) {  // no device has it; rounding would overflow
+    ++stats_.ooms;
+    throw_out_of_memory(nbytes, nbytes);
+  }
   if (!caching_) return allocate_uncached(nbytes);
   process_events(/*wait=*/false);
   const size_t size = round_size(nbytes);

@@ -92,12 +92,14 @@ class DeviceBadIndex {
 
 constexpr int kThreads = 256;
 
-// Operands (for both kernels): 0 = the written/read element, 1 = index, 2 = the other.
+// Operands (for both ops): 0 = the written/read element, 1 = index, 2 = the other.
 
-// out[p] = in_rows[p + index[p] * in_step]. Word: an unsigned type of the element's size.
-template <typename Word>
-__global__ void gather_kernel(Word* out, const int64_t* index, const Word* in_rows, OffsetCalculator<3> offsets,
-                              int64_t in_step, int64_t size, int64_t n, BadIndexFlag* bad) {
+// The loop both ops share: for each element p of the walk, j = index[p]; a j outside
+// [0, size) is skipped and recorded (Note [Index bounds on the device]), otherwise
+// element(offset of operand 0, offset of operand 2, j) does the op's work.
+template <typename Element>
+__global__ void index_kernel(const int64_t* index, OffsetCalculator<3> offsets, int64_t size, int64_t n,
+                             BadIndexFlag* bad, Element element) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const auto o = offsets.get(static_cast<uint32_t>(i));
@@ -106,9 +108,21 @@ __global__ void gather_kernel(Word* out, const int64_t* index, const Word* in_ro
       record_bad_index(bad, j);
       continue;
     }
-    out[o[0]] = in_rows[o[2] + j * in_step];
+    element(o[0], o[2], j);
   }
 }
+
+// gather / index_select: out[p] = in_rows[p + j * in_step]. Word: an unsigned type of the
+// element's size.
+template <typename Word>
+struct GatherElement {
+  Word* out;
+  const Word* in_rows;
+  int64_t in_step;
+  __device__ void operator()(int64_t out_offset, int64_t in_offset, int64_t j) const {
+    out[out_offset] = in_rows[in_offset + j * in_step];
+  }
+};
 
 // *target += value, atomically (see the header for each dtype).
 __device__ __forceinline__ void atomic_add(float* target, float value) { atomicAdd(target, value); }
@@ -138,21 +152,16 @@ __device__ __forceinline__ void atomic_add(uint8_t* target, uint8_t value) {
   } while (old != assumed);
 }
 
-// out_rows[p + index[p] * out_step] += src[p].
+// scatter_add: out_rows[p + j * out_step] += src[p].
 template <typename T>
-__global__ void scatter_add_kernel(T* out_rows, const int64_t* index, const T* src, OffsetCalculator<3> offsets,
-                                   int64_t out_step, int64_t size, int64_t n, BadIndexFlag* bad) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const auto o = offsets.get(static_cast<uint32_t>(i));
-    const int64_t j = index[o[1]];
-    if (j < 0 || j >= size) {
-      record_bad_index(bad, j);
-      continue;
-    }
-    atomic_add(out_rows + o[0] + j * out_step, src[o[2]]);
+struct ScatterAddElement {
+  T* out_rows;
+  const T* src;
+  int64_t out_step;
+  __device__ void operator()(int64_t out_offset, int64_t src_offset, int64_t j) const {
+    atomic_add(out_rows + out_offset + j * out_step, src[src_offset]);
   }
-}
+};
 
 // ---- launchers ------------------------------------------------------------------------------
 
@@ -184,6 +193,25 @@ index_plan::StridedOperands<3> operands(const std::vector<int64_t>& sizes, const
   return ops;
 }
 
+// Runs index_kernel over `ops` on the current stream of `device`, in pieces of at most
+// 2^31 - 1 elements (index_plan.h), then throws the CPU's error if an index was outside
+// [0, size). element_of(piece) is the op's per-element functor for the piece's addresses.
+template <typename ElementOf>
+void launch_index_kernel(const index_plan::StridedOperands<3>& ops, int device, int64_t dim, int64_t size,
+                         const char* op, const ElementOf& element_of) {
+  DeviceGuard guard(device);
+  const Stream stream = current_stream(device);
+  const DeviceBadIndex bad(device, stream);
+  index_plan::for_each_32bit_piece(ops, [&](const index_plan::StridedOperands<3>& piece) {
+    const int64_t n = piece.numel();
+    index_kernel<<<grid_for(n, device), kThreads, 0, stream.handle()>>>(
+        reinterpret_cast<const int64_t*>(piece.data[1]), index_plan::make_offset_calculator(piece, op), size, n,
+        bad.flag(), element_of(piece));
+    KILN_CUDA_CHECK_LAUNCH();
+  });
+  bad.throw_if_seen(op, dim, size);
+}
+
 // out[p] = in[p with coordinate dim replaced by index[p]], p over out's shape, where the
 // index is seen with `index_strides` over that shape.
 void gather_along(const Tensor& in, int64_t dim, const Tensor& index, const std::vector<int64_t>& index_strides,
@@ -191,21 +219,13 @@ void gather_along(const Tensor& in, int64_t dim, const Tensor& index, const std:
   KILN_ASSERT(in.dim() >= 1 && in.dim() == out.dim() && index_strides.size() == out.sizes().size(), op,
               ": operands ", in.sizes(), ", ", out.sizes());
   if (out.numel() == 0) return;
-  const int device = in.device().index;
-  DeviceGuard guard(device);
-  const Stream stream = current_stream(device);
-  const int64_t size = in.sizes()[dim], in_step = in.strides()[dim];
+  const int64_t in_step = in.strides()[dim];
   const index_plan::StridedOperands<3> ops =
       operands(out.sizes(), out, out.strides(), index, index_strides, in, row_zero_strides(in, dim));
-  const DeviceBadIndex bad(device, stream);
   auto launch = [&]<typename Word>() {
-    index_plan::for_each_32bit_piece(ops, [&](const index_plan::StridedOperands<3>& piece) {
-      const int64_t n = piece.numel();
-      gather_kernel<Word><<<grid_for(n, device), kThreads, 0, stream.handle()>>>(
-          reinterpret_cast<Word*>(piece.data[0]), reinterpret_cast<const int64_t*>(piece.data[1]),
-          reinterpret_cast<const Word*>(piece.data[2]), index_plan::make_offset_calculator(piece, op), in_step,
-          size, n, bad.flag());
-      KILN_CUDA_CHECK_LAUNCH();
+    launch_index_kernel(ops, in.device().index, dim, in.sizes()[dim], op, [&](const auto& piece) {
+      return GatherElement<Word>{reinterpret_cast<Word*>(piece.data[0]),
+                                 reinterpret_cast<const Word*>(piece.data[2]), in_step};
     });
   };
   switch (in.element_size()) {
@@ -215,7 +235,6 @@ void gather_along(const Tensor& in, int64_t dim, const Tensor& index, const std:
     case 8: launch.template operator()<uint64_t>(); break;
     default: KILN_ASSERT(false, op, ": element size ", in.element_size());
   }
-  bad.throw_if_seen(op, dim, size);
 }
 
 }  // namespace
@@ -238,24 +257,15 @@ void CudaBackend::scatter_add(const Tensor& out, int64_t dim, const Tensor& inde
   KILN_ASSERT(out.dim() >= 1 && out.dim() == index.dim() && src.dim() == index.dim(), "scatter_add: operands ",
               out.sizes(), ", ", index.sizes(), ", ", src.sizes());
   if (index.numel() == 0) return;
-  const int device = out.device().index;
-  DeviceGuard guard(device);
-  const Stream stream = current_stream(device);
-  const int64_t size = out.sizes()[dim], out_step = out.strides()[dim];
+  const int64_t out_step = out.strides()[dim];
   const index_plan::StridedOperands<3> ops =
       operands(index.sizes(), out, row_zero_strides(out, dim), index, index.strides(), src, src.strides());
-  const DeviceBadIndex bad(device, stream);
   visit_dtype<kNumericTypes>(out.dtype(), "scatter_add", [&]<typename T>() {
-    index_plan::for_each_32bit_piece(ops, [&](const index_plan::StridedOperands<3>& piece) {
-      const int64_t n = piece.numel();
-      scatter_add_kernel<T><<<grid_for(n, device), kThreads, 0, stream.handle()>>>(
-          reinterpret_cast<T*>(piece.data[0]), reinterpret_cast<const int64_t*>(piece.data[1]),
-          reinterpret_cast<const T*>(piece.data[2]), index_plan::make_offset_calculator(piece, "scatter_add"),
-          out_step, size, n, bad.flag());
-      KILN_CUDA_CHECK_LAUNCH();
+    launch_index_kernel(ops, out.device().index, dim, out.sizes()[dim], "scatter_add", [&](const auto& piece) {
+      return ScatterAddElement<T>{reinterpret_cast<T*>(piece.data[0]), reinterpret_cast<const T*>(piece.data[2]),
+                                  out_step};
     });
   });
-  bad.throw_if_seen("scatter_add", dim, size);
 }
 
 }  // namespace kiln::cuda

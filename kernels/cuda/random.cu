@@ -10,8 +10,9 @@
 // the last bit or two; rounded to float32/16/bf16 it is equal unless the double lands
 // within those ulps of a rounding boundary (about 2^-28 of float32 draws).
 // Note [No contraction]: nvcc fuses `a + b * c` into one fma (one rounding) by default,
-// while the host compiler (x86-64 without -march) rounds twice; the kernels spell the
-// CPU's arithmetic with __fmul_rn/__fadd_rn (and the double versions) so it is not fused.
+// while the CPU backend rounds twice (kernels/cpu/random.cpp is built with
+// -ffp-contract=off, so also on hosts with FMA instructions); the kernels spell the CPU's
+// arithmetic with __fmul_rn/__fadd_rn (and the double versions) so it is not fused.
 //
 // Launch: one thread per Philox block, i.e. per pair of elements (one philox4x32_10 call
 // gives both elements' words), 256-thread blocks, a grid of at most 8 blocks per SM,
@@ -198,7 +199,10 @@ void CudaBackend::randperm(const Tensor& out, PhiloxState state) {
   size_t temp_bytes = 0;  // first call: how much temporary storage the sort needs
   KILN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys, sorted_keys, values, permutation, items,
                                                   0, kKeyBits, stream));
-  const Tensor temp = empty({static_cast<int64_t>(temp_bytes)}, {.dtype = DType::UInt8, .device = out.device()});
+  // At least one byte: a null temporary would make the second call a size query too, and
+  // leave `out` unsorted and unwritten.
+  const int64_t temp_size = std::max<int64_t>(static_cast<int64_t>(temp_bytes), 1);
+  const Tensor temp = empty({temp_size}, {.dtype = DType::UInt8, .device = out.device()});
   KILN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data_ptr(), temp_bytes, keys, sorted_keys, values,
                                                   permutation, items, 0, kKeyBits, stream));
 }

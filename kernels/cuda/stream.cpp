@@ -31,10 +31,17 @@ OwnedStream::OwnedStream(int device, int priority) : device_(device) {
   KILN_CUDA_CHECK(cudaStreamCreateWithPriority(&handle_, cudaStreamNonBlocking, priority));
 }
 
+// Waits for the stream's work before destroying it. cudaStreamDestroy alone returns at
+// once and lets queued work run on; but the caching allocator knows streams only by their
+// handle (blocks freed on this stream stay cached under it), and the driver may hand the
+// same handle to the next stream created. That stream would then be given blocks that
+// kernels of this one are still reading or writing. After the synchronize they are idle.
+// Errors are ignored: a destructor must not throw.
 OwnedStream::~OwnedStream() {
   if (handle_ != nullptr) {
     DeviceGuard guard(device_);
-    cudaStreamDestroy(handle_);  // waits for queued work to finish on the device side
+    cudaStreamSynchronize(handle_);
+    cudaStreamDestroy(handle_);
   }
 }
 

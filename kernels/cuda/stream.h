@@ -43,6 +43,7 @@ class OwnedStream {
   // A new stream on `device`, created with cudaStreamNonBlocking (no implicit ordering
   // with the default stream). Lower `priority` numbers run first (cudaDeviceGetStreamPriorityRange).
   explicit OwnedStream(int device, int priority = 0);
+  // Waits for the stream's queued work, then destroys it (stream.cpp says why).
   ~OwnedStream();
   OwnedStream(OwnedStream&& other) noexcept;
   OwnedStream& operator=(OwnedStream&& other) noexcept;

@@ -55,32 +55,45 @@ std::string describe(DType dtype, const Shape& shape, int64_t dim, bool strided)
 
 int variants(DType dtype) { return dtype == DType::Bool ? 2 : 1; }
 
+// Calls body(dtype, shape, dim, seed) for every dtype of `dtypes`, shape of kShapes and
+// dim of the shape, with a fresh seed each time.
+template <typename Body>
+void for_each_case(const std::vector<DType>& dtypes, uint64_t seed, const Body& body) {
+  for (DType dtype : dtypes) {
+    for (const Shape& shape : kShapes) {
+      for (int64_t dim = 0; dim < static_cast<int64_t>(shape.size()); ++dim) body(dtype, shape, dim, seed += 3);
+    }
+  }
+}
+
+// `kernel(out)` (a direct backend call) writes `expected` into a poisoned, strided `out`,
+// and nothing between its elements, for each poison of Note [Poisoned outputs].
+template <typename Kernel>
+void expect_kernel_writes(const Tensor& expected, const Kernel& kernel) {
+  for (int variant = 0; variant < variants(expected.dtype()); ++variant) {
+    Tensor buffer;
+    const Tensor out = poisoned_strided(expected.sizes(), expected.dtype(), kCuda, &buffer, variant);
+    kernel(out);
+    EXPECT_TRUE(all_equal(out.cpu(), expected));
+    EXPECT_TRUE(gaps_untouched(buffer, variant));
+  }
+}
+
 // ---- gather ------------------------------------------------------------------------------
 
 TEST(CudaIndex, GatherMatchesCpuAlongEveryDimInEveryDtype) {
   KILN_REQUIRE_CUDA();
-  uint64_t seed = 1;
-  for (DType dtype : testing::kAllDTypes) {
-    for (const Shape& shape : kShapes) {
-      for (int64_t dim = 0; dim < static_cast<int64_t>(shape.size()); ++dim) {
-        const Tensor x = random_for(shape, dtype, ++seed);
-        const Tensor index = random_index(shape[dim], index_shape(shape, dim, shape[dim] + 2), ++seed);
-        const Tensor expected = gather(x, dim, index);
-        for (bool strided : {false, true}) {
-          SCOPED_TRACE(describe(dtype, shape, dim, strided));
-          const Tensor x_cuda = on_device(x, kCuda, strided), index_cuda = on_device(index, kCuda, strided);
-          EXPECT_TRUE(all_equal(gather(x_cuda, dim, index_cuda).cpu(), expected));
-          for (int variant = 0; variant < variants(dtype); ++variant) {
-            Tensor buffer;
-            const Tensor out = poisoned_strided(index.sizes(), dtype, kCuda, &buffer, variant);
-            backend(kCuda).gather(x_cuda, dim, index_cuda, out);
-            EXPECT_TRUE(all_equal(out.cpu(), expected));
-            EXPECT_TRUE(gaps_untouched(buffer, variant));
-          }
-        }
-      }
+  for_each_case(testing::kAllDTypes, 1, [](DType dtype, const Shape& shape, int64_t dim, uint64_t seed) {
+    const Tensor x = random_for(shape, dtype, seed);
+    const Tensor index = random_index(shape[dim], index_shape(shape, dim, shape[dim] + 2), seed + 1);
+    const Tensor expected = gather(x, dim, index);
+    for (bool strided : {false, true}) {
+      SCOPED_TRACE(describe(dtype, shape, dim, strided));
+      const Tensor x_cuda = on_device(x, kCuda, strided), index_cuda = on_device(index, kCuda, strided);
+      EXPECT_TRUE(all_equal(gather(x_cuda, dim, index_cuda).cpu(), expected));
+      expect_kernel_writes(expected, [&](const Tensor& out) { backend(kCuda).gather(x_cuda, dim, index_cuda, out); });
     }
-  }
+  });
 }
 
 TEST(CudaIndex, GatherWithExpandedIndexAndInput) {
@@ -118,28 +131,18 @@ TEST(CudaIndex, GatherLargeInputNeedsManyBlocks) {
 
 TEST(CudaIndex, IndexSelectMatchesCpuAlongEveryDimInEveryDtype) {
   KILN_REQUIRE_CUDA();
-  uint64_t seed = 100;
-  for (DType dtype : testing::kAllDTypes) {
-    for (const Shape& shape : kShapes) {
-      for (int64_t dim = 0; dim < static_cast<int64_t>(shape.size()); ++dim) {
-        const Tensor x = random_for(shape, dtype, ++seed);
-        const Tensor index = random_index(shape[dim], {6}, ++seed);  // repeats likely
-        const Tensor expected = index_select(x, dim, index);
-        for (bool strided : {false, true}) {
-          SCOPED_TRACE(describe(dtype, shape, dim, strided));
-          const Tensor x_cuda = on_device(x, kCuda, strided), index_cuda = on_device(index, kCuda, strided);
-          EXPECT_TRUE(all_equal(index_select(x_cuda, dim, index_cuda).cpu(), expected));
-          for (int variant = 0; variant < variants(dtype); ++variant) {
-            Tensor buffer;
-            const Tensor out = poisoned_strided(expected.sizes(), dtype, kCuda, &buffer, variant);
-            backend(kCuda).index_select(x_cuda, dim, index_cuda, out);
-            EXPECT_TRUE(all_equal(out.cpu(), expected));
-            EXPECT_TRUE(gaps_untouched(buffer, variant));
-          }
-        }
-      }
+  for_each_case(testing::kAllDTypes, 100, [](DType dtype, const Shape& shape, int64_t dim, uint64_t seed) {
+    const Tensor x = random_for(shape, dtype, seed);
+    const Tensor index = random_index(shape[dim], {6}, seed + 1);  // repeats likely
+    const Tensor expected = index_select(x, dim, index);
+    for (bool strided : {false, true}) {
+      SCOPED_TRACE(describe(dtype, shape, dim, strided));
+      const Tensor x_cuda = on_device(x, kCuda, strided), index_cuda = on_device(index, kCuda, strided);
+      EXPECT_TRUE(all_equal(index_select(x_cuda, dim, index_cuda).cpu(), expected));
+      expect_kernel_writes(expected,
+                           [&](const Tensor& out) { backend(kCuda).index_select(x_cuda, dim, index_cuda, out); });
     }
-  }
+  });
 }
 
 TEST(CudaIndex, IndexSelectEmbeddingRowsEmptyAndZeroDimIndex) {
@@ -166,36 +169,31 @@ TEST(CudaIndex, IndexSelectEmbeddingRowsEmptyAndZeroDimIndex) {
 
 TEST(CudaIndex, ScatterAddMatchesCpuAlongEveryDimInEveryNumericDtype) {
   KILN_REQUIRE_CUDA();
-  uint64_t seed = 200;
-  for (DType dtype : testing::kNumericDTypes) {
-    for (const Shape& shape : kShapes) {
-      for (int64_t dim = 0; dim < static_cast<int64_t>(shape.size()); ++dim) {
-        const Tensor self = random_for(shape, dtype, ++seed);
-        const Shape idx_shape = index_shape(shape, dim, 2 * shape[dim] + 1);  // repeated targets
-        Shape src_shape = idx_shape;
-        for (int64_t& s : src_shape) ++s;  // only the index-shaped block of src is used
-        const Tensor src = random_for(src_shape, dtype, ++seed);
-        const Tensor index = random_index(shape[dim], idx_shape, ++seed);
-        const Tensor expected = scatter_add(self, dim, index, src);
-        for (bool strided : {false, true}) {
-          SCOPED_TRACE(describe(dtype, shape, dim, strided));
-          const Tensor self_cuda = on_device(self, kCuda, strided), index_cuda = on_device(index, kCuda, strided);
-          const Tensor src_cuda = on_device(src, kCuda, strided);
-          EXPECT_TRUE(sums_match(scatter_add(self_cuda, dim, index_cuda, src_cuda), expected));
-          // The kernel directly, accumulating into a strided view of a poisoned buffer.
-          Tensor buffer;
-          Tensor out = poisoned_strided(shape, dtype, kCuda, &buffer);
-          {
-            NoGradGuard no_grad;
-            out.copy_(self_cuda);
-          }
-          backend(kCuda).scatter_add(out, dim, index_cuda, src_cuda);
-          EXPECT_TRUE(sums_match(out, expected));
-          EXPECT_TRUE(gaps_untouched(buffer));
-        }
+  for_each_case(testing::kNumericDTypes, 200, [](DType dtype, const Shape& shape, int64_t dim, uint64_t seed) {
+    const Tensor self = random_for(shape, dtype, seed);
+    const Shape idx_shape = index_shape(shape, dim, 2 * shape[dim] + 1);  // repeated targets
+    Shape src_shape = idx_shape;
+    for (int64_t& s : src_shape) ++s;  // only the index-shaped block of src is used
+    const Tensor src = random_for(src_shape, dtype, seed + 1);
+    const Tensor index = random_index(shape[dim], idx_shape, seed + 2);
+    const Tensor expected = scatter_add(self, dim, index, src);
+    for (bool strided : {false, true}) {
+      SCOPED_TRACE(describe(dtype, shape, dim, strided));
+      const Tensor self_cuda = on_device(self, kCuda, strided), index_cuda = on_device(index, kCuda, strided);
+      const Tensor src_cuda = on_device(src, kCuda, strided);
+      EXPECT_TRUE(sums_match(scatter_add(self_cuda, dim, index_cuda, src_cuda), expected));
+      // The kernel directly, accumulating into a strided view of a poisoned buffer.
+      Tensor buffer;
+      Tensor out = poisoned_strided(shape, dtype, kCuda, &buffer);
+      {
+        NoGradGuard no_grad;
+        out.copy_(self_cuda);
       }
+      backend(kCuda).scatter_add(out, dim, index_cuda, src_cuda);
+      EXPECT_TRUE(sums_match(out, expected));
+      EXPECT_TRUE(gaps_untouched(buffer));
     }
-  }
+  });
 }
 
 // Thousands of contributions to a few elements: the atomics must not lose any.

@@ -28,6 +28,7 @@ using testing::on_device;
 using testing::poisoned;
 using testing::poisoned_strided;
 using testing::random_for;
+using testing::Tf32Guard;
 using testing::Tolerance;
 
 struct GemmShape {
@@ -209,18 +210,6 @@ TEST(CudaMatmul, GradientsThroughLinearAndBatchedMatmulMatchCpu) {
     }
   }
 }
-
-// Sets the TF32 flag for a scope and restores it, so a failing test leaves no trace.
-class Tf32Guard {
- public:
-  explicit Tf32Guard(bool allow) : previous_(allow_tf32_matmul()) { set_allow_tf32_matmul(allow); }
-  ~Tf32Guard() { set_allow_tf32_matmul(previous_); }
-  Tf32Guard(const Tf32Guard&) = delete;
-  Tf32Guard& operator=(const Tf32Guard&) = delete;
-
- private:
-  bool previous_;
-};
 
 // With TF32 allowed, float32 products stay within TF32's error of the CPU's float32
 // (tests/cuda/internal/test_cuda_matmul_tf32.cpp checks that the flag really switches).

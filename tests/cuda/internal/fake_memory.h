@@ -17,6 +17,9 @@ namespace kiln::cuda::testing {
 
 inline constexpr size_t kMiB = size_t{1} << 20;
 
+// A block's address as bytes, for pointer arithmetic in the expectations.
+inline char* as_bytes(void* ptr) { return static_cast<char*>(ptr); }
+
 // Events and made-up memory, shared by both fakes.
 class FakeMemoryBase {
  public:

@@ -21,12 +21,11 @@ namespace kiln::cuda {
 namespace {
 
 using testing::FakeDevice;
+using testing::as_bytes;
 using testing::kMiB;
 
 constexpr StreamId kStreamA = 0;  // the default stream
 constexpr StreamId kStreamB = 0x1000;
-
-char* as_bytes(void* ptr) { return static_cast<char*>(ptr); }
 
 TEST(BlockAllocator, SizesRoundToBlocksAndSegments) {
   EXPECT_EQ(round_size(1), 512u);
@@ -160,10 +159,17 @@ TEST(BlockAllocator, ABlockUsedOnAnotherStreamWaitsForThatStreamsEvent) {
   EXPECT_EQ(device.events.size(), 1u);  // no stream use recorded for the reused block
 }
 
-TEST(BlockAllocator, OutOfMemoryReleasesTheCacheAndRetries) {
+// A device with room for one 20 MiB segment and one 1 MiB more: a cached 2 MiB small
+// segment must be released before a 20 MiB one fits.
+struct NearlyFullDevice {
+  NearlyFullDevice() { device.capacity = 21 * kMiB; }
   FakeDevice device;
-  device.capacity = 21 * kMiB;
-  BlockAllocator allocator(0, device);
+  BlockAllocator allocator{0, device};
+};
+
+TEST(BlockAllocator, OutOfMemoryReleasesTheCacheAndRetries) {
+  NearlyFullDevice full;
+  auto& [device, allocator] = full;
   allocator.free(allocator.allocate(1000, kStreamA));  // a cached 2 MiB segment
   void* large = allocator.allocate(5 * kMiB, kStreamA);  // 20 MiB: fits only without it
   const AllocatorStats stats = allocator.stats();
@@ -176,9 +182,8 @@ TEST(BlockAllocator, OutOfMemoryReleasesTheCacheAndRetries) {
 }
 
 TEST(BlockAllocator, OutOfMemoryRetryWaitsForBlocksHeldByEvents) {
-  FakeDevice device;
-  device.capacity = 21 * kMiB;
-  BlockAllocator allocator(0, device);
+  NearlyFullDevice full;
+  auto& [device, allocator] = full;
   void* block = allocator.allocate(1000, kStreamA);
   allocator.record_stream(block, kStreamB);
   allocator.free(block);
@@ -190,9 +195,8 @@ TEST(BlockAllocator, OutOfMemoryRetryWaitsForBlocksHeldByEvents) {
 }
 
 TEST(BlockAllocator, OutOfMemoryTwiceIsAnErrorWithTheNumbers) {
-  FakeDevice device;
-  device.capacity = 21 * kMiB;
-  BlockAllocator allocator(0, device);
+  NearlyFullDevice full;
+  auto& [device, allocator] = full;
   void* held = allocator.allocate(1000, kStreamA);  // keeps its segment in use
   EXPECT_KILN_ERROR(allocator.allocate(5 * kMiB, kStreamA), "out of memory on cuda:0", "requested 5242880 bytes (5.00 MiB)",
                     "1024 bytes (1.00 KiB) allocated", "2097152 bytes (2.00 MiB) reserved", "free of 22020096 bytes");

@@ -33,12 +33,28 @@ constexpr size_t kMiB = size_t{1} << 20;
 // A device block on the calling thread's current stream of cuda:0, freed at scope exit.
 Storage device_block(size_t nbytes) { return Storage::allocate(device_allocator(0), nbytes); }
 
+// cuda:0 with an empty cache, for FreshStream's stream: a new stream may get the handle of
+// a destroyed one, and with it the blocks cached for that one.
+int device_with_empty_cache() {
+  empty_cache();
+  return 0;
+}
+
+// A new stream of cuda:0, current while the object lives, with no cached blocks of its own.
+class FreshStream {
+ public:
+  FreshStream() : stream_(device_with_empty_cache()), current_(stream_) {}
+  Stream stream() const { return stream_.stream(); }
+
+ private:
+  OwnedStream stream_;
+  StreamGuard current_;
+};
+
 TEST(CudaAllocator, AFreedBlockIsReusedWithoutACudaMalloc) {
   KILN_REQUIRE_CUDA();
   KILN_REQUIRE_CACHING();
-  empty_cache();  // a new stream may reuse a destroyed one's handle, and its cached blocks
-  OwnedStream stream(0);
-  StreamGuard on_stream(stream);
+  const FreshStream stream;
   void* first = nullptr;
   {
     Storage block = device_block(kMiB);
@@ -56,9 +72,7 @@ TEST(CudaAllocator, AFreedBlockIsReusedWithoutACudaMalloc) {
 TEST(CudaAllocator, ALargeCachedBlockIsSplit) {
   KILN_REQUIRE_CUDA();
   KILN_REQUIRE_CACHING();
-  empty_cache();  // a new stream may reuse a destroyed one's handle, and its cached blocks
-  OwnedStream stream(0);
-  StreamGuard on_stream(stream);
+  const FreshStream stream;
   char* base = static_cast<char*>(device_block(40 * kMiB).data());
   const int64_t mallocs = memory_stats(0).device_mallocs;
   Storage front = device_block(8 * kMiB);
@@ -82,9 +96,7 @@ TEST(CudaAllocator, ZeroBytesAndBadDevices) {
 TEST(CudaAllocator, StatisticsCountBlocksAndPeaks) {
   KILN_REQUIRE_CUDA();
   KILN_REQUIRE_CACHING();
-  empty_cache();  // a new stream may reuse a destroyed one's handle, and its cached blocks
-  OwnedStream stream(0);
-  StreamGuard on_stream(stream);
+  const FreshStream stream;
   const AllocatorStats before = memory_stats(0);
   reset_peak_memory_stats(0);
   {
@@ -109,10 +121,8 @@ TEST(CudaAllocator, StatisticsCountBlocksAndPeaks) {
 TEST(CudaAllocator, ABlockUsedOnAnotherStreamIsNotReusedBeforeThatWorkFinishes) {
   KILN_REQUIRE_CUDA();
   KILN_REQUIRE_CACHING();
-  empty_cache();  // a new stream may reuse a destroyed one's handle, and its cached blocks
-  OwnedStream stream_a(0);
+  const FreshStream stream_a;
   OwnedStream stream_b(0);
-  StreamGuard on_a(stream_a);
   Storage block = device_block(kMiB);
   void* used_on_b = block.data();
   std::vector<Storage> while_busy;  // held to the end, so `after` has one candidate
@@ -152,6 +162,8 @@ TEST(CudaAllocator, OutOfMemoryIsAClearErrorAndTheAllocatorStillWorks) {
 
 TEST(CudaAllocator, PinnedBlocksAreReusedOnlyAfterTheirCopiesFinish) {
   KILN_REQUIRE_CUDA();
+  // Cached 1 MiB blocks of earlier tests in this process would be candidates for `after`.
+  empty_pinned_cache();
   OwnedStream copy_stream(0);
   void* device = raw_allocate(kMiB, copy_stream);
   Storage pinned = Storage::allocate(pinned_host_allocator(), kMiB);

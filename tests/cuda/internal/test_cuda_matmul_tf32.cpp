@@ -15,17 +15,7 @@
 namespace kiln {
 namespace {
 
-// Sets the TF32 flag for a scope and restores it, so a failing test leaves no trace.
-class Tf32Guard {
- public:
-  explicit Tf32Guard(bool allow) : previous_(allow_tf32_matmul()) { set_allow_tf32_matmul(allow); }
-  ~Tf32Guard() { set_allow_tf32_matmul(previous_); }
-  Tf32Guard(const Tf32Guard&) = delete;
-  Tf32Guard& operator=(const Tf32Guard&) = delete;
-
- private:
-  bool previous_;
-};
+using testing::Tf32Guard;
 
 Tensor product_on_cuda(const Tensor& a, const Tensor& b, bool allow_tf32) {
   const Tf32Guard guard(allow_tf32);

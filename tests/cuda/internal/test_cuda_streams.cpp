@@ -91,8 +91,11 @@ TEST(CudaStreams, DeviceGuardRestoresTheCurrentDevice) {
 
 TEST(CudaStreams, FailedRuntimeCallsAreErrorsNamingTheCall) {
   KILN_REQUIRE_CUDA();
-  EXPECT_KILN_ERROR(KILN_CUDA_CHECK(cudaMemcpy(nullptr, reinterpret_cast<void*>(16), 8, cudaMemcpyDeviceToHost)),
-                    "CUDA error", "cudaMemcpy", "test_cuda_streams.cpp");
+  // An invalid copy direction fails in argument checking, before anything reaches the
+  // device (a copy from a bad device address could instead fault the context for good).
+  char from[8] = {}, to[8] = {};
+  EXPECT_KILN_ERROR(KILN_CUDA_CHECK(cudaMemcpy(to, from, sizeof(to), static_cast<cudaMemcpyKind>(42))),
+                    "CUDA error", "cudaErrorInvalidMemcpyDirection", "cudaMemcpy", "test_cuda_streams.cpp");
   // The error was cleared: the next call succeeds.
   EXPECT_NO_THROW(KILN_CUDA_CHECK(cudaDeviceSynchronize()));
 }

@@ -11,11 +11,10 @@
 namespace kiln::cuda {
 namespace {
 
+using testing::as_bytes;
 using testing::FakeHost;
 
 constexpr StreamId kCopyStream = 0x2000;
-
-char* as_bytes(void* ptr) { return static_cast<char*>(ptr); }
 
 TEST(PinnedPool, SizesRoundUpToPowersOfTwo) {
   EXPECT_EQ(pinned_size_class(1), 512u);
