@@ -29,7 +29,11 @@ template <typename M> struct Abs {
   }
 };
 template <typename M> struct Sign {
-  KF M operator()(M x) const { return static_cast<M>((M(0) < x) - (x < M(0))); }
+  KF M operator()(M x) const {
+    // Unsigned types skip the `x < 0` test (always false; nvcc warns about it).
+    if constexpr (std::is_unsigned_v<M>) return static_cast<M>(x != M(0));
+    else return static_cast<M>((M(0) < x) - (x < M(0)));
+  }
 };
 template <typename M> struct Square { KF M operator()(M x) const { return x * x; } };
 template <typename M> struct Sqrt { KF M operator()(M x) const { return std::sqrt(x); } };
@@ -39,7 +43,12 @@ template <typename M> struct Log { KF M operator()(M x) const { return std::log(
 template <typename M> struct Reciprocal { KF M operator()(M x) const { return M(1) / x; } };
 template <typename M> struct Sigmoid { KF M operator()(M x) const { return M(1) / (M(1) + std::exp(-x)); } };
 template <typename M> struct Tanh { KF M operator()(M x) const { return std::tanh(x); } };
-template <typename M> struct Relu { KF M operator()(M x) const { return x < M(0) ? M(0) : x; } };
+template <typename M> struct Relu {
+  KF M operator()(M x) const {
+    if constexpr (std::is_unsigned_v<M>) return x;
+    else return x < M(0) ? M(0) : x;
+  }
+};
 template <typename M> struct Silu { KF M operator()(M x) const { return x / (M(1) + std::exp(-x)); } };
 template <typename M> struct Gelu {
   KF M operator()(M x) const { return M(0.5) * x * (M(1) + std::erf(x * M(0.70710678118654752440))); }
