@@ -30,7 +30,8 @@ template <typename M> struct Abs {
 };
 template <typename M> struct Sign {
   KF M operator()(M x) const {
-    if constexpr (std::is_unsigned_v<M>) return static_cast<M>(M(0) < x);  // never negative
+    // Unsigned types skip the `x < 0` test (always false; nvcc warns about it).
+    if constexpr (std::is_unsigned_v<M>) return static_cast<M>(x != M(0));
     else return static_cast<M>((M(0) < x) - (x < M(0)));
   }
 };
@@ -44,7 +45,7 @@ template <typename M> struct Sigmoid { KF M operator()(M x) const { return M(1) 
 template <typename M> struct Tanh { KF M operator()(M x) const { return std::tanh(x); } };
 template <typename M> struct Relu {
   KF M operator()(M x) const {
-    if constexpr (std::is_unsigned_v<M>) return x;  // never negative
+    if constexpr (std::is_unsigned_v<M>) return x;
     else return x < M(0) ? M(0) : x;
   }
 };

@@ -52,6 +52,29 @@ constexpr bool returns_bool(BinaryOp op) {
 // Backward functors f(grad_out, saved).
 constexpr bool is_backward(BinaryOp op) { return op >= BinaryOp::ReluBackward; }
 
+// The storage types of an op on dtype `dtype` (an element of kSet): the functor from
+// `make` for opmath_t<T>, and Out = Bool when it returns bool (predicates, comparisons),
+// else T. Calls run.template operator()<Out, T>(functor) (visit_unary) or
+// <Out, T, T>(functor) (visit_binary); each engine's run_unary / run_binary is this plus
+// its own loop.
+template <DTypeSet kSet, typename MakeFunctor, typename Run>
+void visit_unary(DType dtype, const char* name, const MakeFunctor& make, const Run& run) {
+  visit_dtype<kSet>(dtype, name, [&]<typename T>() {
+    const auto functor = make.template operator()<opmath_t<T>>();
+    using R = decltype(functor(opmath_t<T>{}));
+    run.template operator()<std::conditional_t<std::is_same_v<R, bool>, bool, T>, T>(functor);
+  });
+}
+
+template <DTypeSet kSet, typename MakeFunctor, typename Run>
+void visit_binary(DType dtype, const char* name, const MakeFunctor& make, const Run& run) {
+  visit_dtype<kSet>(dtype, name, [&]<typename T>() {
+    const auto functor = make.template operator()<opmath_t<T>>();
+    using R = decltype(functor(opmath_t<T>{}, opmath_t<T>{}));
+    run.template operator()<std::conditional_t<std::is_same_v<R, bool>, bool, T>, T, T>(functor);
+  });
+}
+
 template <typename Visit>
 void dispatch_unary(UnaryOp op, const ElementwiseParams& p, Visit&& visit) {
   namespace f = functors;

@@ -15,6 +15,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <functional>
 #include <string>
 
 #include "core/ops.h"

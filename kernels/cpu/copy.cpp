@@ -2,6 +2,7 @@
 #include "core/dispatch.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/elementwise_engine.h"
+#include "kernels/copy_cast.h"
 
 namespace kiln::cpu {
 
@@ -17,8 +18,9 @@ void CpuBackend::copy(const Tensor& src, const Tensor& dst, bool /*non_blocking*
   const StridedLoop loop = make_strided_loop({&dst, &src});
   visit_dtype<kAllTypes>(dst.dtype(), "copy", [&]<typename D>() {
     visit_dtype<kAllTypes>(src.dtype(), "copy", [&]<typename S>() {
-      // Half/BFloat16 <-> anything goes through float; bool reads as 0/1.
-      elementwise_kernel<D, S>(loop, [](opmath_t<S> v) { return v; });
+      // Half/BFloat16 <-> anything goes through float; bool reads as 0/1; floating ->
+      // uint8 wraps through int64 (kernels/copy_cast.h).
+      elementwise_kernel<D, S>(loop, functors::Cast<opmath_t<S>, D>{});
     });
   });
 }

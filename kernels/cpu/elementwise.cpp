@@ -11,32 +11,21 @@
 namespace kiln::cpu {
 namespace {
 
-// out (dtype T or Bool) = functor(in), with the functor built for opmath_t<T>.
+// out (dtype T or Bool) = functor(in) / functor(a, b), with the functor built for
+// opmath_t<T> (elementwise::visit_unary / visit_binary).
 template <DTypeSet kSet, typename MakeFunctor>
 void run_unary(const Tensor& in, const Tensor& out, const char* name, const MakeFunctor& make) {
   const StridedLoop loop = make_strided_loop({&out, &in});
-  visit_dtype<kSet>(in.dtype(), name, [&]<typename T>() {
-    const auto functor = make.template operator()<opmath_t<T>>();
-    using R = decltype(functor(opmath_t<T>{}));
-    if constexpr (std::is_same_v<R, bool>) {
-      elementwise_kernel<bool, T>(loop, functor);
-    } else {
-      elementwise_kernel<T, T>(loop, functor);
-    }
+  elementwise::visit_unary<kSet>(in.dtype(), name, make, [&]<typename Out, typename... In>(const auto& functor) {
+    elementwise_kernel<Out, In...>(loop, functor);
   });
 }
 
 template <DTypeSet kSet, typename MakeFunctor>
 void run_binary(const Tensor& a, const Tensor& b, const Tensor& out, const char* name, const MakeFunctor& make) {
   const StridedLoop loop = make_strided_loop({&out, &a, &b});
-  visit_dtype<kSet>(a.dtype(), name, [&]<typename T>() {
-    const auto functor = make.template operator()<opmath_t<T>>();
-    using R = decltype(functor(opmath_t<T>{}, opmath_t<T>{}));
-    if constexpr (std::is_same_v<R, bool>) {
-      elementwise_kernel<bool, T, T>(loop, functor);
-    } else {
-      elementwise_kernel<T, T, T>(loop, functor);
-    }
+  elementwise::visit_binary<kSet>(a.dtype(), name, make, [&]<typename Out, typename... In>(const auto& functor) {
+    elementwise_kernel<Out, In...>(loop, functor);
   });
 }
 

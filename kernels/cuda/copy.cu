@@ -5,10 +5,9 @@
 //   copy_on_device  dst[i] = cast(src[i]) for all 8 x 8 dtype pairs, any strides, through
 //                   the elementwise engine (elementwise.cuh) with an identity functor in
 //                   the source's opmath type: Half/BFloat16 go through float, bool reads
-//                   as 0/1, floating -> integer truncates as static_cast does, all as the
-//                   CPU backend's copy. Floating -> uint8 goes through int64, because
-//                   that is what the CPU's static_cast does on x86 (a negative value
-//                   wraps: -1.5 -> 255) while the GPU's float -> u8 instruction saturates.
+//                   as 0/1, floating -> integer truncates as static_cast does; the
+//                   conversion is the CPU backend's (functors::Cast, kernels/copy_cast.h:
+//                   floating -> uint8 wraps through int64, -1.5 -> 255).
 //   fill            dst[i] = value, any strides (the engine with no inputs).
 //   arange          dst[i] = start + i * step, dst contiguous; floating dtypes compute it
 //                   in double and round through opmath, integers in int64, as the CPU.
@@ -16,21 +15,10 @@
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/elementwise_families.h"
+#include "kernels/copy_cast.h"
 
 namespace kiln::cuda {
 namespace {
-
-// The identity in S's opmath type; the engine's store rounds into the destination type.
-template <typename S, typename D>
-struct Cast {
-  __device__ auto operator()(opmath_t<S> v) const {
-    if constexpr (std::is_same_v<D, uint8_t> && std::is_floating_point_v<opmath_t<S>>) {
-      return static_cast<int64_t>(v);
-    } else {
-      return v;
-    }
-  }
-};
 
 template <typename M>
 struct Constant {
@@ -65,7 +53,7 @@ void copy_on_device(const Tensor& src, const Tensor& dst) {
   const StridedLoop loop = make_strided_loop({&dst, &src});
   visit_dtype<kAllTypes>(dst.dtype(), "copy", [&]<typename D>() {
     visit_dtype<kAllTypes>(src.dtype(), "copy", [&]<typename S>() {
-      run_elementwise<D, S>(loop, dst.device().index, Cast<S, D>{});
+      run_elementwise<D, S>(loop, dst.device().index, functors::Cast<opmath_t<S>, D>{});
     });
   });
 }

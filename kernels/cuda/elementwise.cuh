@@ -41,6 +41,7 @@
 #include "kernels/cuda/elementwise_plan.h"
 #include "kernels/cuda/runtime.h"
 #include "kernels/cuda/stream.h"
+#include "kernels/elementwise_ops.h"
 
 namespace kiln::cuda {
 
@@ -157,28 +158,16 @@ void run_elementwise(const StridedLoop& loop, int device, const F& f) {
 template <DTypeSet kSet, typename MakeFunctor>
 void run_unary(const Tensor& in, const Tensor& out, const char* name, const MakeFunctor& make) {
   const StridedLoop loop = make_strided_loop({&out, &in});
-  visit_dtype<kSet>(in.dtype(), name, [&]<typename T>() {
-    const auto functor = make.template operator()<opmath_t<T>>();
-    using R = decltype(functor(opmath_t<T>{}));
-    if constexpr (std::is_same_v<R, bool>) {
-      run_elementwise<bool, T>(loop, out.device().index, functor);
-    } else {
-      run_elementwise<T, T>(loop, out.device().index, functor);
-    }
+  elementwise::visit_unary<kSet>(in.dtype(), name, make, [&]<typename Out, typename... In>(const auto& functor) {
+    run_elementwise<Out, In...>(loop, out.device().index, functor);
   });
 }
 
 template <DTypeSet kSet, typename MakeFunctor>
 void run_binary(const Tensor& a, const Tensor& b, const Tensor& out, const char* name, const MakeFunctor& make) {
   const StridedLoop loop = make_strided_loop({&out, &a, &b});
-  visit_dtype<kSet>(a.dtype(), name, [&]<typename T>() {
-    const auto functor = make.template operator()<opmath_t<T>>();
-    using R = decltype(functor(opmath_t<T>{}, opmath_t<T>{}));
-    if constexpr (std::is_same_v<R, bool>) {
-      run_elementwise<bool, T, T>(loop, out.device().index, functor);
-    } else {
-      run_elementwise<T, T, T>(loop, out.device().index, functor);
-    }
+  elementwise::visit_binary<kSet>(a.dtype(), name, make, [&]<typename Out, typename... In>(const auto& functor) {
+    run_elementwise<Out, In...>(loop, out.device().index, functor);
   });
 }
 

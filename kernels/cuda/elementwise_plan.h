@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/error.h"
 #include "kernels/cuda/offset_calculator.h"
 #include "kernels/strided_loop.h"
 
@@ -51,9 +52,12 @@ ElementwisePath choose_path(const StridedLoop& loop, const ElementSizes& element
 template <int kOperands>
 OffsetCalculator<kOperands> make_offset_calculator(const StridedLoop& loop, const ElementSizes& element_sizes) {
   OffsetCalculator<kOperands> calc;
+  KILN_ASSERT(loop.ndim <= kMaxOffsetDims && loop.noperands == kOperands, "elementwise: bad strided loop");
   calc.ndim = loop.ndim;
   for (int d = 0; d < loop.ndim; ++d) {
     const int outer_first = loop.ndim - 1 - d;
+    KILN_ASSERT(loop.sizes[outer_first] >= 1 && loop.sizes[outer_first] <= kMaxIndex32,
+                "elementwise: dim of size ", loop.sizes[outer_first], " in a 32-bit launch");
     calc.sizes[d] = FastDivmod(static_cast<uint32_t>(loop.sizes[outer_first]));
     for (int k = 0; k < kOperands; ++k) calc.strides[d][k] = loop.byte_strides[k][outer_first] / element_sizes[k];
   }

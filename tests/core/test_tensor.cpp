@@ -241,6 +241,20 @@ TEST(Tensor, ItemKeepsTheCategory) {
   EXPECT_EQ(arange(10).select(0, 7).item<int64_t>(), 7);
 }
 
+// Floating -> uint8 truncates toward zero and wraps modulo 256 (through int64, as PyTorch),
+// on every platform (kernels/copy_cast.h); the CUDA copy gives the same bytes.
+TEST(Tensor, FloatingToUInt8WrapsOnEveryPlatform) {
+  for (DType dtype : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+    const Tensor values = full({3}, -1.5, {.dtype = dtype});
+    values.select(0, 1).fill_(300.0);
+    values.select(0, 2).fill_(-0.5);
+    const Tensor bytes = values.to(DType::UInt8);
+    EXPECT_EQ(bytes.select(0, 0).item<int64_t>(), 255) << dtype;
+    EXPECT_EQ(bytes.select(0, 1).item<int64_t>(), 44) << dtype;
+    EXPECT_EQ(bytes.select(0, 2).item<int64_t>(), 0) << dtype;
+  }
+}
+
 // Small non-negative integers are exact in every dtype, so every pair converts exactly.
 TEST(Tensor, ToConvertsBetweenEveryPairOfDTypes) {
   const std::vector<double> values = {0, 1, 2, 3, 100, 7};

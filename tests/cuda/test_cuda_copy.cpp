@@ -39,7 +39,10 @@ void check_copy(Device from, Device to, DType src_dtype, DType dst_dtype, bool s
   Tensor buffer;
   Tensor dst;
   if (pinned && to.is_cpu()) {
+    // Poisoned too (Note [Poisoned outputs]): the pinned allocator hands back the block
+    // of the previous check_copy, which already holds the right values.
     dst = empty(kSizes, {.dtype = dst_dtype, .pinned_memory = true});
+    backend(Device::cpu()).fill(dst, poison_value(dst_dtype));
     buffer = dst;
   } else {
     dst = destination(dst_dtype, to, dst_strided, &buffer);

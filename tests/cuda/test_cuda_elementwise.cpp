@@ -152,7 +152,9 @@ TEST(CudaElementwise, InPlaceOpsMatchTheCpu) {
       const Tensor y = on_device(y_cpu, kCuda, strided);
       backend(kCuda).binary(BinaryOp::Mul, x, y, x, kParams);
       backend(kCuda).unary(UnaryOp::Exp, x, x, kParams);
-      const Tensor expected = exp(mul(x_cpu, y_cpu));
+      backend(kCuda).binary(BinaryOp::Add, x, x, x, kParams);  // both inputs are the output
+      const Tensor e = exp(mul(x_cpu, y_cpu));
+      const Tensor expected = add(e, e, kParams.alpha);
       EXPECT_TRUE(matches_cpu(x, expected, kSlack)) << dtype << " strided " << strided;
     }
   }
@@ -188,6 +190,23 @@ TEST(CudaElementwise, PublicOpsMatchTheCpu) {
     EXPECT_TRUE(matches_cpu(exp(a), exp(a_cpu), kSlack));
     EXPECT_TRUE(matches_cpu(clamp(b, -0.75, 0.75), clamp(b_cpu, -0.75, 0.75)));
     EXPECT_TRUE(matches_cpu(where(gt(a, b), a, b), where(gt(a_cpu, b_cpu), a_cpu, b_cpu)));
+  }
+}
+
+// More 16-byte vectors than the vector kernel's grid has threads (it is sized to the
+// GPU, about 10^6 threads on an H100), so each thread goes round its grid-stride loop
+// several times; the odd size leaves a scalar tail.
+TEST(CudaElementwise, VectorKernelLoopsOverTheGrid) {
+  KILN_REQUIRE_CUDA();
+  const int64_t n = (int64_t{1} << 25) + 5;
+  for (DType dtype : {DType::Float32, DType::Float16, DType::UInt8}) {
+    const Tensor a_cpu = random_for({n}, dtype, 51), b_cpu = random_for({n}, dtype, 52);
+    const Tensor a = on_device(a_cpu, kCuda), b = on_device(b_cpu, kCuda);
+    const Tensor out = poisoned({n}, dtype, kCuda);
+    backend(kCuda).binary(BinaryOp::Add, a, b, out, ElementwiseParams{});
+    const Tensor expected = empty({n}, {.dtype = dtype});
+    backend(Device::cpu()).binary(BinaryOp::Add, a_cpu, b_cpu, expected, ElementwiseParams{});
+    EXPECT_TRUE(matches_cpu(out, expected)) << dtype;
   }
 }
 

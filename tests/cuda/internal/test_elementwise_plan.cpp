@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
+#include <vector>
 
 #include "core/ops.h"
 #include "kernels/cuda/elementwise_plan.h"
@@ -144,11 +146,58 @@ TEST(ElementwisePlan, HugeMultiDimLoopSplitsAlongTheLargestExtent) {
   expect_exact_cover(loop, kFloats, 2);
 }
 
+// Each element of `loop` as the tuple of its operands' addresses (row-major walk); for
+// loops of few elements, however far apart.
+std::multiset<std::vector<uintptr_t>> element_tuples(const StridedLoop& loop) {
+  std::multiset<std::vector<uintptr_t>> tuples;
+  for (int64_t linear = 0; linear < loop.numel; ++linear) {
+    std::vector<uintptr_t> tuple(static_cast<size_t>(loop.noperands));
+    int64_t rest = linear;
+    for (int d = loop.ndim - 1; d >= 0; --d) {
+      const int64_t coordinate = rest % loop.sizes[d];
+      rest /= loop.sizes[d];
+      for (int k = 0; k < loop.noperands; ++k) tuple[k] += static_cast<uintptr_t>(coordinate * loop.byte_strides[k][d]);
+    }
+    for (int k = 0; k < loop.noperands; ++k) tuple[k] += reinterpret_cast<uintptr_t>(loop.data[k]);
+    tuples.insert(tuple);
+  }
+  return tuples;
+}
+
+// The pieces together hold exactly the loop's (output, inputs...) element tuples: each
+// output element once, paired with the same input elements as in the whole loop.
+void expect_exact_tuple_cover(const StridedLoop& loop, const ElementSizes& sizes, size_t min_pieces) {
+  const std::vector<StridedLoop> pieces = split_for_32bit_indexing(loop, sizes);
+  EXPECT_GE(pieces.size(), min_pieces);
+  std::multiset<std::vector<uintptr_t>> covered;
+  for (const StridedLoop& piece : pieces) {
+    EXPECT_TRUE(fits_32bit_indexing(piece, sizes));
+    const auto tuples = element_tuples(piece);
+    covered.insert(tuples.begin(), tuples.end());
+  }
+  EXPECT_TRUE(covered == element_tuples(loop));
+}
+
 TEST(ElementwisePlan, SmallLoopWithAHugeStrideIsSplitToo) {
   // 4 elements spread over 3 * 2^30 elements: numel fits, the operand's extent does not.
   const StridedLoop loop = make_loop({4}, {{4}, {int64_t{4} << 30}}, {0, 0});
   EXPECT_FALSE(fits_32bit_indexing(loop, kFloats));
   expect_exact_cover(loop, kFloats, 2);
+  expect_exact_tuple_cover(loop, kFloats, 2);
+}
+
+TEST(ElementwisePlan, SplitsOfMultiDimLoopsPairTheSameElements) {
+  // [6, 5, 7]: the output's outer dim and the input's middle dim are 2^29 elements apart,
+  // so both dims need splitting; a second input is broadcast along the middle dim.
+  const int64_t far = int64_t{4} << 29;
+  const StridedLoop loop =
+      make_loop({6, 5, 7}, {{far, 28, 4}, {140, far, 20}, {28, 0, 4}}, {1 << 12, 1 << 16, 1 << 20});
+  EXPECT_FALSE(fits_32bit_indexing(loop, kFloats));
+  expect_exact_tuple_cover(loop, kFloats, 4);
+  // Odd sizes and a size-1 dim, one float64 operand among floats.
+  const StridedLoop odd = make_loop({3, 1, 129}, {{2 * far, 0, 4}, {8 * 129, 0, 8}}, {0, 1 << 20});
+  EXPECT_FALSE(fits_32bit_indexing(odd, ElementSizes{4, 8, 0, 0}));
+  expect_exact_tuple_cover(odd, ElementSizes{4, 8, 0, 0}, 2);
 }
 
 }  // namespace
