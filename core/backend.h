@@ -135,11 +135,20 @@ class Backend {
   virtual void bmm(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
 
   // ---- indexing --------------------------------------------------------------------------
+  // Every index value must lie in [0, size of dim); one outside is a kiln::Error naming the
+  // op, the value and the size, and is never dereferenced.
+  // Note [Checked indices]: checking costs the CUDA backend a host-device sync (it has to
+  // read back what the kernel found). The backward of gather, scatter_add and index_select
+  // reuses the forward's index, which the forward kernel already checked against the same
+  // size (and the saved tensor's version counter proves it is unchanged), so the op layer
+  // passes IndexBounds::Checked there and a backend may skip the check.
+  enum class IndexBounds : uint8_t { Check, Checked };
   // out[..i..] = in[..index[..i..]..] along dim (index Int64, shaped like out).
-  virtual void gather(const Tensor& in, int64_t dim, const Tensor& index, const Tensor& out) = 0;
+  virtual void gather(const Tensor& in, int64_t dim, const Tensor& index, const Tensor& out,
+                      IndexBounds bounds) = 0;
   // out[..index[..i..]..] += src[..i..] along dim (accumulates; index shaped like src).
-  virtual void scatter_add(const Tensor& out, int64_t dim, const Tensor& index,
-                           const Tensor& src) = 0;
+  virtual void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
+                           IndexBounds bounds) = 0;
   // out = in with dim `dim` picked by the 1-d Int64 `index`.
   virtual void index_select(const Tensor& in, int64_t dim, const Tensor& index,
                             const Tensor& out) = 0;

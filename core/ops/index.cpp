@@ -61,6 +61,14 @@ Tensor zero_padded(const Tensor& part, const std::vector<int64_t>& sizes) {
   return padded;
 }
 
+// The ops with the backend's bounds check chosen: the public ops check; the backward
+// nodes reuse their forward's index, which was checked already (Note [Checked indices]
+// in core/backend.h), and skip the device sync that the CUDA check costs.
+using IndexBounds = Backend::IndexBounds;
+Tensor gather_with(const Tensor& x, int64_t dim, const Tensor& index, IndexBounds bounds);
+Tensor scatter_add_with(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                        IndexBounds bounds);
+
 }  // namespace
 
 // ---- gather: d/dx = zeros like x with g scatter-added at index ----------------------------
@@ -74,7 +82,7 @@ struct GatherBackward final : Node {
   int64_t dim = 0;
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
     const Tensor zero = zeros(input_sizes, {.dtype = g[0].dtype(), .device = g[0].device()});
-    return {scatter_add(zero, dim, index.unpack(*this), g[0])};
+    return {scatter_add_with(zero, dim, index.unpack(*this), g[0], IndexBounds::Checked)};
   }
   void release_saved() override { index.release(); }
   std::string name() const override { return "gather"; }
@@ -83,13 +91,19 @@ struct GatherBackward final : Node {
 }  // namespace
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  return gather_with(x, dim, index, IndexBounds::Check);
+}
+
+namespace {
+
+Tensor gather_with(const Tensor& x, int64_t dim, const Tensor& index, IndexBounds bounds) {
   check_index_tensor("gather", x, index);
   dim = wrap_dim(dim, x.dim(), "gather");
   check_index_fits("gather", index, x, "input", dim);
   Tensor out = empty(index.sizes(), {.dtype = x.dtype(), .device = x.device()});
   if (out.numel() > 0) {
     NoGradGuard no_grad;
-    backend(x.device()).gather(at_least_1d(x), dim, at_least_1d(index), at_least_1d(out));
+    backend(x.device()).gather(at_least_1d(x), dim, at_least_1d(index), at_least_1d(out), bounds);
   }
   if (autograd::any_requires_grad({&x})) {
     auto node = std::make_shared<GatherBackward>();
@@ -100,6 +114,8 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   }
   return out;
 }
+
+}  // namespace
 
 // ---- scatter_add: d/dself = g; d/dsrc = gather(g, dim, index), zero where src was unused --
 // Saves the index only when src needs a gradient.
@@ -113,7 +129,9 @@ struct ScatterAddBackward final : Node {
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
     Tensor g_self, g_src;
     if (needs_input_grad(0)) g_self = g[0];
-    if (needs_input_grad(2)) g_src = zero_padded(gather(g[0], dim, index.unpack(*this)), src_sizes);
+    if (needs_input_grad(2)) {
+      g_src = zero_padded(gather_with(g[0], dim, index.unpack(*this), IndexBounds::Checked), src_sizes);
+    }
     return {g_self, Tensor(), g_src};
   }
   void release_saved() override { index.release(); }
@@ -123,6 +141,13 @@ struct ScatterAddBackward final : Node {
 }  // namespace
 
 Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_add_with(self, dim, index, src, IndexBounds::Check);
+}
+
+namespace {
+
+Tensor scatter_add_with(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                        IndexBounds bounds) {
   check_index_tensor("scatter_add", self, index);
   KILN_CHECK(src.defined(), "scatter_add: undefined src tensor");
   KILN_CHECK(src.dtype() == self.dtype(), "scatter_add: expected src of self's dtype ", self.dtype(), ", got ",
@@ -139,7 +164,7 @@ Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const T
     NoGradGuard no_grad;
     out = self.clone();
     if (index.numel() > 0) {
-      backend(self.device()).scatter_add(at_least_1d(out), dim, at_least_1d(index), at_least_1d(src));
+      backend(self.device()).scatter_add(at_least_1d(out), dim, at_least_1d(index), at_least_1d(src), bounds);
     }
   }
   if (autograd::any_requires_grad({&self, &src})) {
@@ -151,6 +176,8 @@ Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const T
   }
   return out;
 }
+
+}  // namespace
 
 // ---- index_select: d/dx = zeros like x with g's slices scatter-added at the indices -----
 // Saves the (flattened) index. scatter_add wants an index shaped like g: the 1-d index
@@ -167,7 +194,7 @@ struct IndexSelectBackward final : Node {
     along_dim[dim] = g[0].sizes()[dim];
     const Tensor spread = index.unpack(*this).reshape(along_dim).expand(g[0].sizes());
     const Tensor zero = zeros(input_sizes, {.dtype = g[0].dtype(), .device = g[0].device()});
-    return {scatter_add(zero, dim, spread, g[0]), Tensor()};
+    return {scatter_add_with(zero, dim, spread, g[0], IndexBounds::Checked), Tensor()};
   }
   void release_saved() override { index.release(); }
   std::string name() const override { return "index_select"; }

@@ -35,8 +35,10 @@ class CpuBackend final : public Backend {
 
   void bmm(const Tensor& a, const Tensor& b, const Tensor& out) override;
 
-  void gather(const Tensor& in, int64_t dim, const Tensor& index, const Tensor& out) override;
-  void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) override;
+  void gather(const Tensor& in, int64_t dim, const Tensor& index, const Tensor& out,
+              IndexBounds bounds) override;
+  void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
+                   IndexBounds bounds) override;
   void index_select(const Tensor& in, int64_t dim, const Tensor& index, const Tensor& out) override;
 
   void uniform(const Tensor& out, double low, double high, PhiloxState state) override;

@@ -24,6 +24,8 @@
 // Bounds: every index is checked against [0, size) as it is read. A bad one is skipped
 // (never dereferenced), recorded, and thrown after the loop: an exception must not leave
 // an OpenMP region. With several bad indices, any one of them may be the one reported.
+// The check is a compare per element on the CPU, so it runs even for IndexBounds::Checked
+// (Note [Checked indices] in core/backend.h).
 // Float16/BFloat16 sums go through float and round on each store (Note [Opmath]).
 #include <algorithm>
 #include <atomic>
@@ -94,7 +96,7 @@ void gather_along(const Tensor& in, int64_t dim, const Tensor& index, const Tens
 
 }  // namespace
 
-void CpuBackend::gather(const Tensor& in, int64_t dim, const Tensor& index, const Tensor& out) {
+void CpuBackend::gather(const Tensor& in, int64_t dim, const Tensor& index, const Tensor& out, IndexBounds) {
   gather_along(in, dim, index, out, "gather");
 }
 
@@ -108,7 +110,7 @@ void CpuBackend::index_select(const Tensor& in, int64_t dim, const Tensor& index
   gather_along(in, dim, alias(index, out.sizes(), strides), out, "index_select");
 }
 
-void CpuBackend::scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
+void CpuBackend::scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src, IndexBounds) {
   KILN_ASSERT(out.dim() >= 1 && out.dim() == index.dim() && src.dim() == index.dim(), "scatter_add: operands ",
               out.sizes(), ", ", index.sizes(), ", ", src.sizes());
   const int64_t size = out.sizes()[dim];

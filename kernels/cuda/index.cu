@@ -30,6 +30,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "core/dispatch.h"
 #include "core/ops/factory.h"
@@ -54,8 +55,10 @@ namespace {
 // microseconds plus whatever work was queued before), so these ops do not overlap with
 // the host the way other kernels do. Correctness wins: a silent out-of-bounds read or
 // write on the GPU corrupts memory or kills the context, and an embedding lookup with a
-// bad token id is one of the commonest mistakes a user makes. A caller who must not
-// sync can check its indices itself first, once, on the device.
+// bad token id is one of the commonest mistakes a user makes. The backward passes pay
+// nothing: they reuse indices their forward already checked (IndexBounds::Checked, Note
+// [Checked indices] in core/backend.h), so a training step syncs once per index op, in
+// its forward.
 struct BadIndexFlag {
   unsigned long long seen;
   long long value;
@@ -105,7 +108,7 @@ __global__ void index_kernel(const int64_t* index, OffsetCalculator<3> offsets, 
     const auto o = offsets.get(static_cast<uint32_t>(i));
     const int64_t j = index[o[1]];
     if (j < 0 || j >= size) {
-      record_bad_index(bad, j);
+      if (bad != nullptr) record_bad_index(bad, j);
       continue;
     }
     element(o[0], o[2], j);
@@ -196,26 +199,29 @@ index_plan::StridedOperands<3> operands(const std::vector<int64_t>& sizes, const
 // Runs index_kernel over `ops` on the current stream of `device`, in pieces of at most
 // 2^31 - 1 elements (index_plan.h), then throws the CPU's error if an index was outside
 // [0, size). element_of(piece) is the op's per-element functor for the piece's addresses.
+// With IndexBounds::Checked (Note [Checked indices] in core/backend.h) there is no flag and
+// no synchronize: a bad index, which cannot occur there, would still be skipped.
 template <typename ElementOf>
 void launch_index_kernel(const index_plan::StridedOperands<3>& ops, int device, int64_t dim, int64_t size,
-                         const char* op, const ElementOf& element_of) {
+                         const char* op, Backend::IndexBounds bounds, const ElementOf& element_of) {
   DeviceGuard guard(device);
   const Stream stream = current_stream(device);
-  const DeviceBadIndex bad(device, stream);
+  std::optional<DeviceBadIndex> bad;
+  if (bounds == Backend::IndexBounds::Check) bad.emplace(device, stream);
   index_plan::for_each_32bit_piece(ops, [&](const index_plan::StridedOperands<3>& piece) {
     const int64_t n = piece.numel();
     index_kernel<<<grid_for(n, device), kThreads, 0, stream.handle()>>>(
         reinterpret_cast<const int64_t*>(piece.data[1]), index_plan::make_offset_calculator(piece, op), size, n,
-        bad.flag(), element_of(piece));
+        bad ? bad->flag() : nullptr, element_of(piece));
     KILN_CUDA_CHECK_LAUNCH();
   });
-  bad.throw_if_seen(op, dim, size);
+  if (bad) bad->throw_if_seen(op, dim, size);
 }
 
 // out[p] = in[p with coordinate dim replaced by index[p]], p over out's shape, where the
 // index is seen with `index_strides` over that shape.
 void gather_along(const Tensor& in, int64_t dim, const Tensor& index, const std::vector<int64_t>& index_strides,
-                  const Tensor& out, const char* op) {
+                  const Tensor& out, const char* op, Backend::IndexBounds bounds) {
   KILN_ASSERT(in.dim() >= 1 && in.dim() == out.dim() && index_strides.size() == out.sizes().size(), op,
               ": operands ", in.sizes(), ", ", out.sizes());
   if (out.numel() == 0) return;
@@ -223,7 +229,7 @@ void gather_along(const Tensor& in, int64_t dim, const Tensor& index, const std:
   const index_plan::StridedOperands<3> ops =
       operands(out.sizes(), out, out.strides(), index, index_strides, in, row_zero_strides(in, dim));
   auto launch = [&]<typename Word>() {
-    launch_index_kernel(ops, in.device().index, dim, in.sizes()[dim], op, [&](const auto& piece) {
+    launch_index_kernel(ops, in.device().index, dim, in.sizes()[dim], op, bounds, [&](const auto& piece) {
       return GatherElement<Word>{reinterpret_cast<Word*>(piece.data[0]),
                                  reinterpret_cast<const Word*>(piece.data[2]), in_step};
     });
@@ -239,9 +245,10 @@ void gather_along(const Tensor& in, int64_t dim, const Tensor& index, const std:
 
 }  // namespace
 
-void CudaBackend::gather(const Tensor& in, int64_t dim, const Tensor& index, const Tensor& out) {
+void CudaBackend::gather(const Tensor& in, int64_t dim, const Tensor& index, const Tensor& out,
+                         IndexBounds bounds) {
   KILN_ASSERT(index.sizes() == out.sizes(), "gather: index ", index.sizes(), ", out ", out.sizes());
-  gather_along(in, dim, index, index.strides(), out, "gather");
+  gather_along(in, dim, index, index.strides(), out, "gather", bounds);
 }
 
 // A gather whose index is the 1-d index laid along dim, stride 0 over out's other dims.
@@ -250,10 +257,11 @@ void CudaBackend::index_select(const Tensor& in, int64_t dim, const Tensor& inde
               out.sizes());
   std::vector<int64_t> index_strides(out.dim(), 0);
   index_strides[dim] = index.strides()[0];
-  gather_along(in, dim, index, index_strides, out, "index_select");
+  gather_along(in, dim, index, index_strides, out, "index_select", IndexBounds::Check);
 }
 
-void CudaBackend::scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
+void CudaBackend::scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
+                              IndexBounds bounds) {
   KILN_ASSERT(out.dim() >= 1 && out.dim() == index.dim() && src.dim() == index.dim(), "scatter_add: operands ",
               out.sizes(), ", ", index.sizes(), ", ", src.sizes());
   if (index.numel() == 0) return;
@@ -261,7 +269,8 @@ void CudaBackend::scatter_add(const Tensor& out, int64_t dim, const Tensor& inde
   const index_plan::StridedOperands<3> ops =
       operands(index.sizes(), out, row_zero_strides(out, dim), index, index.strides(), src, src.strides());
   visit_dtype<kNumericTypes>(out.dtype(), "scatter_add", [&]<typename T>() {
-    launch_index_kernel(ops, out.device().index, dim, out.sizes()[dim], "scatter_add", [&](const auto& piece) {
+    launch_index_kernel(ops, out.device().index, dim, out.sizes()[dim], "scatter_add", bounds,
+                        [&](const auto& piece) {
       return ScatterAddElement<T>{reinterpret_cast<T*>(piece.data[0]), reinterpret_cast<const T*>(piece.data[2]),
                                   out_step};
     });

@@ -91,7 +91,12 @@ TEST(CudaIndex, GatherMatchesCpuAlongEveryDimInEveryDtype) {
       SCOPED_TRACE(describe(dtype, shape, dim, strided));
       const Tensor x_cuda = on_device(x, kCuda, strided), index_cuda = on_device(index, kCuda, strided);
       EXPECT_TRUE(all_equal(gather(x_cuda, dim, index_cuda).cpu(), expected));
-      expect_kernel_writes(expected, [&](const Tensor& out) { backend(kCuda).gather(x_cuda, dim, index_cuda, out); });
+      // Both bounds modes (Note [Checked indices]): the checked-already path skips only the
+      // flag and the sync, never the work.
+      for (const Backend::IndexBounds bounds : {Backend::IndexBounds::Check, Backend::IndexBounds::Checked}) {
+        expect_kernel_writes(expected,
+                             [&](const Tensor& out) { backend(kCuda).gather(x_cuda, dim, index_cuda, out, bounds); });
+      }
     }
   });
 }
@@ -182,16 +187,19 @@ TEST(CudaIndex, ScatterAddMatchesCpuAlongEveryDimInEveryNumericDtype) {
       const Tensor self_cuda = on_device(self, kCuda, strided), index_cuda = on_device(index, kCuda, strided);
       const Tensor src_cuda = on_device(src, kCuda, strided);
       EXPECT_TRUE(sums_match(scatter_add(self_cuda, dim, index_cuda, src_cuda), expected));
-      // The kernel directly, accumulating into a strided view of a poisoned buffer.
-      Tensor buffer;
-      Tensor out = poisoned_strided(shape, dtype, kCuda, &buffer);
-      {
-        NoGradGuard no_grad;
-        out.copy_(self_cuda);
+      // The kernel directly, accumulating into a strided view of a poisoned buffer, in both
+      // bounds modes (Note [Checked indices]).
+      for (const Backend::IndexBounds bounds : {Backend::IndexBounds::Check, Backend::IndexBounds::Checked}) {
+        Tensor buffer;
+        Tensor out = poisoned_strided(shape, dtype, kCuda, &buffer);
+        {
+          NoGradGuard no_grad;
+          out.copy_(self_cuda);
+        }
+        backend(kCuda).scatter_add(out, dim, index_cuda, src_cuda, bounds);
+        EXPECT_TRUE(sums_match(out, expected));
+        EXPECT_TRUE(gaps_untouched(buffer));
       }
-      backend(kCuda).scatter_add(out, dim, index_cuda, src_cuda);
-      EXPECT_TRUE(sums_match(out, expected));
-      EXPECT_TRUE(gaps_untouched(buffer));
     }
   });
 }
@@ -262,6 +270,21 @@ TEST(CudaIndex, OutOfRangeIndicesAreErrorsAndTheDeviceStillWorks) {
   EXPECT_TRUE(all_equal(gather(x, 0, good.to(kCuda)).cpu(), gather(x.cpu(), 0, good)));
   EXPECT_TRUE(sums_match(scatter_add(x, 0, good.to(kCuda), src), scatter_add(x.cpu(), 0, good, src.cpu())));
   synchronize(kCuda);
+}
+
+// Backward passes skip the check (Note [Checked indices]); were a bad index to reach the
+// kernel anyway, it is still never dereferenced: no error, no fault, the element is left.
+TEST(CudaIndex, CheckedModeSkipsBadIndicesWithoutTouchingMemory) {
+  KILN_REQUIRE_CUDA();
+  const Tensor x = random_for({5, 3}, DType::Float32, 21).to(kCuda);
+  Tensor index = random_index(5, {4, 3}, 22);
+  index.data_ptr<int64_t>()[7] = 1 << 30;  // element (2, 1)
+  Tensor out = full({4, 3}, 42.0, {.dtype = DType::Float32, .device = kCuda});
+  backend(kCuda).gather(x, 0, index.to(kCuda), out, Backend::IndexBounds::Checked);
+  EXPECT_EQ(out.cpu().select(0, 2).select(0, 1).item<float>(), 42.0f);
+  synchronize(kCuda);  // a fault would surface here
+  EXPECT_TRUE(all_equal(gather(x, 0, random_index(5, {4, 3}, 23).to(kCuda)).cpu(),
+                        gather(x.cpu(), 0, random_index(5, {4, 3}, 23))));
 }
 
 // ---- gradients through the public ops ----------------------------------------------------
