@@ -135,6 +135,14 @@ __device__ __forceinline__ typename Op::Acc fold_row(const Op& op, typename Op::
   return acc;
 }
 
+// The reduced indices [begin, end) of this block's slice (blockIdx.y; one slice, the
+// whole range, unless the planner split it).
+__device__ __forceinline__ std::array<int64_t, 2> block_slice(const ReduceArgs& args) {
+  const int64_t begin = static_cast<int64_t>(blockIdx.y) * args.slice_size;
+  const int64_t end = begin + args.slice_size < args.reduced_numel ? begin + args.slice_size : args.reduced_numel;
+  return {begin, end};
+}
+
 // An output's final state: written, or parked in the workspace when the range is split.
 template <typename Op>
 __device__ __forceinline__ void finish_output(const Op& op, const typename Op::Acc& acc, const ReduceArgs& args,
@@ -157,8 +165,7 @@ __global__ void reduce_inner_kernel(Op op, const typename Op::In* __restrict__ i
   const int lane = threadIdx.x, lanes = blockDim.x;
   const int64_t output = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
   const bool valid = output < args.kept_numel;
-  const int64_t begin = static_cast<int64_t>(blockIdx.y) * args.slice_size;
-  const int64_t end = begin + args.slice_size < args.reduced_numel ? begin + args.slice_size : args.reduced_numel;
+  const auto [begin, end] = block_slice(args);
   Acc acc = op.identity();
   if (valid) acc = fold_row<Op, kVec>(op, acc, in + offsets_at(args.kept, output)[0], args.reduced, begin, end, lane, lanes);
   // Lanes of one output are neighbours in a warp (lanes < 32) or whole warps (lanes >= 32).
@@ -182,8 +189,7 @@ __global__ void reduce_outer_kernel(Op op, const typename Op::In* __restrict__ i
   const int lane = threadIdx.y, lanes = blockDim.y;
   const int64_t output = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const bool valid = output < args.kept_numel;
-  const int64_t begin = static_cast<int64_t>(blockIdx.y) * args.slice_size;
-  const int64_t end = begin + args.slice_size < args.reduced_numel ? begin + args.slice_size : args.reduced_numel;
+  const auto [begin, end] = block_slice(args);
   Acc acc = op.identity();
   if (valid) acc = fold_row<Op, 1>(op, acc, in + offsets_at(args.kept, output)[0], args.reduced, begin, end, lane, lanes);
   Acc* shared = shared_states<Acc>();
