@@ -78,6 +78,27 @@ struct ReduceParams {
 enum class ArgReduceOp : uint8_t { ArgMax, ArgMin };
 
 // Names for error messages ("add", "relu_backward").
+// Convolution geometry (Note [Convolution layout]): one entry per spatial dim (1, 2 or 3).
+struct ConvParams {
+  std::vector<int64_t> stride;
+  std::vector<int64_t> padding;   // zeros added on both sides
+  std::vector<int64_t> dilation;
+  int64_t groups = 1;
+};
+
+// Pooling geometry: one entry per spatial dim. Output size along a dim is
+// floor_or_ceil((s + 2 p - d (k - 1) - 1) / stride) + 1, where with ceil_mode the last
+// window must still start inside the input or its left padding (PyTorch's rule).
+struct PoolParams {
+  std::vector<int64_t> kernel;
+  std::vector<int64_t> stride;
+  std::vector<int64_t> padding;   // implicit -inf (max) or 0 (avg) on both sides
+  std::vector<int64_t> dilation;  // max pooling only (1 for avg)
+  bool ceil_mode = false;
+  bool count_include_pad = true;  // avg: divide by the window size including padding
+  int64_t divisor_override = 0;   // avg: divide by this instead, when > 0
+};
+
 const char* op_name(UnaryOp op);
 const char* op_name(BinaryOp op);
 const char* op_name(ReduceOp op);
@@ -133,6 +154,63 @@ class Backend {
   // ---- matrix products ------------------------------------------------------------------
   // out[b] = a[b] @ bmat[b]: a [B, M, K], bmat [B, K, N], out [B, M, N], any strides.
   virtual void bmm(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+
+  // ---- convolution (Note [Convolution layout]) -------------------------------------------
+  // Note [Convolution layout]: channels first, k = 1, 2 or 3 spatial dims. input
+  // [N, C_in, s...], weight [C_out, C_in / groups, k...], output [N, C_out, o...] with
+  // o = (s + 2 padding - dilation (k - 1) - 1) / stride + 1. Group g maps input channels
+  // [g C_in/groups, (g+1) C_in/groups) to output channels [g C_out/groups, ...). The op
+  // layer (core/ops/conv.h) validates shapes, passes contiguous tensors of one floating
+  // dtype, and adds the bias itself. Every kernel overwrites its output (=).
+  virtual void conv_forward(const Tensor& input, const Tensor& weight, const ConvParams& params,
+                            const Tensor& out);
+  // grad_input [N, C_in, s...] = the gradient of the forward with respect to input.
+  virtual void conv_backward_input(const Tensor& grad_out, const Tensor& weight,
+                                   const ConvParams& params, const Tensor& grad_input);
+  // grad_weight [C_out, C_in / groups, k...] = the gradient with respect to weight.
+  virtual void conv_backward_weight(const Tensor& grad_out, const Tensor& input,
+                                    const ConvParams& params, const Tensor& grad_weight);
+
+  // ---- batch normalisation (Note [Batch norm pieces]) ------------------------------------
+  // Note [Batch norm pieces]: training-mode batch norm is three passes, split so that
+  // SyncBatchNorm can all-reduce per-channel numbers between them: statistics, apply, and
+  // for backward a per-channel reduction then an elementwise pass. input and grad_out are
+  // [N, C, *] contiguous; per-channel tensors are [C] in the statistics dtype (float32 for
+  // float16/bfloat16/float32 input, float64 for float64). weight and bias may be undefined
+  // (affine = false: 1 and 0). Every kernel overwrites its outputs.
+  // mean and biased variance of each channel over N and the spatial dims (Welford).
+  virtual void batch_norm_stats(const Tensor& input, const Tensor& mean, const Tensor& var);
+  // out = (x - mean[c]) * invstd[c] * weight[c] + bias[c].
+  virtual void batch_norm_apply(const Tensor& input, const Tensor& mean, const Tensor& invstd,
+                                const Tensor& weight, const Tensor& bias, const Tensor& out);
+  // sum_dy[c] = sum dy, sum_dy_xmu[c] = sum dy (x - mean[c]) over N and the spatial dims.
+  virtual void batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& input,
+                                          const Tensor& mean, const Tensor& sum_dy,
+                                          const Tensor& sum_dy_xmu);
+  // grad_in = (dy - sum_dy/count - (x - mean) invstd^2 sum_dy_xmu/count) invstd weight,
+  // where count is the number of elements per channel (over every rank for SyncBatchNorm).
+  virtual void batch_norm_backward_input(const Tensor& grad_out, const Tensor& input,
+                                         const Tensor& mean, const Tensor& invstd,
+                                         const Tensor& weight, const Tensor& sum_dy,
+                                         const Tensor& sum_dy_xmu, int64_t count,
+                                         const Tensor& grad_in);
+
+  // ---- pooling (PoolParams; input [N, C, s...] contiguous, 1-3 spatial dims) ------------
+  // out = the max of each window; indices (Int64) = where it was, as a flat offset within
+  // the input's spatial volume (PyTorch's return_indices). NaN wins; ties keep the first.
+  virtual void max_pool_forward(const Tensor& input, const PoolParams& params, const Tensor& out,
+                                const Tensor& indices);
+  // grad_in (overwritten) = the sum of the grad_out elements whose index points at it.
+  virtual void max_pool_backward(const Tensor& grad_out, const Tensor& indices,
+                                 const PoolParams& params, const Tensor& grad_in);
+  virtual void avg_pool_forward(const Tensor& input, const PoolParams& params, const Tensor& out);
+  // grad_in (overwritten): each grad_out element spread evenly over its window.
+  virtual void avg_pool_backward(const Tensor& grad_out, const PoolParams& params,
+                                 const Tensor& grad_in);
+  // Adaptive: output element i of o along a dim of size s averages the input window
+  // [floor(i s / o), ceil((i + 1) s / o)).
+  virtual void adaptive_avg_pool_forward(const Tensor& input, const Tensor& out);
+  virtual void adaptive_avg_pool_backward(const Tensor& grad_out, const Tensor& grad_in);
 
   // ---- indexing --------------------------------------------------------------------------
   // Every index value must lie in [0, size of dim); one outside is a kiln::Error naming the

@@ -1,0 +1,21 @@
+// Batch normalisation with PyTorch's semantics, built from the backend's batch-norm
+// pieces (Note [Batch norm pieces] in core/backend.h).
+//
+// Training: normalise with the batch's mean and biased variance over N and the spatial
+// dims, and update running_mean / running_var in place (when defined) with
+// running = (1 - momentum) running + momentum batch, using the unbiased variance.
+// Eval: normalise with the running statistics. eps is added to the variance.
+// Gradient: input (fused backward-reduce + backward-input kernels), weight, bias.
+#pragma once
+
+#include "core/tensor.h"
+
+namespace kiln {
+
+// input [N, C, *]; running_mean, running_var, weight, bias [C] or undefined (eval needs
+// the running statistics; affine = false leaves weight and bias undefined).
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight, const Tensor& bias, bool training, double momentum = 0.1,
+                  double eps = 1e-5);
+
+}  // namespace kiln
