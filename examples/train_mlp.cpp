@@ -64,7 +64,7 @@ Layer make_layer(int64_t in, int64_t out) {
   return l;
 }
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
+Tensor spiral_cross_entropy(const Tensor& logits, const Tensor& labels) {
   const Tensor one_hot = eq(labels.unsqueeze(1), arange(kClasses)).to(DType::Float32);
   return neg(mul(log_softmax(logits, 1), one_hot).sum({1}).mean());
 }
@@ -94,7 +94,7 @@ int main() {
       h = linear(h, layers[i].weight, layers[i].bias);
       if (i + 1 < layers.size()) h = relu(h);
     }
-    const Tensor loss = cross_entropy(h, data.labels);
+    const Tensor loss = spiral_cross_entropy(h, data.labels);
     if (epoch % 50 == 0) {
       const double accuracy = eq(argmax(h, 1), data.labels).to(DType::Float32).mean().item<double>();
       std::printf("epoch %4d  loss %.4f  accuracy %5.1f%%\n", epoch, loss.item<double>(), 100.0 * accuracy);
