@@ -31,6 +31,22 @@ void* Tensor::data_ptr() const {
   return static_cast<char*>(t.storage.data()) + t.storage_offset * static_cast<int64_t>(itemsize(t.dtype));
 }
 
+void Tensor::set_data(const Tensor& data) const {
+  KILN_CHECK(data.defined(), "set_data: undefined data");
+  TensorImpl& self = const_cast<TensorImpl&>(checked_impl());
+  const TensorImpl& src = *data.impl();
+  KILN_CHECK(&self != &src, "set_data: a tensor cannot take its own data");
+  self.storage = src.storage;
+  self.storage_offset = src.storage_offset;
+  self.sizes = src.sizes;
+  self.strides = src.strides;
+  self.dtype = src.dtype;
+  self.device = src.device;
+  self.view_base = src.view_base;
+  self.wrapped_number = false;
+  bump_version();
+}
+
 namespace {
 
 // Prints `values` (a contiguous float64 copy) as nested brackets, PyTorch-like.

@@ -77,6 +77,14 @@ class Tensor {
   uint32_t version() const { return checked_impl().version->value.load(); }
   void bump_version() const { checked_impl().version->value.fetch_add(1); }
 
+  // Note [Set data]: makes this tensor's TensorImpl describe `data`'s values (storage,
+  // offset, sizes, strides, dtype, device), keeping its own autograd state
+  // (requires_grad, .grad, grad_fn, hooks) and version counter, which is bumped. Every
+  // handle to this impl (a layer's member, an optimizer's list) sees the new data: how
+  // Module::to() moves or converts parameters in place, as PyTorch's `param.data = ...`.
+  // Not recorded by autograd; `data` must not be this tensor's own impl.
+  void set_data(const Tensor& data) const;
+
   // ---- autograd (core/autograd/) ------------------------------------------------------
   bool requires_grad() const;
   Tensor& requires_grad_(bool requires_grad = true);

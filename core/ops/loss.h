@@ -14,7 +14,7 @@ namespace kiln {
 enum class Reduction : uint8_t { None, Mean, Sum };
 
 struct NllLossOptions {
-  Tensor weight;                 // [C] class weights, or undefined
+  Tensor weight{};               // [C] class weights, or undefined
   int64_t ignore_index = -100;   // targets equal to it add nothing (and no weight)
   Reduction reduction = Reduction::Mean;  // Mean divides by the sum of the targets' weights
 };
@@ -22,7 +22,7 @@ struct NllLossOptions {
 Tensor nll_loss(const Tensor& input, const Tensor& target, const NllLossOptions& options = {});
 
 struct CrossEntropyOptions {
-  Tensor weight;
+  Tensor weight{};
   int64_t ignore_index = -100;
   Reduction reduction = Reduction::Mean;
   double label_smoothing = 0.0;  // in [0, 1]: mixes the target with the uniform distribution
@@ -33,8 +33,8 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target,
                      const CrossEntropyOptions& options = {});
 
 struct BceWithLogitsOptions {
-  Tensor weight;      // broadcast to input: a rescaling weight per element
-  Tensor pos_weight;  // broadcast along the last (class) dim: weight of positive examples
+  Tensor weight{};      // broadcast to input: a rescaling weight per element
+  Tensor pos_weight{};  // broadcast along the last (class) dim: weight of positive examples
   Reduction reduction = Reduction::Mean;
 };
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,

@@ -1,0 +1,81 @@
+// BatchNormNd: parameters and buffers, the rank check per 1d/2d/3d, and the training /
+// eval logic of Note [Batch norm modes] around kiln::batch_norm.
+#include "nn/batchnorm.h"
+
+#include <sstream>
+
+#include "core/autograd/grad_mode.h"
+#include "core/ops/factory.h"
+#include "core/ops/norm.h"
+#include "nn/init.h"
+
+namespace kiln::nn {
+
+BatchNormNd::BatchNormNd(int64_t spatial_dims, const BatchNormOptions& options)
+    : spatial_dims_(spatial_dims), options_(options) {
+  KILN_CHECK(options.num_features > 0, type_name(), ": num_features must be positive, got ", options.num_features);
+  KILN_CHECK(options.eps > 0, type_name(), ": eps must be positive, got ", options.eps);
+  const int64_t c = options.num_features;
+  if (options.affine) {
+    weight = register_parameter("weight", ones({c}));
+    bias = register_parameter("bias", zeros({c}));
+  }
+  if (options.track_running_stats) {
+    running_mean = register_buffer("running_mean", zeros({c}));
+    running_var = register_buffer("running_var", ones({c}));
+    num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, {.dtype = DType::Int64}));
+  }
+}
+
+void BatchNormNd::reset_running_stats() {
+  if (!options_.track_running_stats) return;
+  NoGradGuard no_grad;
+  running_mean.zero_();
+  running_var.fill_(1.0);
+  num_batches_tracked.zero_();
+}
+
+void BatchNormNd::reset_parameters() {
+  reset_running_stats();
+  if (!options_.affine) return;
+  init::ones_(weight);
+  init::zeros_(bias);
+}
+
+// 1d: [N, C] or [N, C, L]; 2d: [N, C, H, W]; 3d: [N, C, D, H, W] (as PyTorch).
+void BatchNormNd::check_input(const Tensor& input) const {
+  KILN_CHECK(input.defined(), type_name(), ": undefined input");
+  const bool rank_ok = spatial_dims_ == 1 ? (input.dim() == 2 || input.dim() == 3) : input.dim() == spatial_dims_ + 2;
+  KILN_CHECK(rank_ok, type_name(), ": expected a ", spatial_dims_ == 1 ? "2-d or 3-d" : std::to_string(spatial_dims_ + 2) + "-d",
+             " input, got shape ", input.sizes());
+  KILN_CHECK(input.size(1) == options_.num_features, type_name(), ": expected ", options_.num_features,
+             " channels (dim 1), got shape ", input.sizes());
+}
+
+Tensor BatchNormNd::forward(const Tensor& input) {
+  check_input(input);
+  double factor = options_.momentum.value_or(0.0);
+  if (is_training() && options_.track_running_stats) {
+    {
+      NoGradGuard no_grad;
+      num_batches_tracked.add_(ones({}, {.dtype = DType::Int64, .device = num_batches_tracked.device()}));
+    }
+    if (!options_.momentum) factor = 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>());
+  }
+  const bool use_batch_stats = is_training() || !options_.track_running_stats;
+  // The running statistics are updated in training and read in eval; without tracking
+  // there are none.
+  return batch_norm(input, running_mean, running_var, weight, bias, use_batch_stats, factor, options_.eps);
+}
+
+std::string BatchNormNd::extra_repr() const {
+  std::ostringstream os;
+  os << options_.num_features << ", eps=" << options_.eps << ", momentum=";
+  if (options_.momentum) os << *options_.momentum;
+  else os << "None";
+  os << ", affine=" << (options_.affine ? "True" : "False")
+     << ", track_running_stats=" << (options_.track_running_stats ? "True" : "False");
+  return os.str();
+}
+
+}  // namespace kiln::nn

@@ -1,0 +1,70 @@
+// BatchNorm1d / 2d / 3d over kiln::batch_norm (core/ops/norm.h), as PyTorch's:
+// parameters weight (ones) and bias (zeros) when affine; buffers running_mean (zeros),
+// running_var (ones) and num_batches_tracked (an Int64 scalar) when
+// track_running_stats.
+//
+// Note [Batch norm modes]: in training the layer normalises with the batch's statistics;
+// with track_running_stats it also adds 1 to num_batches_tracked and updates the running
+// statistics with factor `momentum`, or, when momentum is nullopt, with 1 /
+// num_batches_tracked (a cumulative moving average: the running values are the mean of
+// every batch's so far). In eval it normalises with the running statistics, or with the
+// batch's when it tracks none.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "nn/layer.h"
+
+namespace kiln::nn {
+
+struct BatchNormOptions {
+  int64_t num_features = 0;
+  double eps = 1e-5;
+  std::optional<double> momentum = 0.1;  // nullopt: cumulative moving average
+  bool affine = true;
+  bool track_running_stats = true;
+};
+using BatchNorm1dOptions = BatchNormOptions;
+using BatchNorm2dOptions = BatchNormOptions;
+using BatchNorm3dOptions = BatchNormOptions;
+
+// The shared body of BatchNorm1d/2d/3d; `spatial_dims` = 1 for 1d means [N, C] or [N, C, L].
+class BatchNormNd : public Layer {
+ public:
+  Tensor forward(const Tensor& input) override;
+  void reset_running_stats();
+  void reset_parameters();
+  std::string type_name() const override { return "BatchNorm" + std::to_string(spatial_dims_) + "d"; }
+  std::string extra_repr() const override;
+  const BatchNormOptions& options() const { return options_; }
+
+  Tensor weight;               // [C] (affine)
+  Tensor bias;                 // [C] (affine)
+  Tensor running_mean;         // [C] (track_running_stats)
+  Tensor running_var;          // [C] (track_running_stats)
+  Tensor num_batches_tracked;  // Int64, 0-d (track_running_stats)
+
+ protected:
+  BatchNormNd(int64_t spatial_dims, const BatchNormOptions& options);
+
+ private:
+  void check_input(const Tensor& input) const;
+  int64_t spatial_dims_;
+  BatchNormOptions options_;
+};
+
+class BatchNorm1d : public BatchNormNd {
+ public:
+  explicit BatchNorm1d(const BatchNorm1dOptions& options) : BatchNormNd(1, options) {}
+};
+class BatchNorm2d : public BatchNormNd {
+ public:
+  explicit BatchNorm2d(const BatchNorm2dOptions& options) : BatchNormNd(2, options) {}
+};
+class BatchNorm3d : public BatchNormNd {
+ public:
+  explicit BatchNorm3d(const BatchNorm3dOptions& options) : BatchNormNd(3, options) {}
+};
+
+}  // namespace kiln::nn

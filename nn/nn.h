@@ -1,0 +1,15 @@
+// Everything of kiln::nn in one include: Module and containers, layers, losses and init.
+#pragma once
+
+#include "nn/activation.h"
+#include "nn/batchnorm.h"
+#include "nn/container.h"
+#include "nn/conv.h"
+#include "nn/dropout.h"
+#include "nn/flatten.h"
+#include "nn/init.h"
+#include "nn/layer.h"
+#include "nn/linear.h"
+#include "nn/loss.h"
+#include "nn/module.h"
+#include "nn/pooling.h"
