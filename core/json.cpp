@@ -64,10 +64,15 @@ Value Value::object(std::vector<Member> members) {
   return v;
 }
 
+// "an integer", "a string": type names with their article, for messages.
+std::string with_article(Type type) {
+  const std::string_view name = type_name(type);
+  const bool vowel = name[0] == 'a' || name[0] == 'i' || name[0] == 'o';
+  return std::string(vowel ? "an " : "a ") + std::string(name);
+}
+
 void Value::expect(Type type) const {
-  KILN_CHECK(type_ == type, "json: expected ", type == Type::Integer ? "an " : "a ",
-             type_name(type), ", got ", type_ == Type::Integer || type_ == Type::Array ||
-             type_ == Type::Object ? "an " : "a ", type_name(type_));
+  KILN_CHECK(type_ == type, "json: expected ", with_article(type), ", got ", with_article(type_));
 }
 
 bool Value::as_bool() const { expect(Type::Bool); return bool_; }

@@ -25,6 +25,7 @@ namespace kiln::json {
 
 enum class Type { Null, Bool, Integer, Number, String, Array, Object };
 std::string_view type_name(Type type);  // "null", "integer", "object", ...
+std::string with_article(Type type);    // "an integer", "a string", ...
 
 // One JSON value. Only the member of its type is meaningful.
 class Value {

@@ -102,7 +102,7 @@ int64_t non_negative_integer(const ByteSource& source, const json::Value& value,
   if (!value.is(json::Type::Integer) || value.as_integer() < 0) {
     fail(source, "tensor '", tensor, "': ", field, " must hold non-negative integers, found ",
          value.is(json::Type::Integer) ? std::to_string(value.as_integer())
-                                       : std::string("a ") + std::string(json::type_name(value.type())));
+                                       : json::with_article(value.type()));
   }
   return value.as_integer();
 }
@@ -112,8 +112,8 @@ const json::Value& required_field(const ByteSource& source, const json::Value& e
   const json::Value* value = entry.find(field);
   if (value == nullptr) fail(source, "tensor '", tensor, "' has no \"", field, "\" field");
   if (!value->is(type)) {
-    fail(source, "tensor '", tensor, "': \"", field, "\" must be a JSON ", json::type_name(type),
-         ", found a ", json::type_name(value->type()));
+    fail(source, "tensor '", tensor, "': \"", field, "\" must be ", json::with_article(type),
+         ", found ", json::with_article(value->type()));
   }
   return *value;
 }
@@ -142,7 +142,7 @@ std::optional<int64_t> checked_nbytes(const std::vector<int64_t>& shape, int64_t
 
 TensorInfo parse_entry(const ByteSource& source, const std::string& name, const json::Value& entry) {
   if (!entry.is(json::Type::Object)) {
-    fail(source, "tensor '", name, "' must be a JSON object, found a ", json::type_name(entry.type()));
+    fail(source, "tensor '", name, "' must be a JSON object, found ", json::with_article(entry.type()));
   }
   TensorInfo info;
   info.name = name;
@@ -174,12 +174,12 @@ Metadata parse_metadata(const ByteSource& source, const json::Value& value) {
   Metadata metadata;
   if (value.is(json::Type::Null)) return metadata;  // Python reads null as "no metadata"
   if (!value.is(json::Type::Object)) {
-    fail(source, "\"__metadata__\" must be an object of strings, found a ", json::type_name(value.type()));
+    fail(source, "\"__metadata__\" must be an object of strings, found ", json::with_article(value.type()));
   }
   for (const auto& [key, item] : value.as_object()) {
     if (!item.is(json::Type::String)) {
-      fail(source, "\"__metadata__\" value of \"", key, "\" must be a string, found a ",
-           json::type_name(item.type()));
+      fail(source, "\"__metadata__\" value of \"", key, "\" must be a string, found ",
+           json::with_article(item.type()));
     }
     metadata.emplace(key, item.as_string());
   }
@@ -249,7 +249,7 @@ Header parse_header(const ByteSource& source) {
     fail(source, "header is not valid JSON (", e.what(), ")");
   }
   if (!root.is(json::Type::Object)) {
-    fail(source, "header must be a JSON object, found a ", json::type_name(root.type()));
+    fail(source, "header must be a JSON object, found ", json::with_article(root.type()));
   }
   for (const auto& [key, value] : root.as_object()) {
     if (key == kMetadataKey) {
