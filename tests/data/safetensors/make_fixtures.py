@@ -79,3 +79,9 @@ write("names.safetensors", {
 })
 
 write("empty.safetensors", {})
+
+# A corrupt file for the `kiln inspect` tests: all_dtypes without its last data byte.
+with open("all_dtypes.safetensors", "rb") as f:
+    whole = f.read()
+with open("truncated.safetensors", "wb") as f:
+    f.write(whole[:-1])
