@@ -15,7 +15,8 @@
 // non-negative integer shape, and data_offsets [begin, end] with
 // end - begin = numel * itemsize (no overflow); sorted by offsets, the entries tile the
 // data buffer exactly from 0 to its end: no gap, no overlap, nothing after the last.
-// On top of Python we reject duplicate names (Python keeps the last one silently).
+// On top of Python we reject duplicate names (Python keeps the last one silently) and,
+// in load(), BOOL bytes other than 0 and 1 (a C++ bool holds nothing else).
 // Every violation is a kiln::Error naming the file and the problem; nothing is allocated
 // before the sizes it depends on are checked against the file's size.
 //
