@@ -30,8 +30,9 @@
 // Backward-weight sums over the batch, deterministically: the batch is concatenated along
 // the columns (dy permuted to [C_out, N x O]), so dW[g] is one GEMM over N x O columns,
 // accumulated tile by tile in a fixed order. Groups run in parallel when there are at
-// least as many as threads (each writes its own slice of dW), in turn otherwise. The same
-// inputs and thread count give bit-identical results.
+// least as many as threads (each writes its own slice of dW), in turn otherwise. Calls of
+// fewer than kMinParallelWork multiply-adds stay on one thread. The same inputs and thread
+// count give bit-identical results.
 //
 // Dtypes: float32 and float64 through Eigen; float16 and bfloat16 are converted to
 // float32, run, and rounded on store (Note [Opmath]).
