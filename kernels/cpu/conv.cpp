@@ -21,18 +21,21 @@
 // matrix (and dx = W^T dy needs no col2vol); backward-weight builds its columns anyway,
 // since a tile may span samples (vol2col is then a plain copy).
 //
-// Threading (OpenMP): forward and backward-input have N x G independent (sample, group)
-// units. With at least as many units as threads, threads split the units, each with its
-// own column buffer, and Eigen then runs each GEMM on one thread (Eigen stays serial
-// inside a parallel region). With fewer units (batch 1 or 2 on a many-core machine) the
-// units run in turn; threads split the column build (vol2col by rows, col2vol by input
-// channel, so no two threads add into the same element) and Eigen threads the GEMM.
-// Backward-weight sums over the batch, deterministically: the batch is concatenated along
-// the columns (dy permuted to [C_out, N x O]), so dW[g] is one GEMM over N x O columns,
-// accumulated tile by tile in a fixed order. Groups run in parallel when there are at
-// least as many as threads (each writes its own slice of dW), in turn otherwise. Calls of
-// fewer than kMinParallelWork multiply-adds stay on one thread. The same inputs and thread
-// count give bit-identical results.
+// Threading (OpenMP, Note [Convolution work items]): each pass is cut into independent
+// items that write disjoint parts of its output: forward, (sample, group, range of output
+// columns); backward-input, (sample, group, range of input channels), whose rows of dcol
+// come from the matching columns of W[g] and land only in those channels of dx;
+// backward-weight, (group, range of weight rows), each summing the whole batch. Threads
+// split the items, one parallel region per call, each thread with its own column buffer,
+// and Eigen runs each GEMM serially inside. Only when the work cannot be cut into enough
+// items do the items run in turn, with the column build split by rows (vol2col) or input
+// channels (col2vol) and Eigen threading the GEMM. Calls of fewer than kMinParallelWork
+// multiply-adds stay on one thread.
+//
+// Backward-weight sums over the batch deterministically: the batch is concatenated along
+// the columns (dy permuted to [C_out, N x O]), so each item is one GEMM over N x O columns,
+// accumulated tile by tile in a fixed order. With the same inputs and thread count every
+// pass gives bit-identical results.
 //
 // Dtypes: float32 and float64 through Eigen; float16 and bfloat16 are converted to
 // float32, run, and rounded on store (Note [Opmath]).
@@ -61,6 +64,8 @@ constexpr int64_t kMinTileColumns = 64;
 // is split only for tiles of at least this many entries.
 constexpr int64_t kMinParallelWork = int64_t{1} << 18;
 constexpr int64_t kMinParallelColumns = int64_t{1} << 15;
+// Backward-weight items own at least this many weight rows (columns of dW[g]).
+constexpr int64_t kMinPieceRows = 8;
 
 int64_t tile_columns(int64_t rows, int64_t total_columns) {
   return std::min(total_columns, std::max(kMinTileColumns, kColumnTileElements / rows));
@@ -143,92 +148,130 @@ ConvProblem make_problem(const std::vector<int64_t>& input_sizes, const std::vec
   return problem;
 }
 
-// Runs body(i, buffer, parallel_build) for every i in [0, count). With at least as many
-// items as threads, threads split the items (each with its own column buffer) and each item
-// runs serially inside; otherwise the items run in turn, outside any parallel region, so
-// the column build may use threads (parallel_build) and Eigen threads its GEMMs.
-// Small problems stay on one thread: below kMinParallelWork multiply-adds a parallel region
-// (and, on a loaded machine, waiting for a descheduled thread at its barrier) costs more
-// than it saves.
+// ---- splitting the work ------------------------------------------------------------------
+
+// Piece i of [0, extent) cut into `pieces` near-equal ranges.
+struct Range {
+  int64_t begin, end;
+  int64_t size() const { return end - begin; }
+};
+Range piece(int64_t extent, int64_t pieces, int64_t i) {
+  return {extent * i / pieces, extent * (i + 1) / pieces};
+}
+
+// Note [Convolution work items]: a pass is cut into independent items, each computing its
+// own part of the output with no other item touching it, so the items may run on any
+// threads in any order and the result is the same. Each of `units` (samples x groups, or
+// groups for backward-weight) is cut into enough pieces of `extent` (output columns,
+// input channels, weight rows) that every thread gets an item, but no piece is smaller
+// than `min_piece`. Small calls (under kMinParallelWork multiply-adds) are not cut.
+int64_t pieces_per_unit(int64_t units, int64_t extent, int64_t min_piece, int64_t total_work) {
+  const int64_t threads = omp_get_max_threads();
+  if (threads == 1 || total_work < kMinParallelWork) return 1;
+  const int64_t wanted = (threads + units - 1) / units;
+  return std::clamp<int64_t>(wanted, 1, std::max<int64_t>(1, extent / min_piece));
+}
+
+// Runs body(i, buffer, parallel_inside) for every item i in [0, count). With at least as
+// many items as threads, threads split the items (each thread with its own column buffer)
+// and each item runs serially: one parallel region per call, and Eigen stays serial inside
+// it. Otherwise (an extent too small to cut, or a small call) the items run in turn outside
+// any parallel region, and parallel_inside lets the column build and Eigen's GEMM use the
+// threads.
 template <typename T, typename Body>
-void for_each_unit(int64_t count, int64_t work_per_item, const Body& body) {
+void for_each_item(int64_t count, int64_t total_work, const Body& body) {
   const int threads = omp_get_max_threads();
-  if (threads == 1 || count * work_per_item < kMinParallelWork) {
-    ColumnBuffer<T> buffer;
-    for (int64_t i = 0; i < count; ++i) body(i, buffer, /*parallel_build=*/false);
-  } else if (count >= threads) {
+  const bool parallel = threads > 1 && total_work >= kMinParallelWork;
+  if (parallel && count >= threads) {
 #pragma omp parallel
     {
       ColumnBuffer<T> buffer;
 #pragma omp for schedule(static)
-      for (int64_t i = 0; i < count; ++i) body(i, buffer, /*parallel_build=*/false);
+      for (int64_t i = 0; i < count; ++i) body(i, buffer, /*parallel_inside=*/false);
     }
   } else {
     ColumnBuffer<T> buffer;
-    for (int64_t i = 0; i < count; ++i) body(i, buffer, /*parallel_build=*/true);
+    for (int64_t i = 0; i < count; ++i) body(i, buffer, /*parallel_inside=*/parallel);
   }
 }
 
-// ---- forward ----------------------------------------------------------------------------
+// Whether a column block is worth splitting between threads (when the item may).
+bool split_build(bool parallel_inside, int64_t entries) {
+  return parallel_inside && entries >= kMinParallelColumns;
+}
+
+// ---- forward: items are (sample, group, range of output columns) -----------------------
 
 template <typename T>
-void forward_unit(const ConvProblem& pb, const T* x, const T* w, T* y, ColumnBuffer<T>& buffer,
-                  bool parallel_build) {
+void forward_piece(const ConvProblem& pb, const T* x, const T* w, T* y, Range cols, ColumnBuffer<T>& buffer,
+                   bool parallel_inside) {
   const ConvGeometry& g = pb.geometry;
   const int64_t rows = pb.rows(), o = g.out_volume(), co = pb.out_channels;
   const ConstBlock<T> weight = const_block(w, co, rows, rows);
   if (g.is_pointwise()) {
-    mutable_block(y, co, o, o).noalias() = weight * const_block(x, rows, o, o);
+    mutable_block(y + cols.begin, co, cols.size(), o).noalias() =
+        weight * const_block(x + cols.begin, rows, cols.size(), o);
     return;
   }
-  const int64_t width = tile_columns(rows, o);
+  const int64_t width = tile_columns(rows, cols.size());
   T* col = buffer.get(rows * width);
-  for (int64_t p0 = 0; p0 < o; p0 += width) {
-    const int64_t p1 = std::min(o, p0 + width), n = p1 - p0;
-    vol2col(x, g, p0, p1, col, n, parallel_build && rows * n >= kMinParallelColumns);
+  for (int64_t p0 = cols.begin; p0 < cols.end; p0 += width) {
+    const int64_t p1 = std::min(cols.end, p0 + width), n = p1 - p0;
+    vol2col(x, g, {0, rows, p0, p1}, col, n, split_build(parallel_inside, rows * n));
     mutable_block(y + p0, co, n, o).noalias() = weight * const_block(col, rows, n, n);
   }
 }
 
 template <typename T>
 void forward(const ConvProblem& pb, const T* x, const T* w, T* y) {
-  for_each_unit<T>(pb.units(), pb.unit_work(), [&](int64_t u, ColumnBuffer<T>& buffer, bool parallel_build) {
-    forward_unit(pb, x + pb.input_offset(u), w + pb.weight_offset(u % pb.groups), y + pb.output_offset(u),
-                 buffer, parallel_build);
+  const int64_t o = pb.geometry.out_volume(), work = pb.units() * pb.unit_work();
+  const int64_t pieces = pieces_per_unit(pb.units(), o, kMinTileColumns, work);
+  for_each_item<T>(pb.units() * pieces, work, [&](int64_t i, ColumnBuffer<T>& buffer, bool parallel_inside) {
+    const int64_t u = i / pieces;
+    forward_piece(pb, x + pb.input_offset(u), w + pb.weight_offset(u % pb.groups), y + pb.output_offset(u),
+                  piece(o, pieces, i % pieces), buffer, parallel_inside);
   });
 }
 
-// ---- backward input ---------------------------------------------------------------------
+// ---- backward input: items are (sample, group, range of input channels) -----------------
 
+// The channels' rows of dcol = W[g]^T dy come from the matching columns of W[g]; col2vol
+// adds them into those channels of dx only.
 template <typename T>
-void backward_input_unit(const ConvProblem& pb, const T* dy, const T* w, T* dx, ColumnBuffer<T>& buffer,
-                         bool parallel_build) {
+void backward_input_piece(const ConvProblem& pb, const T* dy, const T* w, T* dx, Range channels,
+                          ColumnBuffer<T>& buffer, bool parallel_inside) {
   const ConvGeometry& g = pb.geometry;
-  const int64_t rows = pb.rows(), o = g.out_volume(), co = pb.out_channels;
-  const auto weight_t = const_block(w, co, rows, rows).transpose();
+  const int64_t o = g.out_volume(), co = pb.out_channels, taps = g.kernel_volume();
+  const int64_t r0 = channels.begin * taps, rows = channels.size() * taps;
+  const auto weight_t = const_block(w + r0, co, rows, pb.rows()).transpose();
   if (g.is_pointwise()) {
-    mutable_block(dx, rows, o, o).noalias() = weight_t * const_block(dy, co, o, o);
+    mutable_block(dx + channels.begin * g.in_volume(), rows, o, o).noalias() =
+        weight_t * const_block(dy, co, o, o);
     return;
   }
-  std::fill(dx, dx + g.channels * g.in_volume(), T(0));
+  std::fill(dx + channels.begin * g.in_volume(), dx + channels.end * g.in_volume(), T(0));
   const int64_t width = tile_columns(rows, o);
   T* col = buffer.get(rows * width);
   for (int64_t p0 = 0; p0 < o; p0 += width) {
     const int64_t p1 = std::min(o, p0 + width), n = p1 - p0;
     mutable_block(col, rows, n, n).noalias() = weight_t * const_block(dy + p0, co, n, o);
-    col2vol(col, n, g, p0, p1, dx, parallel_build && rows * n >= kMinParallelColumns);
+    col2vol(col, n, g, {r0, r0 + rows, p0, p1}, dx, split_build(parallel_inside, rows * n));
   }
 }
 
 template <typename T>
 void backward_input(const ConvProblem& pb, const T* dy, const T* w, T* dx) {
-  for_each_unit<T>(pb.units(), pb.unit_work(), [&](int64_t u, ColumnBuffer<T>& buffer, bool parallel_build) {
-    backward_input_unit(pb, dy + pb.output_offset(u), w + pb.weight_offset(u % pb.groups),
-                        dx + pb.input_offset(u), buffer, parallel_build);
+  const int64_t channels = pb.geometry.channels, work = pb.units() * pb.unit_work();
+  const int64_t pieces = pieces_per_unit(pb.units(), channels, 1, work);
+  for_each_item<T>(pb.units() * pieces, work, [&](int64_t i, ColumnBuffer<T>& buffer, bool parallel_inside) {
+    const int64_t u = i / pieces;
+    backward_input_piece(pb, dy + pb.output_offset(u), w + pb.weight_offset(u % pb.groups),
+                         dx + pb.input_offset(u), piece(channels, pieces, i % pieces), buffer,
+                         parallel_inside);
   });
 }
 
-// ---- backward weight --------------------------------------------------------------------
+// ---- backward weight: items are (group, range of weight rows) -------------------------
 
 // dy [N, C_out, O] as [C_out, N x O]: the batch concatenated along the columns. Batch 1
 // already is; otherwise this copies (a transpose of the two outer dims, O at a time).
@@ -246,32 +289,33 @@ const T* concatenate_batch(const ConvProblem& pb, const T* dy, ColumnBuffer<T>& 
   return out;
 }
 
-// Columns [q0, q1) of group g's concatenated column matrix [R, N x O]: the pieces of the
-// samples the range covers, each built by vol2col into its columns of the tile.
+// Rows [r0, r1) by columns [q0, q1) of group g's concatenated column matrix [R, N x O]:
+// the pieces of the samples the columns cover, each built by vol2col into its columns.
 template <typename T>
-void build_batch_columns(const ConvProblem& pb, const T* x, int64_t group, int64_t q0, int64_t q1, T* col,
-                         bool parallel_build) {
+void build_batch_columns(const ConvProblem& pb, const T* x, int64_t group, Range rows, int64_t q0, int64_t q1,
+                         T* col, bool parallel) {
   const int64_t o = pb.geometry.out_volume(), ld = q1 - q0;
   for (int64_t n = q0 / o; n * o < q1; ++n) {
     const int64_t p0 = std::max(q0, n * o) - n * o, p1 = std::min(q1, (n + 1) * o) - n * o;
     const T* x_unit = x + pb.input_offset(n * pb.groups + group);
-    vol2col(x_unit, pb.geometry, p0, p1, col + (n * o + p0 - q0), ld, parallel_build);
+    vol2col(x_unit, pb.geometry, {rows.begin, rows.end, p0, p1}, col + (n * o + p0 - q0), ld, parallel);
   }
 }
 
+// dW[g][:, rows] = sum over the N x O columns, one tile at a time in order.
 template <typename T>
-void backward_weight_group(const ConvProblem& pb, const T* dy_cat, const T* x, int64_t group, T* dw,
-                           ColumnBuffer<T>& buffer, bool parallel_build) {
-  const int64_t rows = pb.rows(), co = pb.out_channels, total = pb.batch * pb.geometry.out_volume();
-  MutableBlock<T> grad = mutable_block(dw + pb.weight_offset(group), co, rows, rows);
+void backward_weight_piece(const ConvProblem& pb, const T* dy_cat, const T* x, int64_t group, Range rows,
+                           T* dw, ColumnBuffer<T>& buffer, bool parallel_inside) {
+  const int64_t co = pb.out_channels, total = pb.batch * pb.geometry.out_volume(), r = rows.size();
+  MutableBlock<T> grad = mutable_block(dw + pb.weight_offset(group) + rows.begin, co, r, pb.rows());
   grad.setZero();
   const T* dy_group = dy_cat + group * co * total;
-  const int64_t width = tile_columns(rows, total);
-  T* col = buffer.get(rows * width);
+  const int64_t width = tile_columns(r, total);
+  T* col = buffer.get(r * width);
   for (int64_t q0 = 0; q0 < total; q0 += width) {
     const int64_t q1 = std::min(total, q0 + width), n = q1 - q0;
-    build_batch_columns(pb, x, group, q0, q1, col, parallel_build && rows * n >= kMinParallelColumns);
-    grad.noalias() += const_block(dy_group + q0, co, n, total) * const_block(col, rows, n, n).transpose();
+    build_batch_columns(pb, x, group, rows, q0, q1, col, split_build(parallel_inside, r * n));
+    grad.noalias() += const_block(dy_group + q0, co, n, total) * const_block(col, r, n, n).transpose();
   }
 }
 
@@ -279,10 +323,12 @@ template <typename T>
 void backward_weight(const ConvProblem& pb, const T* dy, const T* x, T* dw) {
   ColumnBuffer<T> concatenated;
   const T* dy_cat = concatenate_batch(pb, dy, concatenated);
-  for_each_unit<T>(pb.groups, pb.batch * pb.unit_work(),
-                   [&](int64_t g, ColumnBuffer<T>& buffer, bool parallel_build) {
-                     backward_weight_group(pb, dy_cat, x, g, dw, buffer, parallel_build);
-                   });
+  const int64_t work = pb.units() * pb.unit_work();
+  const int64_t pieces = pieces_per_unit(pb.groups, pb.rows(), kMinPieceRows, work);
+  for_each_item<T>(pb.groups * pieces, work, [&](int64_t i, ColumnBuffer<T>& buffer, bool parallel_inside) {
+    backward_weight_piece(pb, dy_cat, x, i / pieces, piece(pb.rows(), pieces, i % pieces), dw, buffer,
+                          parallel_inside);
+  });
 }
 
 // ---- dtypes -----------------------------------------------------------------------------

@@ -11,13 +11,14 @@
 // the weight's [C_in / groups, k...] and columns p = (od, oh, ow) like the output's
 // spatial volume. Then output = weight [C_out / groups, rows] x col [rows, O].
 //
-// Both walks take a range of columns [p_begin, p_end) (a tile: the caller bounds the
-// buffer's size) and write a [rows, p_end - p_begin] block whose rows are `ld` elements
-// apart. The range is cut into runs along the output's innermost dim (fixed od, oh);
-// along a run, the input positions that fall inside the volume form one interval of
-// output indices (Span), computed once per kernel offset, so the inner loops have no
-// bounds checks. vol2col overwrites the block; col2vol adds the block into x (+=),
-// because several (column, kernel offset) pairs land on the same input element.
+// Both walks take a block of the column matrix, a range of rows by a range of columns
+// [p_begin, p_end) (the caller bounds the buffer's size with it and splits work between
+// threads by blocks), stored with its rows `ld` elements apart. The columns are cut into
+// runs along the output's innermost dim (fixed od, oh); along a run, the input positions
+// that fall inside the volume form one interval of output indices (Span), computed once
+// per kernel offset, so the inner loops have no bounds checks. vol2col overwrites the
+// block; col2vol adds the block into x (+=), because several (column, kernel offset)
+// pairs land on the same input element.
 #pragma once
 
 #include <algorithm>
@@ -109,19 +110,26 @@ T* input_row(T* x, const ConvGeometry& g, const Tap& tap, const Run& run) {
 
 }  // namespace vol2col_detail
 
-// col[r * ld + (p - p_begin)] = the column matrix's entry (r, p), for every row r and
-// p in [p_begin, p_end). x points at channel 0 of the group ([channels, in...] contiguous).
+// Which part of the column matrix a call covers: rows [row_begin, row_end) (ordered
+// (c, kd, kh, kw)) by output positions [p_begin, p_end).
+struct ColumnBlock {
+  int64_t row_begin, row_end;
+  int64_t p_begin, p_end;
+};
+
+// col[(r - row_begin) * ld + (p - p_begin)] = the column matrix's entry (r, p) for the
+// block's rows and positions. x points at channel 0 of the group ([channels, in...]
+// contiguous).
 template <typename T>
-void vol2col(const T* x, const ConvGeometry& g, int64_t p_begin, int64_t p_end, T* col, int64_t ld,
-             bool parallel) {
+void vol2col(const T* x, const ConvGeometry& g, const ColumnBlock& block, T* col, int64_t ld, bool parallel) {
   using namespace vol2col_detail;
-  const std::vector<Run> runs = runs_of(g, p_begin, p_end);
-  const int64_t rows = g.col_rows(), sw = g.stride[2];
+  const std::vector<Run> runs = runs_of(g, block.p_begin, block.p_end);
+  const int64_t sw = g.stride[2];
 #pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = block.row_begin; r < block.row_end; ++r) {
     const Tap tap = tap_of_row(g, r);
     for (const Run& run : runs) {
-      T* dst = col + r * ld + run.col;
+      T* dst = col + (r - block.row_begin) * ld + run.col;
       const T* src = input_row(x, g, tap, run);
       const int64_t a = src ? std::clamp(tap.width.begin, run.ow_begin, run.ow_end) : run.ow_end;
       const int64_t b = src ? std::clamp(tap.width.end, a, run.ow_end) : run.ow_end;
@@ -132,24 +140,24 @@ void vol2col(const T* x, const ConvGeometry& g, int64_t p_begin, int64_t p_end, 
   }
 }
 
-// x[...] += the column block's entries, the transpose of vol2col: every (r, p) adds into
-// the input element vol2col would have read it from (padding entries are dropped). Rows of
-// one channel touch the same input channel, so threads split the channels, and each
-// channel's rows are added in a fixed order (deterministic).
+// x[...] += the block's entries (laid out as vol2col writes them), the transpose of
+// vol2col: every (r, p) adds into the input element vol2col would have read it from
+// (padding entries are dropped). The block's rows must be whole channels: rows of one
+// channel touch only that input channel, so threads split the channels, and each channel's
+// rows are added in a fixed order (deterministic).
 template <typename T>
-void col2vol(const T* col, int64_t ld, const ConvGeometry& g, int64_t p_begin, int64_t p_end, T* x,
-             bool parallel) {
+void col2vol(const T* col, int64_t ld, const ConvGeometry& g, const ColumnBlock& block, T* x, bool parallel) {
   using namespace vol2col_detail;
-  const std::vector<Run> runs = runs_of(g, p_begin, p_end);
+  const std::vector<Run> runs = runs_of(g, block.p_begin, block.p_end);
   const int64_t taps = g.kernel_volume(), sw = g.stride[2];
 #pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t c = 0; c < g.channels; ++c) {
+  for (int64_t c = block.row_begin / taps; c < block.row_end / taps; ++c) {
     for (int64_t r = c * taps; r < (c + 1) * taps; ++r) {
       const Tap tap = tap_of_row(g, r);
       for (const Run& run : runs) {
         T* dst = input_row(x, g, tap, run);
         if (dst == nullptr) continue;
-        const T* src = col + r * ld + run.col;  // src[j]: output width run.ow_begin + j
+        const T* src = col + (r - block.row_begin) * ld + run.col;  // src[j]: output width run.ow_begin + j
         const int64_t a = std::clamp(tap.width.begin, run.ow_begin, run.ow_end);
         const int64_t b = std::clamp(tap.width.end, a, run.ow_end);
         for (int64_t ow = a; ow < b; ++ow) dst[ow * sw + tap.offset[2]] += src[ow - run.ow_begin];

@@ -3,8 +3,10 @@
 // stride, padding, dilation, groups, depthwise, 1x1 kernels, kernels as large as the
 // input, batch 1, shapes big enough to split the column matrix into tiles, non-contiguous
 // inputs, with and without bias, in every float dtype. Also: unbatched inputs, an empty
-// batch, bit-identical repeated runs, every argument error, and float64 gradient checks.
+// batch, bit-identical repeated runs, every thread count, every argument error, and
+// float64 gradient checks.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <array>
 #include <cmath>
@@ -303,6 +305,28 @@ TEST(Conv, RepeatedRunsAreBitIdentical) {
     for (size_t i = 0; i < 3; ++i)
       EXPECT_TRUE(all_equal(first[i], second[i])) << "batch " << batch << " tensor " << i;
   }
+}
+
+// The CPU backend cuts each pass into work items by the thread count (Note [Convolution
+// work items] in kernels/cpu/conv.cpp): every count must give the reference's answer.
+TEST(Conv, EveryThreadCountMatchesTheReference) {
+  const ConvCase c{"3d_groups", {1, 6, 12, 11, 10}, {8, 3, 3, 3, 3}, {1}, {1}, {1}, 2};
+  const Operands op = operands(c, DType::Float64, 80);
+  const Tensor grad_out = random_nonzero(dims_of(c).out_sizes, DType::Float64, 81);
+  const Tensor expected = reference_forward(c, op.x, op.w, op.b);
+  const Grads expected_grads = reference_backward(c, op.x, op.w, grad_out);
+  const int saved_threads = omp_get_max_threads();
+  for (int threads : {1, 2, 3, 5, 8}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    omp_set_num_threads(threads);
+    const Tensor x = op.x.detach().requires_grad_(true), w = op.w.detach().requires_grad_(true);
+    const Tensor out = run_conv(c, x, w, op.b);
+    out.backward(grad_out);
+    EXPECT_TRUE(all_close(out, expected));
+    EXPECT_TRUE(all_close(x.grad(), expected_grads.input)) << "grad input";
+    EXPECT_TRUE(all_close(w.grad(), expected_grads.weight)) << "grad weight";
+  }
+  omp_set_num_threads(saved_threads);
 }
 
 // ---- errors -------------------------------------------------------------------------------
