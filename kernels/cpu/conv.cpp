@@ -30,12 +30,13 @@
 // and Eigen runs each GEMM serially inside. Only when the work cannot be cut into enough
 // items do the items run in turn, with the column build split by rows (vol2col) or input
 // channels (col2vol) and Eigen threading the GEMM. Calls of fewer than kMinParallelWork
-// multiply-adds stay on one thread.
+// multiply-adds open no parallel region of their own (Eigen still threads a product past
+// its own size threshold).
 //
 // Backward-weight sums over the batch deterministically: the batch is concatenated along
-// the columns (dy permuted to [C_out, N x O]), so each item is one GEMM over N x O columns,
-// accumulated tile by tile in a fixed order. With the same inputs and thread count every
-// pass gives bit-identical results.
+// the columns (dy permuted to [C_out, N x O] first, a parallel copy of its own), so each
+// item is one GEMM over N x O columns, accumulated tile by tile in a fixed order. With the
+// same inputs and thread count every pass gives bit-identical results.
 //
 // Dtypes: float32 and float64 through Eigen; float16 and bfloat16 are converted to
 // float32, run, and rounded on store (Note [Opmath]).
