@@ -88,7 +88,7 @@ TEST(BatchNorm, TrainingNormalisesWithTheBatchStatistics) {
       const ReferenceStats r = reference_stats(x);
       const Tensor expected = reference_normalize(x, r.mean, r.biased_var, affine ? w.to_vector<double>() : std::vector<double>{},
                                                   affine ? b.to_vector<double>() : std::vector<double>{}, 1e-5);
-      EXPECT_TRUE(all_close(y, expected)) << "sizes " << sizes << " affine " << affine;
+      EXPECT_TRUE(all_close(y, expected)) << "sizes " << ::testing::PrintToString(sizes) << " affine " << affine;
     }
   }
 }

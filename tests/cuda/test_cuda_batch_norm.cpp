@@ -29,7 +29,7 @@ DType stats_dtype(DType dtype) { return dtype == DType::Float64 ? DType::Float64
 Tensor on_gpu(const Tensor& t, bool misaligned) {
   if (!misaligned) return t.to(kCuda);
   const Tensor buffer = zeros({t.numel() + 1}, {.dtype = t.dtype(), .device = kCuda});
-  const Tensor view = buffer.narrow(0, 1, t.numel()).view(t.sizes());
+  Tensor view = buffer.narrow(0, 1, t.numel()).view(t.sizes());
   view.copy_(t.to(kCuda));
   return view;
 }
