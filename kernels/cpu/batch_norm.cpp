@@ -16,13 +16,15 @@
 // of kChunk (a function of the sizes only, never of the thread count), reduce the (channel,
 // chunk) pieces in parallel with OpenMP, then merge each channel's pieces in chunk order,
 // so the result is deterministic and a few channels still use every core. A chunk
-// accumulates in double for every input type: shifted sums for the statistics (sum (x - K)
-// and sum (x - K)^2 with K the chunk's first value, which vectorise and, shifted, do not
-// cancel), turned into a Welford (count, mean, M2) state and merged with Chan et al.'s
-// formula (reduce_ops::WelfordOp::combine); the backward sums are plain double sums.
+// accumulates in double for every input type, in 8 interleaved accumulators (sum_pairs):
+// shifted sums for the statistics (sum (x - K) and sum (x - K)^2 with K the chunk's first
+// value, which vectorise and, shifted, do not cancel), turned into a Welford (count, mean,
+// M2) state and merged with Chan et al.'s formula (reduce_ops::WelfordOp::combine); the
+// backward sums are plain double sums.
 // The elementwise passes split the N * C rows over threads and compute in the input's
 // opmath type (float for half types, Note [Opmath]), per-channel coefficients computed once.
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <vector>
 
@@ -78,22 +80,49 @@ std::vector<P> reduce_pieces(const ChannelLayout& l, const Fn& piece) {
 
 using Welford = reduce_ops::WelfordState<double>;
 
+// Sums the pairs terms(i) = {a, b} over i in [0, length) in double, in kLanes interleaved
+// accumulators: independent add chains the compiler keeps in vector registers (one chain
+// would wait on each add's latency), combined in a fixed order.
+template <typename F>
+std::array<double, 2> sum_pairs(int64_t length, const F& terms) {
+  constexpr int kLanes = 8;
+  std::array<double, kLanes> a{}, b{};
+  int64_t i = 0;
+  for (; i + kLanes <= length; i += kLanes) {
+    for (int k = 0; k < kLanes; ++k) {
+      const std::array<double, 2> t = terms(i + k);
+      a[k] += t[0];
+      b[k] += t[1];
+    }
+  }
+  std::array<double, 2> total{};
+  for (int k = 0; k < kLanes; ++k) {
+    total[0] += a[k];
+    total[1] += b[k];
+  }
+  for (; i < length; ++i) {
+    const std::array<double, 2> t = terms(i);
+    total[0] += t[0];
+    total[1] += t[1];
+  }
+  return total;
+}
+
 template <typename T>
 Welford stats_piece(const T* x, const ChannelLayout& l, int64_t c, int64_t begin, int64_t end) {
   using V = opmath_t<T>;
-  double shift = 0, sum = 0, sum_sq = 0;
-  bool first = true;
+  if (end == begin) return {};
+  const double shift = static_cast<V>(x[(begin / l.s * l.c + c) * l.s + begin % l.s]);  // the chunk's first value
+  double sum = 0, sum_sq = 0;
   for_each_run(l, c, begin, end, [&](int64_t offset, int64_t length) {
-    if (first) shift = static_cast<V>(x[offset]);
-    first = false;
-    for (int64_t i = 0; i < length; ++i) {
+    const std::array<double, 2> s = sum_pairs(length, [&](int64_t i) -> std::array<double, 2> {
       const double d = static_cast<double>(static_cast<V>(x[offset + i])) - shift;
-      sum += d;
-      sum_sq += d * d;
-    }
+      return {d, d * d};
+    });
+    sum += s[0];
+    sum_sq += s[1];
   });
   const double count = static_cast<double>(end - begin);
-  if (count == 0) return {};
   return {shift + sum / count, std::max(0.0, sum_sq - sum * sum / count), end - begin};
 }
 
@@ -107,11 +136,12 @@ GradSums grad_sums_piece(const T* dy, const T* x, S mean, const ChannelLayout& l
   using V = opmath_t<T>;
   GradSums sums;
   for_each_run(l, c, begin, end, [&](int64_t offset, int64_t length) {
-    for (int64_t i = 0; i < length; ++i) {
+    const std::array<double, 2> s = sum_pairs(length, [&](int64_t i) -> std::array<double, 2> {
       const double g = static_cast<V>(dy[offset + i]);
-      sums.dy += g;
-      sums.dy_xmu += g * (static_cast<double>(static_cast<V>(x[offset + i])) - mean);
-    }
+      return {g, g * (static_cast<double>(static_cast<V>(x[offset + i])) - mean)};
+    });
+    sums.dy += s[0];
+    sums.dy_xmu += s[1];
   });
   return sums;
 }
