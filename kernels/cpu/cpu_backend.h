@@ -1,9 +1,10 @@
 // CpuBackend: the Backend interface (core/backend.h) on the host.
 //
 // Each family of kernels lives in its own file: elementwise.cpp (the engine's users),
-// copy.cpp (copy, fill, arange), reduce.cpp, softmax.cpp, matmul.cpp (Eigen), index.cpp,
-// random.cpp. Parallel loops use OpenMP. Float16/BFloat16 compute in float32 and round
-// on store (Note [Opmath]), so mixed-precision logic runs without a GPU.
+// copy.cpp (copy, fill, arange), reduce.cpp, softmax.cpp, matmul.cpp (Eigen), conv.cpp
+// (vol2col + Eigen), batch_norm.cpp, index.cpp, random.cpp. Parallel loops use OpenMP.
+// Float16/BFloat16 compute in float32 and round on store (Note [Opmath]), so
+// mixed-precision logic runs without a GPU.
 #pragma once
 
 #include "core/backend.h"
@@ -33,7 +34,23 @@ class CpuBackend final : public Backend {
   void softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, bool log,
                         const Tensor& grad_in) override;
 
+  void batch_norm_stats(const Tensor& input, const Tensor& mean, const Tensor& var) override;
+  void batch_norm_apply(const Tensor& input, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
+                        const Tensor& bias, const Tensor& out) override;
+  void batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& input, const Tensor& mean,
+                                  const Tensor& sum_dy, const Tensor& sum_dy_xmu) override;
+  void batch_norm_backward_input(const Tensor& grad_out, const Tensor& input, const Tensor& mean,
+                                 const Tensor& invstd, const Tensor& weight, const Tensor& sum_dy,
+                                 const Tensor& sum_dy_xmu, int64_t count, const Tensor& grad_in) override;
+
   void bmm(const Tensor& a, const Tensor& b, const Tensor& out) override;
+
+  void conv_forward(const Tensor& input, const Tensor& weight, const ConvParams& params,
+                    const Tensor& out) override;
+  void conv_backward_input(const Tensor& grad_out, const Tensor& weight, const ConvParams& params,
+                           const Tensor& grad_input) override;
+  void conv_backward_weight(const Tensor& grad_out, const Tensor& input, const ConvParams& params,
+                            const Tensor& grad_weight) override;
 
   void gather(const Tensor& in, int64_t dim, const Tensor& index, const Tensor& out,
               IndexBounds bounds) override;

@@ -8,6 +8,7 @@
 //                      reduce_norm.cu (norms, Welford var_mean), reduce_arg.cu
 //                      (argmax/argmin); entry points in reduce.cpp
 //   softmax.cu         fused softmax / log_softmax, forward and backward
+//   batch_norm.cu      batch-norm statistics (Welford), apply, backward reduce and input
 //   index.cu           gather, scatter_add, index_select
 //   random.cu          Philox uniform/normal/randint/bernoulli, randperm
 //   cublas/gemm.cpp    bmm through cuBLAS (integer dtypes through a tiled kernel)
@@ -48,6 +49,15 @@ class CudaBackend final : public Backend {
   void softmax(const Tensor& in, int64_t dim, bool log, const Tensor& out) override;
   void softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, bool log,
                         const Tensor& grad_in) override;
+
+  void batch_norm_stats(const Tensor& input, const Tensor& mean, const Tensor& var) override;
+  void batch_norm_apply(const Tensor& input, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
+                        const Tensor& bias, const Tensor& out) override;
+  void batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& input, const Tensor& mean,
+                                  const Tensor& sum_dy, const Tensor& sum_dy_xmu) override;
+  void batch_norm_backward_input(const Tensor& grad_out, const Tensor& input, const Tensor& mean,
+                                 const Tensor& invstd, const Tensor& weight, const Tensor& sum_dy,
+                                 const Tensor& sum_dy_xmu, int64_t count, const Tensor& grad_in) override;
 
   void bmm(const Tensor& a, const Tensor& b, const Tensor& out) override;
 

@@ -1,0 +1,105 @@
+// CUDA batch-norm pieces (kernels/cuda/batch_norm.cu) on 3D-CNN shapes [N, C, D, H, W]:
+// [8, 64, 32^3] (few channels, big volumes: the split-channel grid), [8, 256, 8^3] and
+// [32, 512, 4^3] (many channels, small volumes), in f32, f16, bf16.
+//
+// Roofline: a few flops per value (Welford: ~10 per 16-byte vector value plus one
+// division per vector), far under an H200's ~14 flops per DRAM byte, so bandwidth bound.
+// Compulsory bytes per iteration (element size b, numel m; [C] tensors negligible):
+//   stats             reads x once                       b m
+//   apply             reads x, writes y                  2 b m
+//   backward reduce   reads x and dy                     2 b m
+//   backward input    reads x and dy, writes dx          3 b m
+//   backward (both)                                      5 b m
+// each against the same run's device copy peak (bench_cuda_util.h); L2 flushed before
+// every iteration. Target: of_peak >= 0.8 on [8, 64, 32^3].
+#include "bench/cuda/bench_cuda_util.h"
+#include "core/backend.h"
+
+namespace kiln::bench {
+namespace {
+
+const DType kDTypes[] = {DType::Float32, DType::Float16, DType::BFloat16};
+
+// args: N, C, spatial edge (D = H = W), dtype index.
+struct Operands {
+  DType dtype;
+  Tensor x, dy, out, mean, var, invstd, weight, bias, sum_dy, sum_dy_xmu;
+  explicit Operands(const benchmark::State& state) : dtype(kDTypes[state.range(3)]) {
+    const int64_t e = state.range(2), c = state.range(1);
+    const TensorOptions big{.dtype = dtype, .device = Device::cuda()};
+    const TensorOptions small{.dtype = DType::Float32, .device = Device::cuda()};
+    x = rand({state.range(0), c, e, e, e}, big);
+    dy = rand(x.sizes(), big);
+    out = empty(x.sizes(), big);
+    mean = zeros({c}, small);
+    var = ones({c}, small);
+    invstd = ones({c}, small);
+    weight = ones({c}, small);
+    bias = zeros({c}, small);
+    sum_dy = zeros({c}, small);
+    sum_dy_xmu = zeros({c}, small);
+  }
+  double bytes(int tensors) const {
+    return static_cast<double>(tensors) * static_cast<double>(x.numel() * itemsize(dtype));
+  }
+  int64_t count() const { return x.numel() / x.sizes()[1]; }
+  Backend& kernels() const { return backend(x.device()); }
+};
+
+void BM_CudaBatchNormStats(benchmark::State& state) {
+  if (skip_without_cuda(state)) return;
+  const Operands o(state);
+  run_cuda_benchmark(state, o.bytes(1), "bytes/s", cuda_copy_peak_bytes_per_second(),
+                     [&] { o.kernels().batch_norm_stats(o.x, o.mean, o.var); });
+  state.SetLabel(std::string(dtype_name(o.dtype)));
+}
+
+void BM_CudaBatchNormApply(benchmark::State& state) {
+  if (skip_without_cuda(state)) return;
+  const Operands o(state);
+  run_cuda_benchmark(state, o.bytes(2), "bytes/s", cuda_copy_peak_bytes_per_second(),
+                     [&] { o.kernels().batch_norm_apply(o.x, o.mean, o.invstd, o.weight, o.bias, o.out); });
+  state.SetLabel(std::string(dtype_name(o.dtype)));
+}
+
+void BM_CudaBatchNormBackwardReduce(benchmark::State& state) {
+  if (skip_without_cuda(state)) return;
+  const Operands o(state);
+  run_cuda_benchmark(state, o.bytes(2), "bytes/s", cuda_copy_peak_bytes_per_second(),
+                     [&] { o.kernels().batch_norm_backward_reduce(o.dy, o.x, o.mean, o.sum_dy, o.sum_dy_xmu); });
+  state.SetLabel(std::string(dtype_name(o.dtype)));
+}
+
+void BM_CudaBatchNormBackwardInput(benchmark::State& state) {
+  if (skip_without_cuda(state)) return;
+  const Operands o(state);
+  run_cuda_benchmark(state, o.bytes(3), "bytes/s", cuda_copy_peak_bytes_per_second(), [&] {
+    o.kernels().batch_norm_backward_input(o.dy, o.x, o.mean, o.invstd, o.weight, o.sum_dy, o.sum_dy_xmu, o.count(),
+                                          o.out);
+  });
+  state.SetLabel(std::string(dtype_name(o.dtype)));
+}
+
+// The whole training backward: reduce then input (what the op's node runs).
+void BM_CudaBatchNormBackward(benchmark::State& state) {
+  if (skip_without_cuda(state)) return;
+  const Operands o(state);
+  run_cuda_benchmark(state, o.bytes(5), "bytes/s", cuda_copy_peak_bytes_per_second(), [&] {
+    o.kernels().batch_norm_backward_reduce(o.dy, o.x, o.mean, o.sum_dy, o.sum_dy_xmu);
+    o.kernels().batch_norm_backward_input(o.dy, o.x, o.mean, o.invstd, o.weight, o.sum_dy, o.sum_dy_xmu, o.count(),
+                                          o.out);
+  });
+  state.SetLabel(std::string(dtype_name(o.dtype)));
+}
+
+#define KILN_BN_SHAPES \
+  ->ArgsProduct({{8}, {64}, {32}, {0, 1, 2}})->Args({8, 256, 8, 0})->Args({32, 512, 4, 0})->UseManualTime()
+BENCHMARK(BM_CudaBatchNormStats) KILN_BN_SHAPES;
+BENCHMARK(BM_CudaBatchNormApply) KILN_BN_SHAPES;
+BENCHMARK(BM_CudaBatchNormBackwardReduce) KILN_BN_SHAPES;
+BENCHMARK(BM_CudaBatchNormBackwardInput) KILN_BN_SHAPES;
+BENCHMARK(BM_CudaBatchNormBackward) KILN_BN_SHAPES;
+#undef KILN_BN_SHAPES
+
+}  // namespace
+}  // namespace kiln::bench

@@ -1,0 +1,212 @@
+// convolution and conv1d/conv2d/conv3d: argument checks, the backend's product plus the
+// bias, and a backward node that calls the backend's backward-input and backward-weight
+// kernels (conv.h; Note [Convolution layout] in core/backend.h).
+#include "core/ops/conv.h"
+
+#include <string>
+
+#include "core/autograd/grad_mode.h"
+#include "core/autograd/node.h"
+#include "core/backend.h"
+#include "core/ops/factory.h"
+
+namespace kiln {
+namespace {
+
+using autograd::Node;
+using autograd::SavedTensor;
+
+// d(conv)/d(input) is a convolution with the weight and d/d(weight) one with the input,
+// so the node saves the weight only when the input needs a gradient and the input only
+// when the weight does (both as the contiguous tensors the forward kernel read). The
+// bias's gradient needs nothing saved: it is grad_out summed over N and the spatial dims.
+struct ConvolutionBackward final : Node {
+  SavedTensor input, weight;
+  std::vector<int64_t> input_sizes, weight_sizes;
+  ConvParams params;
+  std::string op;
+
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    const Tensor grad_out = g[0].contiguous();
+    const TensorOptions options{.dtype = grad_out.dtype(), .device = grad_out.device()};
+    Tensor grad_input, grad_weight, grad_bias;
+    if (needs_input_grad(0)) {
+      grad_input = empty(input_sizes, options);
+      if (grad_input.numel() > 0) {
+        backend(grad_out.device()).conv_backward_input(grad_out, weight.unpack(*this), params, grad_input);
+      }
+    }
+    if (needs_input_grad(1)) {
+      if (grad_out.numel() == 0) {  // an empty batch adds nothing to the weight
+        grad_weight = zeros(weight_sizes, options);
+      } else {
+        grad_weight = empty(weight_sizes, options);
+        backend(grad_out.device()).conv_backward_weight(grad_out, input.unpack(*this), params, grad_weight);
+      }
+    }
+    if (needs_input_grad(2)) {
+      std::vector<int64_t> dims = {0};
+      for (int64_t d = 2; d < grad_out.dim(); ++d) dims.push_back(d);
+      grad_bias = grad_out.sum(dims);
+    }
+    return {grad_input, grad_weight, grad_bias};
+  }
+  void release_saved() override {
+    input.release();
+    weight.release();
+  }
+  std::string name() const override { return op; }
+};
+
+// ---- argument checks --------------------------------------------------------------------
+
+// One value per spatial dim: a single value is repeated for every dim.
+std::vector<int64_t> per_spatial_dim(const std::vector<int64_t>& values, int64_t spatial, const char* op,
+                                     const char* what) {
+  KILN_CHECK(values.size() == 1 || static_cast<int64_t>(values.size()) == spatial, op, ": expected ", what,
+             " to have 1 or ", spatial, " values (one per spatial dim), got ", values);
+  return values.size() == 1 ? std::vector<int64_t>(spatial, values[0]) : values;
+}
+
+void check_tensors(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  KILN_CHECK(input.defined() && weight.defined(), op, ": undefined input or weight");
+  KILN_CHECK(input.dtype() == weight.dtype(), op, ": input and weight must have the same dtype, got ",
+             input.dtype(), " and ", weight.dtype());
+  KILN_CHECK(input.is_floating_point(), op, ": expected floating-point input and weight, got ", input.dtype(),
+             ". Hint: convert them first, e.g. x.to(DType::Float32)");
+  KILN_CHECK(input.device() == weight.device(), op, ": input and weight must be on the same device, got ",
+             input.device(), " and ", weight.device());
+  if (!bias.defined()) return;
+  KILN_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), op, ": bias must have shape [",
+             weight.size(0), "] (C_out of weight shape ", weight.sizes(), "), got ", bias.sizes());
+  KILN_CHECK(bias.dtype() == input.dtype(), op, ": bias must have the input's dtype ", input.dtype(),
+             ", got ", bias.dtype());
+  KILN_CHECK(bias.device() == input.device(), op, ": bias must be on the input's device ", input.device(),
+             ", got ", bias.device());
+}
+
+// Shapes of a batched input [N, C_in, s...] and weight [C_out, C_in / groups, k...].
+void check_channels(const char* op, const Tensor& input, const Tensor& weight, int64_t groups) {
+  for (int64_t d = 1; d < input.dim(); ++d) {
+    KILN_CHECK(input.size(d) > 0, op,
+               ": expected an input with non-zero channels and spatial sizes, got shape ", input.sizes());
+  }
+  for (int64_t d = 0; d < weight.dim(); ++d) {
+    KILN_CHECK(weight.size(d) > 0, op, ": expected a weight with non-zero sizes, got shape ", weight.sizes());
+  }
+  KILN_CHECK(groups > 0, op, ": groups must be positive, got ", groups);
+  const int64_t c_in = input.size(1);
+  KILN_CHECK(c_in % groups == 0, op, ": input channels C_in = ", c_in, " (input shape ", input.sizes(),
+             ") must be divisible by groups = ", groups);
+  KILN_CHECK(weight.size(1) * groups == c_in, op, ": weight shape ", weight.sizes(),
+             " with groups = ", groups, " expects C_in = ", weight.size(1) * groups,
+             " input channels, but the input (shape ", input.sizes(), ") has ", c_in,
+             ". Hint: weight is [C_out, C_in / groups, k...]");
+  KILN_CHECK(weight.size(0) % groups == 0, op, ": output channels C_out = ", weight.size(0),
+             " (weight shape ", weight.sizes(), ") must be divisible by groups = ", groups);
+}
+
+// [N, C_out, o...] with o = (s + 2 padding - dilation (k - 1) - 1) / stride + 1 >= 1.
+std::vector<int64_t> output_sizes(const char* op, const Tensor& input, const Tensor& weight,
+                                  const ConvParams& params) {
+  std::vector<int64_t> sizes = {input.size(0), weight.size(0)};
+  const size_t spatial = params.stride.size();
+  for (size_t i = 0; i < spatial; ++i) {
+    KILN_CHECK(params.stride[i] > 0, op, ": stride must be positive, got ", params.stride);
+    KILN_CHECK(params.dilation[i] > 0, op, ": dilation must be positive, got ", params.dilation);
+    KILN_CHECK(params.padding[i] >= 0, op, ": padding must be non-negative, got ", params.padding);
+  }
+  std::vector<int64_t> padded, dilated_kernel;
+  for (size_t i = 0; i < spatial; ++i) {
+    padded.push_back(input.size(static_cast<int64_t>(i) + 2) + 2 * params.padding[i]);
+    dilated_kernel.push_back(params.dilation[i] * (weight.size(static_cast<int64_t>(i) + 2) - 1) + 1);
+  }
+  for (size_t i = 0; i < spatial; ++i) {
+    KILN_CHECK(padded[i] >= dilated_kernel[i], op, ": the padded input's spatial size ", padded,
+               " is smaller than the dilated kernel's ", dilated_kernel, " along spatial dim ", i,
+               " (input shape ", input.sizes(), ", weight shape ", weight.sizes(), ", padding ",
+               params.padding, ", dilation ", params.dilation, ")");
+    sizes.push_back((padded[i] - dilated_kernel[i]) / params.stride[i] + 1);
+  }
+  return sizes;
+}
+
+// ---- the op -----------------------------------------------------------------------------
+
+// `spatial` = 1, 2 or 3 for the front doors; 0 = as many as the weight has.
+Tensor convolution_impl(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias,
+                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                        const std::vector<int64_t>& dilation, int64_t groups, int64_t spatial) {
+  check_tensors(op, input, weight, bias);
+  if (spatial == 0) {
+    KILN_CHECK(weight.dim() >= 3 && weight.dim() <= 5, op,
+               ": expected a weight [C_out, C_in / groups, k...] with 1-3 spatial dims, got shape ",
+               weight.sizes());
+    spatial = weight.dim() - 2;
+  }
+  KILN_CHECK(weight.dim() == spatial + 2, op, ": expected a ", spatial + 2,
+             "-d weight [C_out, C_in / groups, ", spatial, " kernel sizes], got shape ", weight.sizes());
+  KILN_CHECK(input.dim() == spatial + 1 || input.dim() == spatial + 2, op, ": expected a ", spatial + 1,
+             "-d (unbatched) or ", spatial + 2, "-d (batched) input, got shape ", input.sizes());
+  const bool batched = input.dim() == spatial + 2;
+  const Tensor x = batched ? input : input.unsqueeze(0);
+  check_channels(op, x, weight, groups);
+  const ConvParams params{.stride = per_spatial_dim(stride, spatial, op, "stride"),
+                          .padding = per_spatial_dim(padding, spatial, op, "padding"),
+                          .dilation = per_spatial_dim(dilation, spatial, op, "dilation"),
+                          .groups = groups};
+  Tensor out = empty(output_sizes(op, x, weight, params), {.dtype = x.dtype(), .device = x.device()});
+  Tensor x_contiguous, weight_contiguous;
+  {
+    NoGradGuard no_grad;
+    x_contiguous = x.contiguous();
+    weight_contiguous = weight.contiguous();
+    if (out.numel() > 0) {
+      backend(x.device()).conv_forward(x_contiguous, weight_contiguous, params, out);
+      if (bias.defined()) {  // bias viewed as [C_out, 1, ...] broadcasts over N and space
+        std::vector<int64_t> bias_shape(static_cast<size_t>(spatial) + 1, 1);
+        bias_shape[0] = bias.size(0);
+        out.add_(bias.reshape(bias_shape));
+      }
+    }
+  }
+  if (autograd::any_requires_grad({&x, &weight, &bias})) {
+    auto node = std::make_shared<ConvolutionBackward>();
+    if (weight.requires_grad()) node->input = SavedTensor(x_contiguous);
+    if (x.requires_grad()) node->weight = SavedTensor(weight_contiguous);
+    node->input_sizes = x.sizes();
+    node->weight_sizes = weight.sizes();
+    node->params = params;
+    node->op = op;
+    autograd::record(node, {x, weight, bias}, {out});
+  }
+  return batched ? out : out.squeeze(0);
+}
+
+}  // namespace
+
+Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                   const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                   const std::vector<int64_t>& dilation, int64_t groups) {
+  return convolution_impl("convolution", input, weight, bias, stride, padding, dilation, groups, 0);
+}
+
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+              const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+              const std::vector<int64_t>& dilation, int64_t groups) {
+  return convolution_impl("conv1d", input, weight, bias, stride, padding, dilation, groups, 1);
+}
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+              const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+              const std::vector<int64_t>& dilation, int64_t groups) {
+  return convolution_impl("conv2d", input, weight, bias, stride, padding, dilation, groups, 2);
+}
+
+Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+              const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+              const std::vector<int64_t>& dilation, int64_t groups) {
+  return convolution_impl("conv3d", input, weight, bias, stride, padding, dilation, groups, 3);
+}
+
+}  // namespace kiln

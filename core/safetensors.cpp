@@ -1,0 +1,316 @@
+// Reading safetensors files (core/safetensors.h): the header is parsed and checked as in
+// Note [safetensors validation] before any tensor is allocated, then each tensor's bytes
+// are read straight into a new CPU tensor (pread from the file, memcpy from memory) and
+// moved to the requested device. Writing is core/safetensors_write.cpp.
+#include "core/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+#include "core/error.h"
+#include "core/json.h"
+#include "core/ops/factory.h"
+#include "core/safetensors_format.h"
+
+namespace kiln::safetensors {
+
+static_assert(std::endian::native == std::endian::little,
+              "safetensors: Kiln reads and writes tensor bytes as they are in memory, which "
+              "matches the format's little-endian layout only on little-endian hosts");
+
+namespace {
+
+// Where the bytes come from: a file (read on demand) or a buffer in memory.
+class ByteSource {
+ public:
+  explicit ByteSource(std::string name) : name_(std::move(name)) {}
+  virtual ~ByteSource() = default;
+  virtual int64_t size() const = 0;
+  // Copies [offset, offset + n) into dst; the range was checked against size().
+  virtual void read(int64_t offset, void* dst, int64_t n) const = 0;
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+};
+
+class MemorySource final : public ByteSource {
+ public:
+  MemorySource(std::span<const uint8_t> bytes, std::string_view name)
+      : ByteSource(std::string(name)), bytes_(bytes) {}
+  int64_t size() const override { return static_cast<int64_t>(bytes_.size()); }
+  void read(int64_t offset, void* dst, int64_t n) const override {
+    if (n > 0) std::memcpy(dst, bytes_.data() + offset, static_cast<size_t>(n));
+  }
+
+ private:
+  std::span<const uint8_t> bytes_;
+};
+
+class FileSource final : public ByteSource {
+ public:
+  explicit FileSource(const std::string& path) : ByteSource(path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    KILN_CHECK(fd_ >= 0, "safetensors: cannot open ", path, ": ", std::strerror(errno));
+    struct stat info {};
+    if (::fstat(fd_, &info) != 0 || !S_ISREG(info.st_mode)) {
+      ::close(fd_);
+      KILN_CHECK(false, "safetensors: ", path, " is not a regular file");
+    }
+    size_ = static_cast<int64_t>(info.st_size);
+  }
+  ~FileSource() override { ::close(fd_); }
+  FileSource(const FileSource&) = delete;
+  FileSource& operator=(const FileSource&) = delete;
+
+  int64_t size() const override { return size_; }
+  void read(int64_t offset, void* dst, int64_t n) const override {
+    auto* out = static_cast<char*>(dst);
+    while (n > 0) {
+      const ssize_t got = ::pread(fd_, out, static_cast<size_t>(n), static_cast<off_t>(offset));
+      if (got < 0 && errno == EINTR) continue;
+      KILN_CHECK(got > 0, "safetensors: ", name(), ": read failed at byte ", offset, ": ",
+                 got == 0 ? "unexpected end of file (was it truncated while reading?)"
+                          : std::strerror(errno));
+      out += got;
+      offset += got;
+      n -= got;
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  int64_t size_ = 0;
+};
+
+template <typename... Parts>
+[[noreturn]] void fail(const ByteSource& source, const Parts&... parts) {
+  detail::throw_user_error(detail::str_cat("safetensors: ", source.name(), ": ", parts...));
+}
+
+// ---- header entries ---------------------------------------------------------------------
+
+int64_t non_negative_integer(const ByteSource& source, const json::Value& value,
+                             const std::string& tensor, const char* field) {
+  if (!value.is(json::Type::Integer) || value.as_integer() < 0) {
+    fail(source, "tensor '", tensor, "': ", field, " must hold non-negative integers, found ",
+         value.is(json::Type::Integer) ? std::to_string(value.as_integer())
+                                       : json::with_article(value.type()));
+  }
+  return value.as_integer();
+}
+
+const json::Value& required_field(const ByteSource& source, const json::Value& entry,
+                                  const std::string& tensor, const char* field, json::Type type) {
+  const json::Value* value = entry.find(field);
+  if (value == nullptr) fail(source, "tensor '", tensor, "' has no \"", field, "\" field");
+  if (!value->is(type)) {
+    fail(source, "tensor '", tensor, "': \"", field, "\" must be ", json::with_article(type),
+         ", found ", json::with_article(value->type()));
+  }
+  return *value;
+}
+
+std::vector<int64_t> parse_shape(const ByteSource& source, const json::Value& entry,
+                                 const std::string& tensor) {
+  std::vector<int64_t> shape;
+  for (const json::Value& dim : required_field(source, entry, tensor, "shape", json::Type::Array).as_array()) {
+    shape.push_back(non_negative_integer(source, dim, tensor, "shape"));
+  }
+  return shape;
+}
+
+// numel * itemsize in bytes, or nullopt when it overflows int64.
+std::optional<int64_t> checked_nbytes(const std::vector<int64_t>& shape, int64_t item_size) {
+  int64_t bytes = item_size;
+  for (const int64_t dim : shape) {
+    if (dim != 0 && bytes > std::numeric_limits<int64_t>::max() / dim) {
+      // A later zero dim would make the product 0, but Python rejects the overflow too.
+      return std::nullopt;
+    }
+    bytes *= dim;
+  }
+  return bytes;
+}
+
+TensorInfo parse_entry(const ByteSource& source, const std::string& name, const json::Value& entry) {
+  if (!entry.is(json::Type::Object)) {
+    fail(source, "tensor '", name, "' must be a JSON object, found ", json::with_article(entry.type()));
+  }
+  TensorInfo info;
+  info.name = name;
+  info.dtype = required_field(source, entry, name, "dtype", json::Type::String).as_string();
+  const std::optional<int64_t> item_size = format_item_size(info.dtype);
+  if (!item_size) fail(source, "tensor '", name, "' has unknown dtype \"", info.dtype, "\"");
+  info.shape = parse_shape(source, entry, name);
+  const auto& offsets = required_field(source, entry, name, "data_offsets", json::Type::Array).as_array();
+  if (offsets.size() != 2) {
+    fail(source, "tensor '", name, "': data_offsets must be [begin, end], found ", offsets.size(),
+         " values");
+  }
+  info.data_begin = non_negative_integer(source, offsets[0], name, "data_offsets");
+  info.data_end = non_negative_integer(source, offsets[1], name, "data_offsets");
+  if (info.data_begin > info.data_end) {
+    fail(source, "tensor '", name, "': data_offsets [", info.data_begin, ", ", info.data_end,
+         "] begin after they end");
+  }
+  const std::optional<int64_t> nbytes = checked_nbytes(info.shape, *item_size);
+  if (!nbytes) fail(source, "tensor '", name, "': shape ", info.shape, " overflows 64-bit sizes");
+  if (*nbytes != info.nbytes()) {
+    fail(source, "tensor '", name, "': ", info.dtype, " shape ", info.shape, " needs ", *nbytes,
+         " bytes but data_offsets [", info.data_begin, ", ", info.data_end, "] hold ", info.nbytes());
+  }
+  return info;
+}
+
+Metadata parse_metadata(const ByteSource& source, const json::Value& value) {
+  Metadata metadata;
+  if (value.is(json::Type::Null)) return metadata;  // Python reads null as "no metadata"
+  if (!value.is(json::Type::Object)) {
+    fail(source, "\"__metadata__\" must be an object of strings, found ", json::with_article(value.type()));
+  }
+  for (const auto& [key, item] : value.as_object()) {
+    if (!item.is(json::Type::String)) {
+      fail(source, "\"__metadata__\" value of \"", key, "\" must be a string, found ",
+           json::with_article(item.type()));
+    }
+    metadata.emplace(key, item.as_string());
+  }
+  return metadata;
+}
+
+// Sorted by offsets, the tensors must tile [0, data_bytes) exactly.
+void check_tiling(const ByteSource& source, std::vector<TensorInfo>& tensors, int64_t data_bytes) {
+  std::stable_sort(tensors.begin(), tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
+    return std::pair(a.data_begin, a.data_end) < std::pair(b.data_begin, b.data_end);
+  });
+  int64_t covered = 0;
+  const TensorInfo* previous = nullptr;
+  for (const TensorInfo& info : tensors) {
+    if (info.data_begin < covered) {
+      fail(source, "tensors '", previous->name, "' and '", info.name, "' overlap (bytes [",
+           info.data_begin, ", ", covered, ") of the data buffer)");
+    }
+    if (info.data_begin > covered) {
+      fail(source, "gap in the data buffer: bytes [", covered, ", ", info.data_begin,
+           ") belong to no tensor (before '", info.name, "')");
+    }
+    if (info.data_end > data_bytes) {
+      fail(source, "tensor '", info.name, "' ends at byte ", info.data_end, " of the data buffer, which has only ",
+           data_bytes, " bytes (truncated file?)");
+    }
+    covered = info.data_end;
+    previous = &info;
+  }
+  if (covered != data_bytes) {
+    fail(source, "the data buffer has ", data_bytes, " bytes but the tensors cover only ", covered,
+         " (trailing bytes after the last tensor)");
+  }
+}
+
+uint64_t read_le_u64(const uint8_t bytes[8]) {
+  uint64_t value = 0;
+  for (int i = 7; i >= 0; --i) value = (value << 8) | bytes[i];
+  return value;
+}
+
+Header parse_header(const ByteSource& source) {
+  Header header;
+  header.file_bytes = source.size();
+  if (header.file_bytes < 8) {
+    fail(source, "file is ", header.file_bytes, " bytes, too short for the 8-byte header length");
+  }
+  uint8_t length_bytes[8];
+  source.read(0, length_bytes, 8);
+  const uint64_t length = read_le_u64(length_bytes);
+  if (length > static_cast<uint64_t>(kMaxHeaderBytes)) {
+    fail(source, "header length ", length, " exceeds the limit of ", kMaxHeaderBytes,
+         " bytes (not a safetensors file?)");
+  }
+  if (static_cast<int64_t>(length) > header.file_bytes - 8) {
+    fail(source, "header length ", length, " runs past the end of the file (", header.file_bytes,
+         " bytes; truncated file?)");
+  }
+  header.header_bytes = static_cast<int64_t>(length);
+  std::string text(static_cast<size_t>(length), '\0');
+  source.read(8, text.data(), header.header_bytes);
+
+  json::Value root;
+  try {
+    root = json::parse(text, {.max_bytes = static_cast<size_t>(kMaxHeaderBytes)});
+  } catch (const Error& e) {
+    fail(source, "header is not valid JSON (", e.what(), ")");
+  }
+  if (!root.is(json::Type::Object)) {
+    fail(source, "header must be a JSON object, found ", json::with_article(root.type()));
+  }
+  for (const auto& [key, value] : root.as_object()) {
+    if (key == kMetadataKey) {
+      header.metadata = parse_metadata(source, value);
+    } else {
+      header.tensors.push_back(parse_entry(source, key, value));
+    }
+  }
+  check_tiling(source, header.tensors, header.file_bytes - 8 - header.header_bytes);
+  return header;
+}
+
+void check_bool_bytes(const ByteSource& source, const TensorInfo& info, const Tensor& tensor) {
+  const auto* bytes = static_cast<const uint8_t*>(tensor.data_ptr());
+  for (int64_t i = 0; i < info.nbytes(); ++i) {
+    if (bytes[i] > 1) {
+      fail(source, "BOOL tensor '", info.name, "' holds byte ", int(bytes[i]), " at element ", i,
+           " (must be 0 or 1)");
+    }
+  }
+}
+
+Loaded load_from(const ByteSource& source, Device device) {
+  Header header = parse_header(source);
+  for (const TensorInfo& info : header.tensors) {
+    if (!to_kiln_dtype(info.dtype)) {
+      fail(source, "tensor '", info.name, "' has dtype ", info.dtype,
+           ", which Kiln tensors cannot hold (they hold F32, F64, F16, BF16, I64, I32, U8, BOOL)");
+    }
+  }
+  Loaded loaded;
+  loaded.metadata = std::move(header.metadata);
+  const int64_t data_start = 8 + header.header_bytes;
+  for (const TensorInfo& info : header.tensors) {
+    Tensor tensor = empty(info.shape, {.dtype = *to_kiln_dtype(info.dtype)});
+    if (info.nbytes() > 0) source.read(data_start + info.data_begin, tensor.data_ptr(), info.nbytes());
+    if (tensor.dtype() == DType::Bool) check_bool_bytes(source, info, tensor);
+    if (device != Device::cpu()) tensor = tensor.to(device);
+    loaded.tensors.emplace_back(info.name, std::move(tensor));
+  }
+  return loaded;
+}
+
+}  // namespace
+
+int64_t TensorInfo::numel() const {
+  int64_t n = 1;
+  for (const int64_t dim : shape) n *= dim;
+  return n;
+}
+
+Loaded load(const std::string& path, Device device) { return load_from(FileSource(path), device); }
+
+Loaded load_from_bytes(std::span<const uint8_t> bytes, Device device, std::string_view source) {
+  return load_from(MemorySource(bytes, source), device);
+}
+
+Header read_header(const std::string& path) { return parse_header(FileSource(path)); }
+
+Header read_header_from_bytes(std::span<const uint8_t> bytes, std::string_view source) {
+  return parse_header(MemorySource(bytes, source));
+}
+
+}  // namespace kiln::safetensors

@@ -1,0 +1,99 @@
+// safetensors files: the weights and checkpoint format (DESIGN.md), spec-compatible with
+// Python's `safetensors` package (github.com/huggingface/safetensors).
+//
+// Layout of a file:
+//   bytes [0, 8)        N, the header length, a little-endian uint64
+//   bytes [8, 8 + N)    the header: a UTF-8 JSON object, maybe padded with trailing spaces
+//                       {"__metadata__": {"k": "v", ...},            (optional)
+//                        "name": {"dtype": "F32", "shape": [2, 3],
+//                                 "data_offsets": [begin, end]}, ...}
+//   bytes [8 + N, end)  the data buffer; each tensor's bytes are [begin, end) of it,
+//                       row-major, little-endian
+//
+// Note [safetensors validation] (what Python's reader enforces, and so do we): N at most
+// 100 MB and within the file; the header valid UTF-8 JSON; each entry with a known dtype,
+// non-negative integer shape, and data_offsets [begin, end] with
+// end - begin = numel * itemsize (no overflow); sorted by offsets, the entries tile the
+// data buffer exactly from 0 to its end: no gap, no overlap, nothing after the last.
+// On top of Python we reject duplicate names (Python keeps the last one silently) and,
+// in load(), BOOL bytes other than 0 and 1 (a C++ bool holds nothing else).
+// Every violation is a kiln::Error naming the file and the problem; nothing is allocated
+// before the sizes it depends on are checked against the file's size.
+//
+// Note [safetensors write order] (Python's writer, reproduced byte for byte): tensors are
+// laid out by dtype alignment, largest first (I64, F64, F32, I32, BF16, F16, U8, BOOL,
+// the order of the Rust crate's Dtype enum), then by name (bytewise); the header lists
+// "__metadata__" first (its keys sorted: Python's order is a hash map's) then the tensors
+// in that order, as compact JSON, padded with spaces to a multiple of 8 bytes so the data
+// buffer starts 8-aligned.
+//
+// Big-endian hosts are not supported (a static_assert in safetensors.cpp).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/tensor.h"
+
+namespace kiln::safetensors {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+using Metadata = std::map<std::string, std::string>;
+
+// One header entry. `dtype` is the file's code ("F32", "I8", ...): every whole-byte
+// safetensors dtype is accepted here, so read_header describes any valid file; load()
+// then needs one Kiln holds (to_kiln_dtype).
+struct TensorInfo {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  int64_t data_begin = 0;  // byte offsets within the data buffer
+  int64_t data_end = 0;
+  int64_t numel() const;
+  int64_t nbytes() const { return data_end - data_begin; }
+};
+
+struct Header {
+  std::vector<TensorInfo> tensors;  // in data-buffer order (by offset)
+  Metadata metadata;
+  int64_t header_bytes = 0;         // N, padding included
+  int64_t file_bytes = 0;           // 8 + N + data buffer
+};
+
+struct Loaded {
+  NamedTensors tensors;  // in data-buffer order, i.e. Note [safetensors write order]
+  Metadata metadata;
+};
+
+// "F32" <-> DType for the eight dtypes Kiln holds; nullopt for other codes.
+std::optional<DType> to_kiln_dtype(std::string_view code);
+std::string_view dtype_code(DType dtype);
+
+// Writes `tensors` (any device, any layout: each is copied to the CPU and made contiguous
+// while writing, one at a time) with `metadata`, atomically: into a temporary file in the
+// same folder, fsync'd, renamed over `path`, then the folder fsync'd. On any error the
+// temporary file is removed and an existing `path` is left as it was.
+// Names must be unique, and "__metadata__" is reserved.
+void save(const std::string& path, const NamedTensors& tensors, const Metadata& metadata = {});
+// The same bytes in memory.
+std::vector<uint8_t> save_to_bytes(const NamedTensors& tensors, const Metadata& metadata = {});
+
+// Reads every tensor onto `device` (through the CPU). Validates the whole file first.
+Loaded load(const std::string& path, Device device = Device::cpu());
+// From a whole file's bytes; `source` names it in error messages.
+Loaded load_from_bytes(std::span<const uint8_t> bytes, Device device = Device::cpu(),
+                       std::string_view source = "<memory>");
+
+// Reads and validates the header only (no tensor data is read): for `kiln inspect`.
+Header read_header(const std::string& path);
+Header read_header_from_bytes(std::span<const uint8_t> bytes, std::string_view source = "<memory>");
+
+}  // namespace kiln::safetensors

@@ -1,0 +1,474 @@
+// CudaBackend batch normalisation pieces (Note [Batch norm pieces] in core/backend.h).
+//
+// Math, per channel c over its m = N * S values (S = the spatial volume), as the CPU
+// (kernels/cpu/batch_norm.cpp):
+//   stats:            mean[c] = sum x / m,  var[c] = sum (x - mean)^2 / m    (biased)
+//   apply:            y = (x - mean) * (invstd * weight) + bias
+//   backward_reduce:  sum_dy[c] = sum dy,  sum_dy_xmu[c] = sum dy (x - mean)
+//   backward_input:   dx = (dy - sum_dy / count - (x - mean) invstd^2 sum_dy_xmu / count)
+//                          * invstd * weight
+// weight / bias undefined mean 1 / 0. Every kernel overwrites its outputs (=, never +=).
+// Half and bfloat16 load and compute in float (Note [Opmath]); per-channel tensors are in
+// the statistics type (float, or double for double input); so are the accumulators.
+//
+// Layout: input, grad_out, out, grad_in contiguous [N, C, *], seen as [N, C, S]: N * C
+// rows of S contiguous values, row r = n * C + c. Per-channel tensors contiguous [C].
+// Offsets are 64-bit. When S is a multiple of the 16-byte vector width and every big
+// operand starts 16-byte aligned, rows are read and written as 16-byte vectors (kVec
+// values); otherwise one value at a time.
+//
+// Launch shapes. Every kernel uses one block shape (RowTiles): 256 threads as tx x ty,
+// tx = the smallest power of two >= the row's vectors (at most 256), ty = 256 / tx, so a
+// warp reads tx consecutive vectors of ty rows: coalesced whether S is 32^3 or 1.
+//   Reductions (stats, backward_reduce): grid (C, splits). Block (c, split) reduces the
+//     rows n of channel c in its split's row range and column range; each thread keeps a
+//     state (Welford: a 16-byte vector's own mean and M2, merged into the thread's state
+//     by Chan et al.'s formula, one division per vector; backward: two sums), merged
+//     across the warp by shuffles and across warps in shared memory, in a fixed order.
+//     With C alone the grid would be too small for few channels and big volumes ([8, 64,
+//     32^3] is 64 blocks on 132 SMs), so channels are split until the grid has about
+//     4 blocks per SM (each keeping >= kMinBlockWork values); the split blocks write
+//     partial states to a caching-allocator workspace and a finalize kernel merges each
+//     channel's partials in split order. Deterministic: nothing depends on timing.
+//   Elementwise (apply, backward_input): grid (row blocks, column blocks); a thread
+//     walks rows (c = row % C, its per-channel coefficients computed once per row) and
+//     the row's vectors, grid-strided in both.
+// Every launch is on the current stream and checked.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "core/dispatch.h"
+#include "core/ops/factory.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_types.cuh"
+#include "kernels/cuda/runtime.h"
+#include "kernels/cuda/stream.h"
+#include "kernels/reduce_ops.h"  // WelfordState, WelfordOp::combine
+
+namespace kiln::cuda {
+namespace {
+
+inline constexpr int kThreads = 256;
+inline constexpr int64_t kMinBlockWork = 4096;  // values a split block reduces at least
+inline constexpr int kBlocksPerSm = 4;
+
+template <typename T, int kVec>
+struct alignas(sizeof(T) * kVec) Pack {
+  T v[kVec];
+};
+
+// ==== block shape and reduction plan ==========================================================
+
+// [N, C, S] in units of kVec-value vectors along S, and how a block tiles rows and columns.
+struct RowTiles {
+  int64_t n = 1, c = 1, vectors = 1;  // vectors per row (S / kVec)
+  int tx = 1, ty = kThreads;
+  // Reductions only: each channel's rows split in n_splits ranges of rows_per_split, and
+  // its columns in s_splits ranges of cols_per_split vectors; grid.y = n_splits * s_splits.
+  int64_t rows_per_split = 1, cols_per_split = 1, n_splits = 1, s_splits = 1;
+};
+
+// ==== device helpers ===========================================================================
+
+__device__ __forceinline__ int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
+
+template <typename S>
+__device__ __forceinline__ S shuffle_down(const S& value, int delta) {
+  constexpr int kWords = (sizeof(S) + 3) / 4;
+  uint32_t words[kWords] = {};
+  memcpy(words, &value, sizeof(S));
+#pragma unroll
+  for (int w = 0; w < kWords; ++w) words[w] = __shfl_down_sync(0xffffffffu, words[w], delta);
+  S result;
+  memcpy(&result, words, sizeof(S));
+  return result;
+}
+
+// Thread 0 of the block gets the combination of every thread's state: a tree of shuffles
+// within each warp, then warp 0 combines the warps' states in order.
+template <typename R>
+__device__ typename R::State block_reduce(const R& r, typename R::State state) {
+  using State = typename R::State;
+  __shared__ State warp_states[kThreads / 32];
+  const int tid = threadIdx.y * blockDim.x + threadIdx.x, lane = tid % 32, warp = tid / 32;
+#pragma unroll
+  for (int delta = 16; delta > 0; delta /= 2) state = r.combine(state, shuffle_down(state, delta));
+  if (lane == 0) warp_states[warp] = state;
+  __syncthreads();
+  if (tid == 0) {
+    for (int w = 1; w < kThreads / 32; ++w) state = r.combine(state, warp_states[w]);
+  }
+  return state;
+}
+
+// ==== reducers: what a channel reduction computes ==============================================
+// State identity(); State add(State, i) folds in vector i (kVec values) of the big operands;
+// State combine(State, State);
+// void write(State, c). begin_channel(c) loads per-channel inputs once per thread.
+
+template <typename T, int kVec>
+struct StatsReducer {
+  using V = opmath_t<T>;
+  using State = reduce_ops::WelfordState<V>;
+  const T* x;
+  V* mean_out;
+  V* var_out;
+  __device__ void begin_channel(int64_t) {}
+  __device__ State identity() const { return {}; }
+  __device__ State combine(State a, State b) const { return reduce_ops::WelfordOp<T, V>{}.combine(a, b); }
+  __device__ State add(State s, int64_t i) const {
+    const Pack<T, kVec> p = reinterpret_cast<const Pack<T, kVec>*>(x)[i];
+    V values[kVec], sum = 0;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      values[k] = to_opmath(p.v[k]);
+      sum += values[k];
+    }
+    const V mean = sum / V(kVec);
+    V m2 = 0;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) m2 += (values[k] - mean) * (values[k] - mean);
+    return combine(s, State{mean, m2, kVec});
+  }
+  __device__ void write(const State& s, int64_t c) const {
+    mean_out[c] = s.count > 0 ? s.mean : std::numeric_limits<V>::quiet_NaN();
+    var_out[c] = s.m2 / static_cast<V>(s.count);
+  }
+};
+
+template <typename V>
+struct GradSums {
+  V dy = 0, dy_xmu = 0;
+};
+
+template <typename T, int kVec>
+struct GradSumsReducer {
+  using V = opmath_t<T>;
+  using State = GradSums<V>;
+  const T* dy;
+  const T* x;
+  const V* mean;
+  V* sum_dy;
+  V* sum_dy_xmu;
+  V channel_mean = 0;
+  __device__ void begin_channel(int64_t c) { channel_mean = mean[c]; }
+  __device__ State identity() const { return {}; }
+  __device__ State combine(State a, State b) const { return {a.dy + b.dy, a.dy_xmu + b.dy_xmu}; }
+  __device__ State add(State s, int64_t i) const {
+    const Pack<T, kVec> g = reinterpret_cast<const Pack<T, kVec>*>(dy)[i];
+    const Pack<T, kVec> p = reinterpret_cast<const Pack<T, kVec>*>(x)[i];
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const V gk = to_opmath(g.v[k]);
+      s.dy += gk;
+      s.dy_xmu += gk * (to_opmath(p.v[k]) - channel_mean);
+    }
+    return s;
+  }
+  __device__ void write(const State& s, int64_t c) const {
+    sum_dy[c] = s.dy;
+    sum_dy_xmu[c] = s.dy_xmu;
+  }
+};
+
+// ==== kernels: reductions ======================================================================
+
+// Block (c, split) reduces its part of channel c: written out when the channel is not
+// split, else parked in partials[c * splits + split] for channel_finalize.
+template <typename R>
+__global__ void __launch_bounds__(kThreads) channel_reduce(R r, RowTiles t, typename R::State* partials) {
+  const int64_t c = blockIdx.x;
+  const int64_t split = blockIdx.y;
+  const int64_t n_begin = split / t.s_splits * t.rows_per_split;
+  const int64_t n_end = smaller(t.n, n_begin + t.rows_per_split);
+  const int64_t v_begin = split % t.s_splits * t.cols_per_split;
+  const int64_t v_end = smaller(t.vectors, v_begin + t.cols_per_split);
+  r.begin_channel(c);
+  typename R::State state = r.identity();
+  for (int64_t n = n_begin + threadIdx.y; n < n_end; n += blockDim.y) {
+    const int64_t row = (n * t.c + c) * t.vectors;  // in vectors
+    for (int64_t v = v_begin + threadIdx.x; v < v_end; v += blockDim.x) state = r.add(state, row + v);
+  }
+  state = block_reduce(r, state);
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    if (gridDim.y == 1) {
+      r.write(state, c);
+    } else {
+      partials[c * gridDim.y + split] = state;
+    }
+  }
+}
+
+// One thread per channel merges its `splits` partial states in split order.
+template <typename R>
+__global__ void channel_finalize(R r, const typename R::State* partials, int64_t channels, int64_t splits) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  typename R::State state = partials[c * splits];
+  for (int64_t s = 1; s < splits; ++s) state = r.combine(state, partials[c * splits + s]);
+  r.write(state, c);
+}
+
+// ==== kernels: elementwise =====================================================================
+
+// y = (x - mean) * scale + shift, scale = invstd * weight, shift = bias.
+template <typename T, int kVec>
+__global__ void __launch_bounds__(kThreads) batch_norm_apply_fwd(const T* x, T* y, const opmath_t<T>* mean,
+                                                                  const opmath_t<T>* invstd, const opmath_t<T>* weight,
+                                                                  const opmath_t<T>* bias, RowTiles t) {
+  using V = opmath_t<T>;
+  using P = Pack<T, kVec>;
+  const int64_t rows = t.n * t.c;
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; r < rows;
+       r += static_cast<int64_t>(gridDim.x) * blockDim.y) {
+    const int64_t c = r % t.c;
+    const V m = mean[c], scale = invstd[c] * (weight ? weight[c] : V(1)), shift = bias ? bias[c] : V(0);
+    const P* xr = reinterpret_cast<const P*>(x) + r * t.vectors;
+    P* yr = reinterpret_cast<P*>(y) + r * t.vectors;
+    for (int64_t v = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x; v < t.vectors;
+         v += static_cast<int64_t>(gridDim.y) * blockDim.x) {
+      const P p = xr[v];
+      P out;
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) out.v[k] = from_opmath<T>((to_opmath(p.v[k]) - m) * scale + shift);
+      yr[v] = out;
+    }
+  }
+}
+
+// dx = (dy - sum_dy / count - (x - mean) * proj) * scale, proj = sum_dy_xmu / count * invstd^2,
+// scale = invstd * weight.
+template <typename T, int kVec>
+__global__ void __launch_bounds__(kThreads) batch_norm_input_bwd(const T* dy, const T* x, T* dx,
+                                                                  const opmath_t<T>* mean, const opmath_t<T>* invstd,
+                                                                  const opmath_t<T>* weight, const opmath_t<T>* sum_dy,
+                                                                  const opmath_t<T>* sum_dy_xmu, opmath_t<T> inv_count,
+                                                                  RowTiles t) {
+  using V = opmath_t<T>;
+  using P = Pack<T, kVec>;
+  const int64_t rows = t.n * t.c;
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; r < rows;
+       r += static_cast<int64_t>(gridDim.x) * blockDim.y) {
+    const int64_t c = r % t.c;
+    const V m = mean[c], mean_dy = sum_dy[c] * inv_count;
+    const V proj = sum_dy_xmu[c] * inv_count * invstd[c] * invstd[c];
+    const V scale = invstd[c] * (weight ? weight[c] : V(1));
+    const P* gr = reinterpret_cast<const P*>(dy) + r * t.vectors;
+    const P* xr = reinterpret_cast<const P*>(x) + r * t.vectors;
+    P* dxr = reinterpret_cast<P*>(dx) + r * t.vectors;
+    for (int64_t v = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x; v < t.vectors;
+         v += static_cast<int64_t>(gridDim.y) * blockDim.x) {
+      const P g = gr[v], p = xr[v];
+      P out;
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        out.v[k] = from_opmath<T>((to_opmath(g.v[k]) - mean_dy - (to_opmath(p.v[k]) - m) * proj) * scale);
+      }
+      dxr[v] = out;
+    }
+  }
+}
+
+// ==== launchers ================================================================================
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+unsigned grid_size(int64_t n, int64_t limit) {
+  KILN_ASSERT(n >= 1, "batch_norm: grid dimension ", n);
+  return static_cast<unsigned>(std::min(n, limit));
+}
+
+// Vector width for the big operands: 16 bytes when S divides into vectors and each starts
+// 16-byte aligned (then every row does: rows are S values apart).
+template <typename T>
+int vector_width(const Tensor& input, std::initializer_list<const Tensor*> big) {
+  constexpr int kVec = static_cast<int>(16 / sizeof(T));
+  int64_t s = 1;
+  for (int64_t d = 2; d < input.dim(); ++d) s *= input.sizes()[d];
+  if (s % kVec != 0) return 1;
+  for (const Tensor* t : big) {
+    if (reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 != 0) return 1;
+  }
+  return kVec;
+}
+
+RowTiles row_tiles(const Tensor& input, int vec) {
+  RowTiles t;
+  t.n = input.sizes()[0];
+  t.c = input.sizes()[1];
+  int64_t s = 1;
+  for (int64_t d = 2; d < input.dim(); ++d) s *= input.sizes()[d];
+  t.vectors = s / vec;
+  t.tx = 1;
+  while (t.tx < kThreads && t.tx < t.vectors) t.tx *= 2;
+  t.ty = kThreads / t.tx;
+  return t;
+}
+
+// Splits each channel over grid.y until the grid has about kBlocksPerSm blocks per SM
+// (see the header), first over rows (whole rows per block), then over columns.
+void plan_splits(RowTiles& t, int device, int vec) {
+  if (t.n == 0 || t.vectors == 0) return;  // nothing to read: one block per channel writes the empty state
+  const int64_t target = static_cast<int64_t>(kBlocksPerSm) * device_properties(device).multiprocessors;
+  const int64_t per_channel = t.n * t.vectors * vec;
+  int64_t wanted = std::max<int64_t>(1, std::min(ceil_div(target, t.c), per_channel / kMinBlockWork));
+  t.n_splits = std::min(t.n, wanted);
+  t.rows_per_split = ceil_div(t.n, t.n_splits);
+  t.n_splits = ceil_div(t.n, t.rows_per_split);
+  const int64_t max_s_splits = std::max<int64_t>(1, t.vectors / t.tx);  // >= tx vectors a block
+  t.s_splits = std::min(max_s_splits, ceil_div(wanted, t.n_splits));
+  t.cols_per_split = ceil_div(t.vectors, t.s_splits);
+  t.s_splits = ceil_div(t.vectors, t.cols_per_split);
+}
+
+// Runs reducer R over every channel as `t` plans it.
+template <typename R>
+void launch_channel_reduce(const R& r, const RowTiles& t, int device, cudaStream_t stream) {
+  using State = typename R::State;
+  const int64_t splits = t.n_splits * t.s_splits;
+  KILN_ASSERT(splits <= 65535 && t.c <= INT32_MAX, "batch_norm: ", splits, " splits of ", t.c, " channels");
+  Tensor workspace;  // the split's partial states, freed (stream-ordered) on return
+  State* partials = nullptr;
+  if (splits > 1) {
+    const int64_t bytes = t.c * splits * static_cast<int64_t>(sizeof(State));
+    workspace = empty({bytes}, {.dtype = DType::UInt8, .device = Device::cuda(device)});
+    partials = static_cast<State*>(workspace.data_ptr());
+  }
+  const dim3 grid(static_cast<unsigned>(t.c), static_cast<unsigned>(splits));
+  channel_reduce<R><<<grid, dim3(t.tx, t.ty), 0, stream>>>(r, t, partials);
+  KILN_CUDA_CHECK_LAUNCH();
+  if (splits > 1) {
+    constexpr int kFinalizeThreads = 128;
+    channel_finalize<R><<<grid_size(ceil_div(t.c, kFinalizeThreads), INT32_MAX), kFinalizeThreads, 0, stream>>>(
+        r, partials, t.c, splits);
+    KILN_CUDA_CHECK_LAUNCH();
+  }
+}
+
+// Grid of an elementwise pass: blocks of ty rows in x, blocks of tx vectors in y, each
+// thread handling about 4 vectors of a row when rows are long.
+dim3 elementwise_grid(const RowTiles& t) {
+  constexpr int64_t kVectorsPerThread = 4;
+  const int64_t row_blocks = ceil_div(t.n * t.c, t.ty);
+  const int64_t col_blocks = ceil_div(t.vectors, t.tx * kVectorsPerThread);
+  return dim3(grid_size(row_blocks, INT32_MAX), grid_size(col_blocks, 65535));
+}
+
+template <typename V>
+const V* data_or_null(const Tensor& t) {
+  return t.defined() ? static_cast<const V*>(t.data_ptr()) : nullptr;
+}
+
+void check_layout(const char* op, const Tensor& input, std::initializer_list<const Tensor*> same_shape,
+                  std::initializer_list<const Tensor*> per_channel) {
+  KILN_ASSERT(input.dim() >= 2 && input.is_contiguous(), op, ": input ", input.sizes(), " must be contiguous [N, C, *]");
+  const DType stats = input.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+  for (const Tensor* t : same_shape) {
+    KILN_ASSERT(t->sizes() == input.sizes() && t->dtype() == input.dtype() && t->is_contiguous() &&
+                    t->device() == input.device(),
+                op, ": operand ", t->sizes(), " ", t->dtype(), " does not match input ", input.sizes(), " ",
+                input.dtype());
+  }
+  for (const Tensor* t : per_channel) {
+    if (!t->defined()) continue;
+    KILN_ASSERT(t->dim() == 1 && t->numel() == input.sizes()[1] && t->dtype() == stats && t->is_contiguous() &&
+                    t->device() == input.device(),
+                op, ": per-channel operand ", t->sizes(), " ", t->dtype(), " for input ", input.sizes(), " ",
+                input.dtype());
+  }
+}
+
+// Calls fn.template operator()<T, kVec>() for the input's dtype and vector width.
+template <typename F>
+void visit_vectorized(const Tensor& input, std::initializer_list<const Tensor*> big, const char* op, const F& fn) {
+  visit_dtype<kFloatingTypes>(input.dtype(), op, [&]<typename T>() {
+    constexpr int kVec = static_cast<int>(16 / sizeof(T));
+    if (vector_width<T>(input, big) == kVec) {
+      fn.template operator()<T, kVec>();
+    } else {
+      fn.template operator()<T, 1>();
+    }
+  });
+}
+
+}  // namespace
+
+void CudaBackend::batch_norm_stats(const Tensor& input, const Tensor& mean, const Tensor& var) {
+  constexpr const char* kOp = "batch_norm_stats";
+  check_layout(kOp, input, {}, {&mean, &var});
+  if (input.sizes()[1] == 0) return;
+  const int device = input.device().index;
+  DeviceGuard guard(device);
+  const cudaStream_t stream = current_stream(device).handle();
+  visit_vectorized(input, {&input}, kOp, [&]<typename T, int kVec>() {
+    using V = opmath_t<T>;
+    RowTiles t = row_tiles(input, kVec);
+    plan_splits(t, device, kVec);
+    const StatsReducer<T, kVec> r{static_cast<const T*>(input.data_ptr()), static_cast<V*>(mean.data_ptr()),
+                                  static_cast<V*>(var.data_ptr())};
+    launch_channel_reduce(r, t, device, stream);
+  });
+}
+
+void CudaBackend::batch_norm_apply(const Tensor& input, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
+                                   const Tensor& bias, const Tensor& out) {
+  constexpr const char* kOp = "batch_norm_apply";
+  check_layout(kOp, input, {&out}, {&mean, &invstd, &weight, &bias});
+  if (input.numel() == 0) return;
+  const int device = input.device().index;
+  DeviceGuard guard(device);
+  const cudaStream_t stream = current_stream(device).handle();
+  visit_vectorized(input, {&input, &out}, kOp, [&]<typename T, int kVec>() {
+    using V = opmath_t<T>;
+    const RowTiles t = row_tiles(input, kVec);
+    batch_norm_apply_fwd<T, kVec><<<elementwise_grid(t), dim3(t.tx, t.ty), 0, stream>>>(
+        static_cast<const T*>(input.data_ptr()), static_cast<T*>(out.data_ptr()), data_or_null<V>(mean),
+        data_or_null<V>(invstd), data_or_null<V>(weight), data_or_null<V>(bias), t);
+    KILN_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void CudaBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& input, const Tensor& mean,
+                                             const Tensor& sum_dy, const Tensor& sum_dy_xmu) {
+  constexpr const char* kOp = "batch_norm_backward_reduce";
+  check_layout(kOp, input, {&grad_out}, {&mean, &sum_dy, &sum_dy_xmu});
+  if (input.sizes()[1] == 0) return;
+  const int device = input.device().index;
+  DeviceGuard guard(device);
+  const cudaStream_t stream = current_stream(device).handle();
+  visit_vectorized(input, {&input, &grad_out}, kOp, [&]<typename T, int kVec>() {
+    using V = opmath_t<T>;
+    RowTiles t = row_tiles(input, kVec);
+    plan_splits(t, device, kVec);
+    const GradSumsReducer<T, kVec> r{static_cast<const T*>(grad_out.data_ptr()),
+                                     static_cast<const T*>(input.data_ptr()), static_cast<const V*>(mean.data_ptr()),
+                                     static_cast<V*>(sum_dy.data_ptr()), static_cast<V*>(sum_dy_xmu.data_ptr())};
+    launch_channel_reduce(r, t, device, stream);
+  });
+}
+
+void CudaBackend::batch_norm_backward_input(const Tensor& grad_out, const Tensor& input, const Tensor& mean,
+                                            const Tensor& invstd, const Tensor& weight, const Tensor& sum_dy,
+                                            const Tensor& sum_dy_xmu, int64_t count, const Tensor& grad_in) {
+  constexpr const char* kOp = "batch_norm_backward_input";
+  check_layout(kOp, input, {&grad_out, &grad_in}, {&mean, &invstd, &weight, &sum_dy, &sum_dy_xmu});
+  KILN_ASSERT(count > 0, kOp, ": count ", count);
+  if (input.numel() == 0) return;
+  const int device = input.device().index;
+  DeviceGuard guard(device);
+  const cudaStream_t stream = current_stream(device).handle();
+  visit_vectorized(input, {&input, &grad_out, &grad_in}, kOp, [&]<typename T, int kVec>() {
+    using V = opmath_t<T>;
+    const RowTiles t = row_tiles(input, kVec);
+    batch_norm_input_bwd<T, kVec><<<elementwise_grid(t), dim3(t.tx, t.ty), 0, stream>>>(
+        static_cast<const T*>(grad_out.data_ptr()), static_cast<const T*>(input.data_ptr()),
+        static_cast<T*>(grad_in.data_ptr()), data_or_null<V>(mean), data_or_null<V>(invstd), data_or_null<V>(weight),
+        data_or_null<V>(sum_dy), data_or_null<V>(sum_dy_xmu), V(1) / static_cast<V>(count), t);
+    KILN_CUDA_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,290 @@
+// batch_norm against reference loops in double: training (batch statistics) and eval
+// (running statistics), the running-statistics update after one and two steps, affine and
+// not, no running statistics, 1d/2d/3d inputs, eps, non-contiguous and half-precision
+// inputs; which gradients are computed; every validation error; gradient checks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/ops.h"
+#include "core/ops/batch_norm_pieces.h"
+#include "tests/gradcheck.h"
+#include "tests/test_util.h"
+
+namespace kiln {
+namespace {
+
+using testing::all_close;
+using testing::gradcheck;
+using testing::non_contiguous;
+using testing::random_nonzero;
+using testing::random_uniform;
+using testing::tolerance_for;
+
+// Per-channel statistics of x [N, C, *] by plain loops in double.
+struct ReferenceStats {
+  std::vector<double> mean, biased_var, unbiased_var;
+};
+
+ReferenceStats reference_stats(const Tensor& x) {
+  const std::vector<double> v = x.to_vector<double>();
+  const int64_t n = x.sizes()[0], c = x.sizes()[1], s = x.numel() / (n * c);
+  ReferenceStats r;
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < s; ++j) sum += v[(i * c + ch) * s + j];
+    }
+    const double mean = sum / static_cast<double>(n * s);
+    double sq = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < s; ++j) sq += (v[(i * c + ch) * s + j] - mean) * (v[(i * c + ch) * s + j] - mean);
+    }
+    r.mean.push_back(mean);
+    r.biased_var.push_back(sq / static_cast<double>(n * s));
+    r.unbiased_var.push_back(sq / static_cast<double>(n * s - 1));
+  }
+  return r;
+}
+
+// (x - mean) / sqrt(var + eps) * weight + bias in double; empty weight/bias: 1/0.
+Tensor reference_normalize(const Tensor& x, const std::vector<double>& mean, const std::vector<double>& var,
+                           const std::vector<double>& weight, const std::vector<double>& bias, double eps) {
+  const std::vector<double> v = x.to_vector<double>();
+  const int64_t n = x.sizes()[0], c = x.sizes()[1], s = x.numel() / (n * c);
+  std::vector<double> out(v.size());
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      for (int64_t j = 0; j < s; ++j) {
+        const int64_t k = (i * c + ch) * s + j;
+        const double w = weight.empty() ? 1.0 : weight[ch], b = bias.empty() ? 0.0 : bias[ch];
+        out[k] = (v[k] - mean[ch]) / std::sqrt(var[ch] + eps) * w + b;
+      }
+    }
+  }
+  return tensor(out, x.sizes());
+}
+
+// Inputs with a different offset and scale per channel, so statistics differ by channel.
+Tensor channel_input(const std::vector<int64_t>& sizes, DType dtype, uint64_t seed) {
+  std::vector<int64_t> per_channel(sizes.size(), 1);
+  per_channel[1] = sizes[1];
+  const Tensor offset = random_uniform(per_channel, -3, 3, DType::Float64, seed + 100);
+  const Tensor scale = random_uniform(per_channel, 0.5, 4, DType::Float64, seed + 200);
+  return add(mul(random_nonzero(sizes, DType::Float64, seed), scale), offset).to(dtype);
+}
+
+const std::vector<std::vector<int64_t>> kShapes = {{6, 3}, {4, 3, 5}, {2, 3, 4, 5}, {2, 3, 2, 3, 4}};
+
+TEST(BatchNorm, TrainingNormalisesWithTheBatchStatistics) {
+  for (const auto& sizes : kShapes) {
+    for (bool affine : {true, false}) {
+      const Tensor x = channel_input(sizes, DType::Float64, 1);
+      const Tensor w = affine ? random_nonzero({3}, DType::Float64, 2) : Tensor();
+      const Tensor b = affine ? random_nonzero({3}, DType::Float64, 3) : Tensor();
+      const Tensor y = batch_norm(x, zeros({3}, {.dtype = DType::Float64}), ones({3}, {.dtype = DType::Float64}), w, b,
+                                  /*training=*/true);
+      const ReferenceStats r = reference_stats(x);
+      const Tensor expected = reference_normalize(x, r.mean, r.biased_var, affine ? w.to_vector<double>() : std::vector<double>{},
+                                                  affine ? b.to_vector<double>() : std::vector<double>{}, 1e-5);
+      EXPECT_TRUE(all_close(y, expected)) << "sizes " << ::testing::PrintToString(sizes) << " affine " << affine;
+    }
+  }
+}
+
+TEST(BatchNorm, RunningStatisticsAfterOneAndTwoSteps) {
+  for (double momentum : {0.1, 0.35}) {
+    for (const auto& sizes : kShapes) {
+      Tensor running_mean = zeros({3}), running_var = ones({3});
+      std::vector<double> expected_mean(3, 0.0), expected_var(3, 1.0);
+      for (uint64_t step = 0; step < 2; ++step) {
+        const Tensor x = channel_input(sizes, DType::Float32, 10 + step);
+        batch_norm(x, running_mean, running_var, Tensor(), Tensor(), /*training=*/true, momentum);
+        const ReferenceStats r = reference_stats(x);
+        for (int c = 0; c < 3; ++c) {
+          expected_mean[c] = (1 - momentum) * expected_mean[c] + momentum * r.mean[c];
+          expected_var[c] = (1 - momentum) * expected_var[c] + momentum * r.unbiased_var[c];
+        }
+        EXPECT_TRUE(all_close(running_mean, tensor(expected_mean), {1e-5, 1e-5})) << "step " << step + 1;
+        EXPECT_TRUE(all_close(running_var, tensor(expected_var), {1e-5, 1e-5})) << "step " << step + 1;
+      }
+    }
+  }
+}
+
+TEST(BatchNorm, EvalNormalisesWithTheRunningStatisticsAndLeavesThemAlone) {
+  for (const auto& sizes : kShapes) {
+    for (bool affine : {true, false}) {
+      const Tensor x = channel_input(sizes, DType::Float64, 4);
+      const Tensor running_mean = random_uniform({3}, -1, 1, DType::Float64, 5);
+      const Tensor running_var = random_uniform({3}, 0.5, 2, DType::Float64, 6);
+      const Tensor mean_before = running_mean.clone(), var_before = running_var.clone();
+      const Tensor w = affine ? random_nonzero({3}, DType::Float64, 7) : Tensor();
+      const Tensor b = affine ? random_nonzero({3}, DType::Float64, 8) : Tensor();
+      const Tensor y = batch_norm(x, running_mean, running_var, w, b, /*training=*/false, 0.1, 1e-3);
+      const Tensor expected =
+          reference_normalize(x, running_mean.to_vector<double>(), running_var.to_vector<double>(),
+                              affine ? w.to_vector<double>() : std::vector<double>{},
+                              affine ? b.to_vector<double>() : std::vector<double>{}, 1e-3);
+      EXPECT_TRUE(all_close(y, expected));
+      EXPECT_TRUE(testing::all_equal(running_mean, mean_before));
+      EXPECT_TRUE(testing::all_equal(running_var, var_before));
+    }
+  }
+}
+
+TEST(BatchNorm, TrainingWithoutRunningStatistics) {
+  const Tensor x = channel_input({4, 3, 6}, DType::Float64, 9);
+  const Tensor with = batch_norm(x, zeros({3}, {.dtype = DType::Float64}), ones({3}, {.dtype = DType::Float64}),
+                                 Tensor(), Tensor(), true);
+  const Tensor without = batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true);
+  EXPECT_TRUE(testing::all_equal(without, with));
+}
+
+TEST(BatchNorm, EpsIsAddedToTheVariance) {
+  const Tensor x = channel_input({4, 3, 5}, DType::Float64, 11);
+  const ReferenceStats r = reference_stats(x);
+  for (double eps : {0.0, 1e-5, 0.5, 3.0}) {
+    const Tensor y = batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, eps);
+    EXPECT_TRUE(all_close(y, reference_normalize(x, r.mean, r.biased_var, {}, {}, eps))) << "eps " << eps;
+  }
+  const Tensor small = batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5);
+  const Tensor large = batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 3.0);
+  EXPECT_LT(large.abs().max().item<double>(), small.abs().max().item<double>());
+}
+
+TEST(BatchNorm, NonContiguousInput) {
+  const Tensor x = channel_input({4, 3, 7}, DType::Float64, 12);
+  const Tensor w = random_nonzero({3}, DType::Float64, 13), b = random_nonzero({3}, DType::Float64, 14);
+  EXPECT_TRUE(all_close(batch_norm(non_contiguous(x), Tensor(), Tensor(), non_contiguous(w), b, true),
+                        batch_norm(x, Tensor(), Tensor(), w, b, true)));
+  // channels last in memory: a permuted view
+  const Tensor cl = x.permute({0, 2, 1}).contiguous().permute({0, 2, 1});
+  EXPECT_TRUE(all_close(batch_norm(cl, Tensor(), Tensor(), w, b, true), batch_norm(x, Tensor(), Tensor(), w, b, true)));
+}
+
+TEST(BatchNorm, HalfInputsKeepTheirDtypeWithFloatStatistics) {
+  for (DType dtype : {DType::Float16, DType::BFloat16}) {
+    const Tensor x = channel_input({4, 3, 2, 5}, dtype, 15);
+    Tensor running_mean = zeros({3}), running_var = ones({3});
+    const Tensor w = random_nonzero({3}, DType::Float32, 16), b = random_nonzero({3}, DType::Float32, 17);
+    const Tensor y = batch_norm(x, running_mean, running_var, w, b, true, 0.1);
+    EXPECT_EQ(y.dtype(), dtype);
+    EXPECT_EQ(running_mean.dtype(), DType::Float32);
+    const ReferenceStats r = reference_stats(x);  // of the rounded values
+    const Tensor expected = reference_normalize(x, r.mean, r.biased_var, w.to_vector<double>(), b.to_vector<double>(), 1e-5);
+    EXPECT_TRUE(all_close(y, expected.to(dtype), tolerance_for(dtype))) << dtype;
+    std::vector<double> expected_mean(3);
+    for (int c = 0; c < 3; ++c) expected_mean[c] = 0.1 * r.mean[c];
+    EXPECT_TRUE(all_close(running_mean, tensor(expected_mean), {1e-5, 1e-5}));
+    // eval with float32 running statistics and half input
+    const Tensor y_eval = batch_norm(x, running_mean, running_var, w, b, false);
+    EXPECT_EQ(y_eval.dtype(), dtype);
+  }
+}
+
+TEST(BatchNorm, ComputesOnlyTheGradientsThatAreNeeded) {
+  const Tensor x = channel_input({4, 3, 5}, DType::Float64, 18);
+  const Tensor w = random_nonzero({3}, DType::Float64, 19).requires_grad_(true);
+  const Tensor b = random_nonzero({3}, DType::Float64, 20);
+  batch_norm(x, Tensor(), Tensor(), w, b, true).sum().backward();
+  ASSERT_TRUE(w.grad().defined());
+  EXPECT_FALSE(b.grad().defined());
+  // d(sum y)/dweight = sum of the normalised values = 0 per channel in training
+  EXPECT_TRUE(all_close(w.grad(), zeros({3}, {.dtype = DType::Float64}), {1e-10, 0}));
+}
+
+TEST(BatchNorm, HalfBackwardGivesGradientsInTheParametersDtypes) {
+  const Tensor x = channel_input({4, 3, 5}, DType::Float16, 21).requires_grad_(true);
+  const Tensor w = random_nonzero({3}, DType::Float32, 22).requires_grad_(true);
+  const Tensor b = random_nonzero({3}, DType::Float32, 23).requires_grad_(true);
+  const Tensor g = random_nonzero({4, 3, 5}, DType::Float16, 24);
+  batch_norm(x, Tensor(), Tensor(), w, b, true).backward(g);
+  EXPECT_EQ(x.grad().dtype(), DType::Float16);
+  EXPECT_EQ(w.grad().dtype(), DType::Float32);
+  // against the same computation in double
+  const Tensor xd = x.detach().to(DType::Float64).requires_grad_(true);
+  const Tensor wd = w.detach().to(DType::Float64).requires_grad_(true);
+  const Tensor bd = b.detach().to(DType::Float64).requires_grad_(true);
+  batch_norm(xd, Tensor(), Tensor(), wd, bd, true).backward(g.to(DType::Float64));
+  EXPECT_TRUE(all_close(x.grad(), xd.grad().to(DType::Float16), {1e-2, 1e-2}));
+  EXPECT_TRUE(all_close(w.grad(), wd.grad(), {1e-4, 1e-4}));
+  EXPECT_TRUE(all_close(b.grad(), bd.grad(), {1e-4, 1e-4}));
+}
+
+TEST(BatchNorm, Errors) {
+  const Tensor x = random_nonzero({4, 3, 5});
+  const TensorOptions f64{.dtype = DType::Float64};
+  const Tensor c3 = ones({3}, f64);
+  EXPECT_KILN_ERROR(batch_norm(random_nonzero({5}), Tensor(), Tensor(), Tensor(), Tensor(), true), "batch_norm",
+                    "rank >= 2", "[5]");
+  EXPECT_KILN_ERROR(batch_norm(ones({4, 3}, {.dtype = DType::Int64}), Tensor(), Tensor(), Tensor(), Tensor(), true),
+                    "batch_norm", "floating-point", "int64");
+  EXPECT_KILN_ERROR(batch_norm(x, Tensor(), Tensor(), ones({4}, f64), Tensor(), true), "batch_norm", "weight",
+                    "[3]", "[4]");
+  EXPECT_KILN_ERROR(batch_norm(x, Tensor(), Tensor(), Tensor(), ones({1, 3}, f64), true), "bias", "[3]", "[1, 3]");
+  EXPECT_KILN_ERROR(batch_norm(x, Tensor(), Tensor(), ones({3}, {.dtype = DType::Int32}), Tensor(), true), "weight",
+                    "floating point", "int32");
+  EXPECT_KILN_ERROR(batch_norm(x, ones({2}, f64), ones({2}, f64), Tensor(), Tensor(), true), "running_mean", "[3]",
+                    "[2]");
+  EXPECT_KILN_ERROR(batch_norm(x, c3, ones({5}, f64), Tensor(), Tensor(), true), "running_var", "[3]", "[5]");
+  EXPECT_KILN_ERROR(batch_norm(x, c3, Tensor(), Tensor(), Tensor(), true), "both defined", "running_mean alone");
+  EXPECT_KILN_ERROR(batch_norm(x, Tensor(), c3, Tensor(), Tensor(), true), "both defined", "running_var alone");
+  EXPECT_KILN_ERROR(batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), false), "batch_norm",
+                    "must be defined in evaluation mode");
+  EXPECT_KILN_ERROR(batch_norm(random_nonzero({1, 3}), Tensor(), Tensor(), Tensor(), Tensor(), true),
+                    "Expected more than 1 value per channel when training", "[1, 3]");
+  EXPECT_KILN_ERROR(batch_norm(random_nonzero({1, 3, 1, 1}), Tensor(), Tensor(), Tensor(), Tensor(), true),
+                    "Expected more than 1 value per channel when training", "[1, 3, 1, 1]");
+  EXPECT_KILN_ERROR(batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, -1.0), "eps", "-1");
+  EXPECT_KILN_ERROR(batch_norm(Tensor(), Tensor(), Tensor(), Tensor(), Tensor(), true), "batch_norm", "undefined");
+  // one value per channel is fine in eval
+  EXPECT_NO_THROW(batch_norm(random_nonzero({1, 3}), c3, c3, Tensor(), Tensor(), false));
+  if (cuda_is_available()) {
+    EXPECT_KILN_ERROR(batch_norm(x, Tensor(), Tensor(), c3.to(Device::cuda(0)), Tensor(), true), "weight", "is on",
+                      "but input is on");
+  }
+}
+
+// ---- gradient checks ------------------------------------------------------------------------
+
+using Inputs = std::vector<Tensor>;
+
+Tensor leaf(const std::vector<int64_t>& sizes, uint64_t seed) {
+  return random_uniform(sizes, -2, 2, DType::Float64, seed).requires_grad_(true);
+}
+
+KILN_GRADCHECK_TEST(batch_norm) {
+  for (const auto& sizes : std::vector<std::vector<int64_t>>{{5, 3}, {3, 3, 4}, {2, 3, 2, 3}, {2, 3, 2, 2, 2}}) {
+    for (bool training : {true, false}) {
+      const Tensor running_mean = random_uniform({3}, -1, 1, DType::Float64, 30);
+      const Tensor running_var = random_uniform({3}, 0.5, 2, DType::Float64, 31);
+      // affine
+      EXPECT_TRUE(gradcheck(
+          [&](const Inputs& v) { return batch_norm(v[0], running_mean, running_var, v[1], v[2], training, 0.1, 1e-3); },
+          {leaf(sizes, 32), leaf({3}, 33), leaf({3}, 34)}))
+          << "affine, training " << training;
+      // not affine, non-contiguous input
+      const Tensor x = non_contiguous(random_uniform(sizes, -2, 2, DType::Float64, 35)).detach().requires_grad_(true);
+      EXPECT_TRUE(gradcheck(
+          [&](const Inputs& v) { return batch_norm(v[0], running_mean, running_var, Tensor(), Tensor(), training); },
+          {x}))
+          << "not affine, training " << training;
+    }
+  }
+}
+
+// The normalisation with given (eval-style) statistics: mean and invstd are constants.
+KILN_GRADCHECK_TEST(batch_norm_normalize) {
+  batch_norm_pieces::Normalization norm{.mean = random_uniform({3}, -1, 1, DType::Float64, 36),
+                                        .invstd = random_uniform({3}, 0.5, 2, DType::Float64, 37),
+                                        .count = 8,
+                                        .training = false};
+  EXPECT_TRUE(gradcheck(
+      [&](const Inputs& v) { return batch_norm_pieces::batch_norm_normalize("test", v[0].contiguous(), v[1], v[2], norm); },
+      {leaf({2, 3, 4}, 38), leaf({3}, 39), leaf({3}, 40)}));
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,129 @@
+// The JSON reader and writer (core/json.h): every value kind, exact 64-bit integers and
+// their overflow, escapes with surrogate pairs, UTF-8 validation, duplicate keys, depth
+// and size limits, error offsets, and serde_json-compatible output.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/json.h"
+#include "tests/test_util.h"
+
+namespace kiln {
+namespace {
+
+using json::Type;
+using json::Value;
+
+TEST(Json, ParsesEveryKindOfValue) {
+  const Value v = json::parse(
+      " {\"a\": [1, -2, 3.5, -0.25e2, 1E3], \"b\": true, \"c\": false, \"d\": null,"
+      " \"e\": \"text\", \"f\": {}, \"g\": []}\n\t");
+  ASSERT_TRUE(v.is(Type::Object));
+  const auto& a = v.find("a")->as_array();
+  ASSERT_EQ(a.size(), 5u);
+  EXPECT_EQ(a[0].as_integer(), 1);
+  EXPECT_EQ(a[1].as_integer(), -2);
+  EXPECT_EQ(a[2].as_number(), 3.5);
+  EXPECT_EQ(a[3].as_number(), -25.0);
+  EXPECT_TRUE(a[4].is(Type::Number));
+  EXPECT_EQ(a[4].as_number(), 1000.0);
+  EXPECT_TRUE(v.find("b")->as_bool());
+  EXPECT_FALSE(v.find("c")->as_bool());
+  EXPECT_TRUE(v.find("d")->is(Type::Null));
+  EXPECT_EQ(v.find("e")->as_string(), "text");
+  EXPECT_TRUE(v.find("f")->as_object().empty());
+  EXPECT_TRUE(v.find("g")->as_array().empty());
+  EXPECT_EQ(v.find("missing"), nullptr);
+  // Members keep their order.
+  EXPECT_EQ(v.as_object()[4].first, "e");
+}
+
+TEST(Json, IntegersAreExactAndOverflowIsAnError) {
+  EXPECT_EQ(json::parse("9223372036854775807").as_integer(), INT64_MAX);
+  EXPECT_EQ(json::parse("-9223372036854775808").as_integer(), INT64_MIN);
+  EXPECT_EQ(json::parse("9007199254740993").as_integer(), 9007199254740993);  // not a double
+  EXPECT_KILN_ERROR(json::parse("9223372036854775808"), "does not fit in 64 bits", "at byte 0");
+  EXPECT_KILN_ERROR(json::parse("[1, -9223372036854775809]"), "does not fit in 64 bits", "at byte 4");
+  EXPECT_KILN_ERROR(json::parse("1e400"), "out of range");
+}
+
+TEST(Json, RejectsMalformedNumbers) {
+  EXPECT_KILN_ERROR(json::parse("01"), "leading zero");
+  EXPECT_KILN_ERROR(json::parse("-"), "expected a digit");
+  EXPECT_KILN_ERROR(json::parse("1."), "after the decimal point");
+  EXPECT_KILN_ERROR(json::parse("1e"), "in the exponent");
+  EXPECT_KILN_ERROR(json::parse("+1"), "expected a value");
+  EXPECT_KILN_ERROR(json::parse(".5"), "expected a value");
+}
+
+TEST(Json, DecodesEscapesAndSurrogatePairs) {
+  const Value v = json::parse(R"("q\" b\\ s\/ \b\f\n\r\t \u00e9 \u20AC \ud83d\ude00 \u0000")");
+  const std::string expected = std::string("q\" b\\ s/ \b\f\n\r\t \xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80 ") +
+                               std::string(1, '\0');
+  EXPECT_EQ(v.as_string(), expected);
+  EXPECT_KILN_ERROR(json::parse(R"("\ud83d")"), "high surrogate not followed by a low surrogate");
+  EXPECT_KILN_ERROR(json::parse(R"("\ud83d\u0041")"), "high surrogate not followed by a low surrogate");
+  EXPECT_KILN_ERROR(json::parse(R"("\ude00")"), "lone low surrogate");
+  EXPECT_KILN_ERROR(json::parse(R"("\u12G4")"), "4 hex digits");
+  EXPECT_KILN_ERROR(json::parse(R"("\x")"), "invalid escape");
+}
+
+TEST(Json, ValidatesUtf8InStrings) {
+  EXPECT_EQ(json::parse("\"\xE2\x82\xAC\xF0\x9F\x98\x80\"").as_string(), "\xE2\x82\xAC\xF0\x9F\x98\x80");
+  EXPECT_KILN_ERROR(json::parse("\"\xFF\""), "invalid UTF-8 byte \\xff", "at byte 1");
+  EXPECT_KILN_ERROR(json::parse("\"\x80\""), "invalid UTF-8 byte");
+  EXPECT_KILN_ERROR(json::parse("\"\xC0\xAF\""), "invalid UTF-8 byte");         // overlong '/'
+  EXPECT_KILN_ERROR(json::parse("\"\xE0\x80\xAF\""), "invalid UTF-8 sequence");  // overlong
+  EXPECT_KILN_ERROR(json::parse("\"\xED\xA0\x80\""), "invalid UTF-8 sequence");  // surrogate
+  EXPECT_KILN_ERROR(json::parse("\"\xF4\x90\x80\x80\""), "invalid UTF-8 sequence");  // > U+10FFFF
+  EXPECT_KILN_ERROR(json::parse("\"\xE2\x82\""), "invalid UTF-8 sequence");
+  EXPECT_KILN_ERROR(json::parse("\"\xE2\x82"), "truncated UTF-8");
+  EXPECT_KILN_ERROR(json::parse("\"a\tb\""), "control character", "at byte 2");
+}
+
+TEST(Json, StructuralErrorsNameTheByteOffset) {
+  EXPECT_KILN_ERROR(json::parse(""), "unexpected end of text", "at byte 0");
+  EXPECT_KILN_ERROR(json::parse("{\"a\" 1}"), "expected ':'", "at byte 5");
+  EXPECT_KILN_ERROR(json::parse("{\"a\":1,}"), "expected a string key", "at byte 7");
+  EXPECT_KILN_ERROR(json::parse("[1 2]"), "expected ',' or ']'", "at byte 3");
+  EXPECT_KILN_ERROR(json::parse("{\"a\":1"), "unexpected end of text");
+  EXPECT_KILN_ERROR(json::parse("\"abc"), "unterminated string");
+  EXPECT_KILN_ERROR(json::parse("{} x"), "after the value", "at byte 3");
+  EXPECT_KILN_ERROR(json::parse("tru"), "invalid literal");
+  EXPECT_KILN_ERROR(json::parse("{\"k\":1,\"k\":2}"), "duplicate key \"k\"", "at byte 7");
+}
+
+TEST(Json, DepthAndSizeAreBounded) {
+  const std::string deep = std::string(65, '[') + std::string(65, ']');
+  EXPECT_KILN_ERROR(json::parse(deep), "nesting deeper than 64 levels");
+  const std::string ok = std::string(64, '[') + std::string(64, ']');
+  EXPECT_NO_THROW(json::parse(ok));
+  // Far deeper than any stack could recurse: still a clean error.
+  EXPECT_KILN_ERROR(json::parse(std::string(1'000'000, '[')), "nesting deeper");
+  EXPECT_KILN_ERROR(json::parse("[1, 2, 3]", {.max_bytes = 4}), "exceeds the limit of 4 bytes");
+}
+
+TEST(Json, AccessorsCheckTheType) {
+  EXPECT_KILN_ERROR(json::parse("\"s\"").as_integer(), "expected an integer, got a string");
+  EXPECT_KILN_ERROR(json::parse("1.5").as_integer(), "expected an integer, got a number");
+  EXPECT_KILN_ERROR(json::parse("[]").find("k"), "expected an object, got an array");
+}
+
+TEST(Json, DumpIsCompactWithSerdeEscapes) {
+  Value v = Value::object();
+  v.add("name \"q\" \\ /", Value::string(std::string("\b\f\n\r\t\x01\x1f\x7f \xC3\xA9")));
+  v.add("list", Value::array({Value::integer(-3), Value::boolean(true), Value(), Value::number(0.5)}));
+  EXPECT_EQ(json::dump(v),
+            "{\"name \\\"q\\\" \\\\ /\":\"\\b\\f\\n\\r\\t\\u0001\\u001f\x7f \xC3\xA9\","
+            "\"list\":[-3,true,null,0.5]}");
+  EXPECT_KILN_ERROR(json::dump(Value::number(std::numeric_limits<double>::infinity())), "non-finite");
+}
+
+TEST(Json, DumpThenParseRoundTrips) {
+  const std::string text =
+      "{\"a\":[1,-9223372036854775808,{\"b\":\"\\u0000\\n\xF0\x9F\x98\x80\"}],\"c\":null,\"d\":false}";
+  EXPECT_EQ(json::dump(json::parse(text)), text);
+}
+
+}  // namespace
+}  // namespace kiln

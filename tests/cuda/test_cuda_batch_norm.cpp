@@ -1,0 +1,180 @@
+// CUDA batch-norm pieces and the batch_norm op against the CPU backend: each of the four
+// Backend kernels (stats, apply, backward_reduce, backward_input) in f32/f64/f16/bf16 on
+// shapes with few and many channels, spatial sizes that are and are not multiples of the
+// vector width, misaligned inputs (the scalar path), N = 1, S = 1, one big enough for the
+// split-channel grid, into poisoned outputs (Note [Poisoned outputs]); then the public op
+// in training and eval, forward, running statistics and gradients, on non-contiguous
+// inputs. Skips without a GPU.
+//
+// Tolerance: the CPU accumulates in double, the GPU in float (double for double input)
+// and in another order; per-channel values go through a few more roundings: the dtype's
+// tolerance (the statistics dtype's for per-channel results) times kSlack.
+#include "core/backend.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace kiln {
+namespace {
+
+using testing::kCuda;
+constexpr double kSlack = 8.0;
+
+const std::vector<std::vector<int64_t>> kShapes = {
+    {2, 3, 5},  {1, 4, 7},       {5, 7},   {3, 70, 3}, {2, 5, 1030}, {1, 2, 33, 17}, {8, 3, 4096},
+    {4, 300, 8}, {2, 2, 64, 64, 8}, {1, 3, 8}, {6, 1, 1}};
+
+DType stats_dtype(DType dtype) { return dtype == DType::Float64 ? DType::Float64 : DType::Float32; }
+
+// `t`'s values on the GPU, contiguous, starting one element past a 16-byte boundary when
+// `misaligned` (so the kernels cannot use vector loads).
+Tensor on_gpu(const Tensor& t, bool misaligned) {
+  if (!misaligned) return t.to(kCuda);
+  const Tensor buffer = zeros({t.numel() + 1}, {.dtype = t.dtype(), .device = kCuda});
+  Tensor view = buffer.narrow(0, 1, t.numel()).view(t.sizes());
+  view.copy_(t.to(kCuda));
+  return view;
+}
+
+// Per-channel values in the statistics dtype, positive when `positive`.
+Tensor channel_values(int64_t channels, DType dtype, uint64_t seed, bool positive = false) {
+  return positive ? testing::random_uniform({channels}, 0.5, 2, stats_dtype(dtype), seed)
+                  : testing::random_for({channels}, stats_dtype(dtype), seed);
+}
+
+std::string trace(DType dtype, const std::vector<int64_t>& sizes, bool misaligned) {
+  return (::testing::Message() << dtype << " sizes " << ::testing::PrintToString(sizes)
+                               << (misaligned ? " misaligned" : ""))
+      .GetString();
+}
+
+TEST(CudaBatchNorm, StatsMatchCpu) {
+  KILN_REQUIRE_CUDA();
+  for (DType dtype : testing::kFloatingDTypes) {
+    for (const auto& sizes : kShapes) {
+      for (bool misaligned : {false, true}) {
+        SCOPED_TRACE(trace(dtype, sizes, misaligned));
+        const Tensor x = testing::random_for(sizes, dtype, 1);
+        const int64_t c = sizes[1];
+        const Tensor mean = empty({c}, {.dtype = stats_dtype(dtype)}), var = empty({c}, {.dtype = stats_dtype(dtype)});
+        backend(Device::cpu()).batch_norm_stats(x, mean, var);
+        const Tensor gpu_mean = testing::poisoned({c}, stats_dtype(dtype), kCuda);
+        const Tensor gpu_var = testing::poisoned({c}, stats_dtype(dtype), kCuda);
+        backend(kCuda).batch_norm_stats(on_gpu(x, misaligned), gpu_mean, gpu_var);
+        EXPECT_TRUE(testing::matches_cpu(gpu_mean, mean, kSlack));
+        EXPECT_TRUE(testing::matches_cpu(gpu_var, var, kSlack));
+      }
+    }
+  }
+}
+
+TEST(CudaBatchNorm, ApplyMatchesCpu) {
+  KILN_REQUIRE_CUDA();
+  for (DType dtype : testing::kFloatingDTypes) {
+    for (const auto& sizes : kShapes) {
+      for (bool misaligned : {false, true}) {
+        for (bool affine : {true, false}) {
+          SCOPED_TRACE(trace(dtype, sizes, misaligned) + (affine ? " affine" : ""));
+          const int64_t c = sizes[1];
+          const Tensor x = testing::random_for(sizes, dtype, 2);
+          const Tensor mean = channel_values(c, dtype, 3), invstd = channel_values(c, dtype, 4, true);
+          const Tensor w = affine ? channel_values(c, dtype, 5) : Tensor();
+          const Tensor b = affine ? channel_values(c, dtype, 6) : Tensor();
+          const Tensor expected = empty(sizes, {.dtype = dtype});
+          backend(Device::cpu()).batch_norm_apply(x, mean, invstd, w, b, expected);
+          const Tensor actual = on_gpu(testing::poisoned(sizes, dtype, Device::cpu()), misaligned);
+          backend(kCuda).batch_norm_apply(on_gpu(x, misaligned), mean.to(kCuda), invstd.to(kCuda),
+                                          affine ? w.to(kCuda) : w, affine ? b.to(kCuda) : b, actual);
+          EXPECT_TRUE(testing::matches_cpu(actual, expected, kSlack));
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaBatchNorm, BackwardReduceMatchesCpu) {
+  KILN_REQUIRE_CUDA();
+  for (DType dtype : testing::kFloatingDTypes) {
+    for (const auto& sizes : kShapes) {
+      for (bool misaligned : {false, true}) {
+        SCOPED_TRACE(trace(dtype, sizes, misaligned));
+        const int64_t c = sizes[1];
+        const DType sd = stats_dtype(dtype);
+        const Tensor dy = testing::random_for(sizes, dtype, 7), x = testing::random_for(sizes, dtype, 8);
+        const Tensor mean = channel_values(c, dtype, 9);
+        const Tensor sum_dy = empty({c}, {.dtype = sd}), sum_dy_xmu = empty({c}, {.dtype = sd});
+        backend(Device::cpu()).batch_norm_backward_reduce(dy, x, mean, sum_dy, sum_dy_xmu);
+        const Tensor gpu_sum_dy = testing::poisoned({c}, sd, kCuda), gpu_sum_dy_xmu = testing::poisoned({c}, sd, kCuda);
+        backend(kCuda).batch_norm_backward_reduce(on_gpu(dy, misaligned), on_gpu(x, misaligned), mean.to(kCuda),
+                                                  gpu_sum_dy, gpu_sum_dy_xmu);
+        // sums of N * S terms of size ~1: compare with an absolute tolerance that grows with them
+        const double count = static_cast<double>(x.numel() / c);
+        const testing::Tolerance tol = testing::tolerance_for(sd);
+        const testing::Tolerance scaled{tol.atol * kSlack * count, tol.rtol * kSlack};
+        EXPECT_TRUE(testing::all_close(gpu_sum_dy.to(Device::cpu()), sum_dy, scaled));
+        EXPECT_TRUE(testing::all_close(gpu_sum_dy_xmu.to(Device::cpu()), sum_dy_xmu, scaled));
+      }
+    }
+  }
+}
+
+TEST(CudaBatchNorm, BackwardInputMatchesCpu) {
+  KILN_REQUIRE_CUDA();
+  for (DType dtype : testing::kFloatingDTypes) {
+    for (const auto& sizes : kShapes) {
+      for (bool misaligned : {false, true}) {
+        for (bool affine : {true, false}) {
+          SCOPED_TRACE(trace(dtype, sizes, misaligned) + (affine ? " affine" : ""));
+          const int64_t c = sizes[1], count = 11;
+          const Tensor dy = testing::random_for(sizes, dtype, 10), x = testing::random_for(sizes, dtype, 11);
+          const Tensor mean = channel_values(c, dtype, 12), invstd = channel_values(c, dtype, 13, true);
+          const Tensor w = affine ? channel_values(c, dtype, 14) : Tensor();
+          const Tensor sum_dy = channel_values(c, dtype, 15), sum_dy_xmu = channel_values(c, dtype, 16);
+          const Tensor expected = empty(sizes, {.dtype = dtype});
+          backend(Device::cpu()).batch_norm_backward_input(dy, x, mean, invstd, w, sum_dy, sum_dy_xmu, count, expected);
+          const Tensor actual = on_gpu(testing::poisoned(sizes, dtype, Device::cpu()), misaligned);
+          backend(kCuda).batch_norm_backward_input(on_gpu(dy, misaligned), on_gpu(x, misaligned), mean.to(kCuda),
+                                                   invstd.to(kCuda), affine ? w.to(kCuda) : w, sum_dy.to(kCuda),
+                                                   sum_dy_xmu.to(kCuda), count, actual);
+          EXPECT_TRUE(testing::matches_cpu(actual, expected, kSlack));
+        }
+      }
+    }
+  }
+}
+
+// The public op on both devices: outputs, running statistics, and gradients.
+TEST(CudaBatchNorm, OpForwardBackwardAndRunningStatsMatchCpu) {
+  KILN_REQUIRE_CUDA();
+  const std::vector<std::vector<int64_t>> shapes = {{6, 3}, {4, 5, 9}, {2, 4, 6, 5}, {2, 3, 4, 4, 4}, {1, 2, 3, 3, 3}};
+  for (DType dtype : testing::kFloatingDTypes) {
+    for (const auto& sizes : shapes) {
+      for (bool training : {true, false}) {
+        SCOPED_TRACE(trace(dtype, sizes, false) + (training ? " training" : " eval"));
+        const int64_t c = sizes[1];
+        const Tensor x = testing::non_contiguous(testing::random_for(sizes, dtype, 20));
+        const Tensor g = testing::random_for(sizes, dtype, 21);
+        const Tensor w = testing::random_for({c}, DType::Float32, 22), b = testing::random_for({c}, DType::Float32, 23);
+        Tensor rm = testing::random_for({c}, DType::Float32, 24);
+        Tensor rv = testing::random_uniform({c}, 0.5, 2, DType::Float32, 25);
+        Tensor gpu_rm = rm.to(kCuda), gpu_rv = rv.to(kCuda);
+        const Tensor cx = x.detach().requires_grad_(true), cw = w.detach().requires_grad_(true);
+        const Tensor cb = b.detach().requires_grad_(true);
+        const Tensor gx = testing::on_device(x, kCuda, true).detach().requires_grad_(true);
+        const Tensor gw = w.to(kCuda).requires_grad_(true), gb = b.to(kCuda).requires_grad_(true);
+        const Tensor cpu_y = batch_norm(cx, rm, rv, cw, cb, training, 0.2);
+        const Tensor gpu_y = batch_norm(gx, gpu_rm, gpu_rv, gw, gb, training, 0.2);
+        EXPECT_TRUE(testing::matches_cpu(gpu_y, cpu_y, kSlack));
+        EXPECT_TRUE(testing::matches_cpu(gpu_rm, rm, kSlack));
+        EXPECT_TRUE(testing::matches_cpu(gpu_rv, rv, kSlack));
+        cpu_y.backward(g);
+        gpu_y.backward(g.to(kCuda));
+        EXPECT_TRUE(testing::matches_cpu(gx.grad(), cx.grad(), kSlack));
+        const testing::Tolerance tol{1e-3 * static_cast<double>(x.numel() / c), 1e-3};  // sums over N * S
+        EXPECT_TRUE(testing::all_close(gw.grad().to(Device::cpu()), cw.grad(), tol));
+        EXPECT_TRUE(testing::all_close(gb.grad().to(Device::cpu()), cb.grad(), tol));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,155 @@
+// The `kiln` command through its library functions (tools/cli.h): the inspect table for
+// a fixture (golden text), info's content, help, and exit codes with their one-line
+// errors (Note [Exit codes]). The binary itself is run by ctest (tools/CMakeLists.txt).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+#include <sstream>
+
+#include "tests/test_util.h"
+#include "tools/cli.h"
+
+namespace kiln {
+namespace {
+
+const std::string kFixtures =
+    (std::filesystem::path(KILN_SOURCE_DIR) / "tests" / "data" / "safetensors").string();
+
+struct CliResult {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+CliResult run_cli(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int code = tools::run_kiln(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+TEST(KilnCli, InspectPrintsTheTensorsSortedByName) {
+  const std::string path = kFixtures + "/all_dtypes.safetensors";
+  const CliResult result = run_cli({"inspect", path});
+  EXPECT_EQ(result.code, 0);
+  EXPECT_EQ(result.err, "");
+  EXPECT_EQ(result.out, path + ": 717 bytes (header 616 bytes)\n"
+                        "metadata:\n"
+                        "  format = pt\n"
+                        "tensors:\n"
+                        "  name   dtype  shape   bytes\n"
+                        "  a.z    F32    [1]         4\n"
+                        "  bf16   BF16   [3]         6\n"
+                        "  bool   BOOL   [3]         3\n"
+                        "  empty  F32    [0, 3]      0\n"
+                        "  f16    F16    [2, 2]      8\n"
+                        "  f32    F32    [2, 3]     24\n"
+                        "  f64    F64    [3]        24\n"
+                        "  i32    I32    []          4\n"
+                        "  i64    I64    [2]        16\n"
+                        "  u8     U8     [4]         4\n"
+                        "total: 10 tensors, 27 parameters, 93 bytes of data (93 B)\n");
+}
+
+TEST(KilnCli, InspectQuotesNamesWithControlCharacters) {
+  const std::string text =
+      tools::format_inspect("n", safetensors::read_header(kFixtures + "/names.safetensors"));
+  EXPECT_NE(text.find("  \"ctl\\t\\u0001\"     F32    [1]        4\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  emb\xC3\xA9              F32"), std::string::npos) << text;
+  EXPECT_NE(text.find("total: 4 tensors, 4 parameters, 16 bytes of data (16 B)\n"), std::string::npos);
+}
+
+TEST(KilnCli, InspectErrorsAreOneLineWithExitCode1) {
+  const CliResult corrupt = run_cli({"inspect", kFixtures + "/truncated.safetensors"});
+  EXPECT_EQ(corrupt.code, 1);
+  EXPECT_EQ(corrupt.out, "");
+  EXPECT_EQ(corrupt.err, "kiln: safetensors: " + kFixtures +
+                             "/truncated.safetensors: tensor 'bool' ends at byte 93 of the data buffer, "
+                             "which has only 92 bytes (truncated file?)\n");
+  const CliResult missing = run_cli({"inspect", "/no/such/file.safetensors"});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_EQ(missing.err.rfind("kiln: safetensors: cannot open /no/such/file.safetensors: ", 0), 0u) << missing.err;
+  EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1);
+}
+
+TEST(KilnCli, UsageErrorsExitWith2) {
+  const CliResult none = run_cli({"inspect"});
+  EXPECT_EQ(none.code, 2);
+  EXPECT_EQ(none.err, "kiln inspect: needs a FILE\nusage: kiln inspect FILE\n");
+  EXPECT_EQ(run_cli({"inspect", "a", "b"}).code, 2);
+  EXPECT_EQ(run_cli({"info", "extra"}).code, 2);
+  const CliResult empty = run_cli({});
+  EXPECT_EQ(empty.code, 2);
+  EXPECT_NE(empty.err.find("usage: kiln <command>"), std::string::npos);
+}
+
+TEST(KilnCli, UnknownCommandExitsWith1) {
+  const CliResult result = run_cli({"frobnicate"});
+  EXPECT_EQ(result.code, 1);
+  EXPECT_EQ(result.err, "kiln: unknown command 'frobnicate' (try kiln --help)\n");
+}
+
+TEST(KilnCli, HelpListsEveryCommand) {
+  for (const char* flag : {"help", "--help", "-h"}) {
+    const CliResult result = run_cli({flag});
+    EXPECT_EQ(result.code, 0);
+    for (const char* command : {"info", "inspect FILE", "help"}) {
+      EXPECT_NE(result.out.find(std::string("  ") + command), std::string::npos) << result.out;
+    }
+  }
+  EXPECT_EQ(run_cli({"inspect", "--help"}).out, "usage: kiln inspect FILE\n");
+}
+
+TEST(KilnCli, InfoReportsVersionBuildAndCuda) {
+  const BuildInfo build = build_info();
+  EXPECT_TRUE(std::regex_match(build.version, std::regex(R"(\d+\.\d+\.\d+)"))) << build.version;
+  EXPECT_GT(build.openmp_threads, 0);
+  const CliResult result = run_cli({"info"});
+  EXPECT_EQ(result.code, 0);
+  EXPECT_EQ(result.out.rfind("Kiln " + build.version + "\n", 0), 0u) << result.out;
+  EXPECT_NE(result.out.find("Eigen " + build.eigen_version), std::string::npos);
+  const CudaInfo cuda = cuda_info();
+  EXPECT_EQ(cuda.built, build.cuda_built);
+  if (cuda.available) {
+    ASSERT_FALSE(cuda.devices.empty());
+    EXPECT_NE(result.out.find("cuda:0  " + cuda.devices[0].name), std::string::npos) << result.out;
+  } else {
+    EXPECT_NE(result.out.find("CUDA not available: " + cuda.unavailable_reason), std::string::npos) << result.out;
+  }
+}
+
+TEST(KilnCli, InfoFormatsDevices) {
+  const BuildInfo build{.version = "9.8.7", .build_type = "Debug", .compiler = "GNU 1.2", .eigen_version = "3.4.0",
+                        .openmp_version = "201511", .openmp_threads = 4, .cuda_built = true,
+                        .cuda_architectures = "90", .cuda_compiler = "NVIDIA 13.0"};
+  CudaInfo cuda;
+  cuda.built = cuda.available = true;
+  cuda.runtime_version = "13.0";
+  cuda.driver_version = "13.1";
+  cuda.cublas_version = "13.1.0";
+  cuda.cudnn_version = "9.13.0";
+  cuda.nccl_version = "not built";
+  cuda.devices.push_back({.index = 0, .name = "NVIDIA H200", .major = 9, .minor = 0,
+                          .total_memory = size_t{150} << 30, .multiprocessors = 132});
+  EXPECT_EQ(tools::format_info(build, cuda),
+            "Kiln 9.8.7\n"
+            "build: Debug, GNU 1.2, C++20\n"
+            "CPU backend: Eigen 3.4.0, OpenMP 201511 (4 threads)\n"
+            "CUDA backend: built for architectures 90 with NVIDIA 13.0\n"
+            "  runtime 13.0, driver 13.1\n"
+            "  cuBLAS 13.1.0\n"
+            "  cuDNN 9.13.0\n"
+            "  NCCL not built\n"
+            "devices: 1\n"
+            "  cuda:0  NVIDIA H200, compute capability 9.0, 150.0 GiB, 132 SMs\n");
+}
+
+TEST(KilnCli, HumanBytes) {
+  EXPECT_EQ(tools::human_bytes(0), "0 B");
+  EXPECT_EQ(tools::human_bytes(1023), "1023 B");
+  EXPECT_EQ(tools::human_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(tools::human_bytes(int64_t{3} << 30), "3.0 GiB");
+}
+
+}  // namespace
+}  // namespace kiln

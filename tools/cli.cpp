@@ -1,0 +1,74 @@
+// run_kiln: the subcommand table, help, and the mapping of failures to exit codes
+// (Note [Exit codes] in tools/cli.h).
+#include "tools/cli.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/error.h"
+
+namespace kiln::tools {
+namespace {
+
+struct Subcommand {
+  const char* name;
+  const char* arguments;
+  const char* summary;
+  int (*run)(const std::vector<std::string>& args, std::ostream& out);
+};
+
+const Subcommand kSubcommands[] = {
+    {"info", "", "Kiln's version and build, its libraries' versions, and the GPUs it sees", run_info},
+    {"inspect", "FILE", "the tensors (name, dtype, shape, bytes) and metadata of a safetensors file",
+     run_inspect},
+};
+
+void print_help(std::ostream& out) {
+  out << "usage: kiln <command> [arguments]\n\ncommands:\n";
+  for (const Subcommand& command : kSubcommands) {
+    std::string head = std::string(command.name) + " " + command.arguments;
+    head.resize(std::max<size_t>(head.size(), 15), ' ');
+    out << "  " << head << command.summary << "\n";
+  }
+  out << "  help           this message (also kiln --help)\n\n"
+         "exit status: 0 on success, 1 on an error (bad input, unknown command),\n"
+         "2 on wrong arguments to a command\n";
+}
+
+// Errors print on one line.
+std::string one_line(std::string message) {
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  return message;
+}
+
+}  // namespace
+
+int run_kiln(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (args.empty()) {
+    print_help(err);
+    return 2;
+  }
+  const std::string& name = args[0];
+  if (name == "help" || name == "--help" || name == "-h") {
+    print_help(out);
+    return 0;
+  }
+  for (const Subcommand& command : kSubcommands) {
+    if (name != command.name) continue;
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
+    try {
+      return command.run(rest, out);
+    } catch (const UsageError& e) {
+      err << "kiln " << name << ": " << one_line(e.what()) << "\nusage: kiln " << name << " "
+          << command.arguments << "\n";
+      return 2;
+    } catch (const std::exception& e) {
+      err << "kiln: " << one_line(e.what()) << "\n";
+      return 1;
+    }
+  }
+  err << "kiln: unknown command '" << one_line(name) << "' (try kiln --help)\n";
+  return 1;
+}
+
+}  // namespace kiln::tools

@@ -1,0 +1,41 @@
+// The `kiln` command as library functions, so tests can run it without a process.
+//
+// run_kiln(args) dispatches args[0] to a subcommand (one file each: info.cpp,
+// inspect.cpp) and turns failures into exit codes (Note [Exit codes]); main.cpp only
+// forwards argv. Each subcommand also exposes its formatting as a pure function.
+//
+// Note [Exit codes]: 0 on success; 1 on an error, with one line "kiln: <message>" on
+// stderr (bad input file, unknown subcommand); 2 on wrong arguments to a subcommand,
+// with its usage line.
+#pragma once
+
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/safetensors.h"
+#include "kernels/build_info.h"
+
+namespace kiln::tools {
+
+// Runs `kiln args...` (args excludes the program name), writing to out and err.
+int run_kiln(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// Thrown by a subcommand for wrong arguments: exit code 2 with the usage line.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// `kiln info`: versions and devices (kernels/build_info.h).
+int run_info(const std::vector<std::string>& args, std::ostream& out);
+std::string format_info(const BuildInfo& build, const CudaInfo& cuda);
+
+// `kiln inspect FILE`: a safetensors file's tensors (sorted by name) and metadata.
+int run_inspect(const std::vector<std::string>& args, std::ostream& out);
+std::string format_inspect(const std::string& path, const safetensors::Header& header);
+
+// "717 B", "1.5 KiB", "3.2 GiB".
+std::string human_bytes(int64_t bytes);
+
+}  // namespace kiln::tools

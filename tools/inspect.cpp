@@ -1,0 +1,109 @@
+// `kiln inspect FILE`: reads only the header of a safetensors file
+// (safetensors::read_header, which validates it fully) and prints its metadata, every
+// tensor sorted by name with dtype, shape and bytes, and the totals.
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/json.h"
+#include "tools/cli.h"
+
+namespace kiln::tools {
+namespace {
+
+// Names and metadata print as they are, unless they hold control characters: then as a
+// quoted JSON string, so the table stays one line per tensor.
+std::string printable(const std::string& text) {
+  const bool plain = std::none_of(text.begin(), text.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  });
+  if (plain && !text.empty()) return text;
+  std::string quoted;
+  json::append_quoted(quoted, text);
+  return quoted;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) { return shape_str(shape); }
+
+// Columns are measured in code points (UTF-8 lead bytes), not bytes, so "embé" lines up.
+size_t display_width(const std::string& text) {
+  return static_cast<size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+std::string pad_right(const std::string& text, size_t width) {
+  return text + std::string(width - std::min(width, display_width(text)), ' ');
+}
+std::string pad_left(const std::string& text, size_t width) {
+  return std::string(width - std::min(width, display_width(text)), ' ') + text;
+}
+
+}  // namespace
+
+std::string human_bytes(int64_t bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 5) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f %s", value, kUnits[unit]);
+  return text;
+}
+
+std::string format_inspect(const std::string& path, const safetensors::Header& header) {
+  std::ostringstream os;
+  os << path << ": " << header.file_bytes << " bytes (header " << header.header_bytes << " bytes)\n";
+  if (!header.metadata.empty()) {
+    os << "metadata:\n";
+    for (const auto& [key, value] : header.metadata) os << "  " << printable(key) << " = " << printable(value) << "\n";
+  }
+  std::vector<const safetensors::TensorInfo*> tensors;
+  for (const auto& info : header.tensors) tensors.push_back(&info);
+  std::sort(tensors.begin(), tensors.end(), [](auto* a, auto* b) { return a->name < b->name; });
+
+  size_t name_width = 4, dtype_width = 5, shape_width = 5, bytes_width = 5;
+  for (const auto* info : tensors) {
+    name_width = std::max(name_width, display_width(printable(info->name)));
+    dtype_width = std::max(dtype_width, info->dtype.size());
+    shape_width = std::max(shape_width, shape_text(info->shape).size());
+    bytes_width = std::max(bytes_width, std::to_string(info->nbytes()).size());
+  }
+  const auto row = [&](const std::string& name, const std::string& dtype, const std::string& shape,
+                       const std::string& bytes) {
+    os << "  " << pad_right(name, name_width) << "  " << pad_right(dtype, dtype_width) << "  "
+       << pad_right(shape, shape_width) << "  " << pad_left(bytes, bytes_width) << "\n";
+  };
+  if (!tensors.empty()) {
+    os << "tensors:\n";
+    row("name", "dtype", "shape", "bytes");
+  }
+  int64_t parameters = 0, bytes = 0;
+  for (const auto* info : tensors) {
+    row(printable(info->name), info->dtype, shape_text(info->shape), std::to_string(info->nbytes()));
+    parameters += info->numel();
+    bytes += info->nbytes();
+  }
+  os << "total: " << tensors.size() << (tensors.size() == 1 ? " tensor, " : " tensors, ") << parameters
+     << (parameters == 1 ? " parameter, " : " parameters, ") << bytes << " bytes of data ("
+     << human_bytes(bytes) << ")\n";
+  return os.str();
+}
+
+int run_inspect(const std::vector<std::string>& args, std::ostream& out) {
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    out << "usage: kiln inspect FILE\n";
+    return 0;
+  }
+  if (args.size() != 1) {
+    throw UsageError(args.empty() ? "needs a FILE" : "takes one FILE, got " + std::to_string(args.size()) + " arguments");
+  }
+  out << format_inspect(args[0], safetensors::read_header(args[0]));
+  return 0;
+}
+
+}  // namespace kiln::tools
