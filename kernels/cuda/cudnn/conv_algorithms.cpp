@@ -5,6 +5,7 @@
 // cache keyed by this machine's GPU and cuDNN.
 #include "kernels/cuda/cudnn/conv_algorithms.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -45,9 +46,9 @@ class CudnnAlgorithmSource final : public ConvAlgorithmSource {
   std::vector<ConvAlgorithm> heuristics(const ConvKey& key) override {
     d_.conv.set_math(key.math);
     switch (key.pass) {
-      case ConvPass::Forward: return forward_heuristics();
-      case ConvPass::BackwardData: return backward_data_heuristics();
-      case ConvPass::BackwardFilter: return backward_filter_heuristics();
+      case ConvPass::Forward: return with_workspace_sizes(key, forward_heuristics());
+      case ConvPass::BackwardData: return with_workspace_sizes(key, backward_data_heuristics());
+      case ConvPass::BackwardFilter: return with_workspace_sizes(key, backward_filter_heuristics());
     }
     return {};
   }
@@ -62,6 +63,11 @@ class CudnnAlgorithmSource final : public ConvAlgorithmSource {
   // the caller's output is never touched by the search (the chosen algorithm computes it
   // afterwards).
   std::vector<ConvAlgorithm> search(const ConvKey& key, void* workspace, size_t workspace_bytes) override {
+    return with_workspace_sizes(key, timed(key, workspace, workspace_bytes));
+  }
+
+ private:
+  std::vector<ConvAlgorithm> timed(const ConvKey& key, void* workspace, size_t workspace_bytes) {
     d_.conv.set_math(key.math);
     const Tensor& written = key.pass == ConvPass::Forward        ? operands_.y
                             : key.pass == ConvPass::BackwardData ? operands_.x
@@ -99,7 +105,40 @@ class CudnnAlgorithmSource final : public ConvAlgorithmSource {
     return {};
   }
 
- private:
+  // Note [Conv workspace sizes]: the workspace an algorithm is run with is what
+  // cudnnGet*WorkspaceSize says for it in the math type it will run in, not only the
+  // `memory` its perf result reported (which heuristics may estimate): the larger of the
+  // two. An algorithm whose size cuDNN will not give is dropped.
+  std::vector<ConvAlgorithm> with_workspace_sizes(const ConvKey& key, std::vector<ConvAlgorithm> algorithms) {
+    std::vector<ConvAlgorithm> out;
+    for (ConvAlgorithm algorithm : algorithms) {
+      d_.conv.set_math(run_as(key, algorithm).math);
+      size_t bytes = 0;
+      if (workspace_size(key.pass, algorithm.algo, &bytes) != CUDNN_STATUS_SUCCESS) continue;
+      algorithm.workspace_bytes = std::max(algorithm.workspace_bytes, bytes);
+      out.push_back(algorithm);
+    }
+    d_.conv.set_math(key.math);
+    return out;
+  }
+
+  cudnnStatus_t workspace_size(ConvPass pass, int algo, size_t* bytes) const {
+    switch (pass) {
+      case ConvPass::Forward:
+        return cudnnGetConvolutionForwardWorkspaceSize(handle_, d_.x.get(), d_.w.get(), d_.conv.get(), d_.y.get(),
+                                                       static_cast<cudnnConvolutionFwdAlgo_t>(algo), bytes);
+      case ConvPass::BackwardData:
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(handle_, d_.w.get(), d_.y.get(), d_.conv.get(),
+                                                            d_.x.get(),
+                                                            static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), bytes);
+      case ConvPass::BackwardFilter:
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            handle_, d_.x.get(), d_.y.get(), d_.conv.get(), d_.w.get(),
+            static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), bytes);
+    }
+    return CUDNN_STATUS_BAD_PARAM;
+  }
+
   std::vector<ConvAlgorithm> forward_heuristics() {
     std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
     int n = 0;
