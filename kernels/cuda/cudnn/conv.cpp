@@ -48,7 +48,8 @@ void run_pass(ConvPass pass, const ConvOperands& o, const ConvParams& params) {
   ConvDescriptors d(o.x, o.w, o.y, params);
   const ConvKey key = conv_key(pass, o.x, o.w, params);
   const cudnnHandle_t handle = cudnn_handle(stream);
-  const ConvAlgorithmCache::Choice choice = choose_conv_algorithm(key, handle, d, o, stream);
+  CachingWorkspaceMemory memory(stream);  // declared before `choice`, whose workspace it frees
+  const ConvAlgorithmCache::Choice choice = choose_conv_algorithm(key, handle, d, o, memory);
   d.conv.set_math(choice.algorithm.math);
   const Scaling scale(o.x.dtype());
   void* workspace = choice.workspace.data();

@@ -145,7 +145,8 @@ class ConvAlgorithmCache {
     std::vector<ConvAlgorithm> ranking;
     bool searched = false;
   };
-  // The algorithm to run now, with its workspace allocated.
+  // The algorithm to run now, with its workspace allocated (from the `memory` given to
+  // choose(), which must outlive the Choice).
   struct Choice {
     ConvAlgorithm algorithm;
     Workspace workspace;

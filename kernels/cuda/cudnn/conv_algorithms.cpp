@@ -1,7 +1,8 @@
 // The algorithm cache over the real cuDNN (conv_algorithms.h): CudnnAlgorithmSource asks
 // cuDNN's heuristics (cudnnGet*Algorithm_v7) and times algorithms (cudnnFind*AlgorithmEx)
 // for one pass; CachingWorkspaceMemory hands out workspaces from the caching allocator and
-// answers "no" instead of throwing when memory is short; and the hooks save and load the
+// answers "no" instead of throwing when memory is short (the allocator has already
+// released its cache and retried by then); and the hooks save and load the
 // cache keyed by this machine's GPU and cuDNN.
 #include "kernels/cuda/cudnn/conv_algorithms.h"
 
@@ -171,27 +172,6 @@ class CudnnAlgorithmSource final : public ConvAlgorithmSource {
   const ConvOperands& operands_;
 };
 
-// Workspaces from the caching allocator on one stream. A request that cannot be met
-// (even after the allocator has released its cache and retried) is answered with null,
-// so the cache tries the next algorithm instead of failing the convolution.
-class CachingWorkspaceMemory final : public WorkspaceMemory {
- public:
-  explicit CachingWorkspaceMemory(Stream stream) : stream_(stream) {}
-
-  void* try_allocate(size_t nbytes) override {
-    if (nbytes > device_properties(stream_.device()).total_memory) return nullptr;  // no point asking
-    try {
-      return raw_allocate(nbytes, stream_);
-    } catch (const Error&) {
-      return nullptr;
-    }
-  }
-  void free(void* ptr) override { raw_free(ptr); }
-
- private:
-  Stream stream_;
-};
-
 // This machine as an algorithm file sees it: the distinct GPU names and cuDNN's version.
 AlgorithmCacheIdentity this_machine() {
   std::set<std::string> names;
@@ -205,6 +185,17 @@ AlgorithmCacheIdentity this_machine() {
 }
 
 }  // namespace
+
+void* CachingWorkspaceMemory::try_allocate(size_t nbytes) {
+  if (nbytes > device_properties(stream_.device()).total_memory) return nullptr;  // no point asking
+  try {
+    return raw_allocate(nbytes, stream_);
+  } catch (const Error&) {
+    return nullptr;
+  }
+}
+
+void CachingWorkspaceMemory::free(void* ptr) { raw_free(ptr); }
 
 ConvAlgorithmCache& conv_algorithm_cache() {
   static auto* cache = new ConvAlgorithmCache();
@@ -236,9 +227,8 @@ ConvKey conv_key(ConvPass pass, const Tensor& x, const Tensor& w, const ConvPara
 }
 
 ConvAlgorithmCache::Choice choose_conv_algorithm(const ConvKey& key, cudnnHandle_t handle, ConvDescriptors& d,
-                                                 const ConvOperands& operands, Stream stream) {
+                                                 const ConvOperands& operands, WorkspaceMemory& memory) {
   CudnnAlgorithmSource source(handle, d, operands);
-  CachingWorkspaceMemory memory(stream);
   return conv_algorithm_cache().choose(key, cudnn::benchmark(), source, memory);
 }
 

@@ -32,10 +32,22 @@ struct ConvOperands {
   const Tensor& y;
 };
 
-// Picks the algorithm for `key` (Note [Choosing a conv algorithm]), searching on scratch
-// copies of the written operand in benchmark mode, and returns it with its workspace on
-// `stream`.
+// Workspaces from the caching allocator on `stream`: null, not an error, when a request
+// cannot be met. Must outlive the Choices whose workspaces it handed out.
+class CachingWorkspaceMemory final : public WorkspaceMemory {
+ public:
+  explicit CachingWorkspaceMemory(Stream stream) : stream_(stream) {}
+  void* try_allocate(size_t nbytes) override;
+  void free(void* ptr) override;
+
+ private:
+  Stream stream_;
+};
+
+// Picks the algorithm for `key` (Note [Choosing a conv algorithm]), searching on a
+// scratch copy of the written operand in benchmark mode, and returns it with its
+// workspace from `memory`.
 ConvAlgorithmCache::Choice choose_conv_algorithm(const ConvKey& key, cudnnHandle_t handle, ConvDescriptors& d,
-                                                 const ConvOperands& operands, Stream stream);
+                                                 const ConvOperands& operands, WorkspaceMemory& memory);
 
 }  // namespace kiln::cuda
