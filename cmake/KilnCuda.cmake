@@ -37,11 +37,13 @@ if(KILN_WITH_CUDA)
     HINTS ${CUDNN_ROOT} $ENV{CUDNN_ROOT} ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
   find_library(CUDNN_LIBRARY cudnn
     HINTS ${CUDNN_ROOT} $ENV{CUDNN_ROOT} ${CUDAToolkit_LIBRARY_DIR} PATH_SUFFIXES lib64 lib)
-  if(NOT CUDNN_INCLUDE_DIR OR NOT CUDNN_LIBRARY)
+  if(NOT CUDNN_INCLUDE_DIR OR NOT CUDNN_LIBRARY OR NOT EXISTS "${CUDNN_LIBRARY}")
+    set(_kiln_cuda_major ${CUDAToolkit_VERSION_MAJOR})
     message(FATAL_ERROR "CUDA is on but cuDNN was not found (cudnn.h: ${CUDNN_INCLUDE_DIR}, "
-      "libcudnn: ${CUDNN_LIBRARY}). Kiln's GPU convolutions need cuDNN 8 or 9: install NVIDIA's "
-      "Debian package cudnn9-cuda-12 (or libcudnn9-dev-cuda-12), or point CUDNN_ROOT at an unpacked "
-      "cuDNN, or configure with -DKILN_CUDA=OFF for a CPU-only build.")
+      "libcudnn: ${CUDNN_LIBRARY}). Kiln's GPU convolutions need cuDNN 9: install NVIDIA's "
+      "Debian package cudnn9-cuda-${_kiln_cuda_major} (headers and libraries: "
+      "libcudnn9-dev-cuda-${_kiln_cuda_major}), or point CUDNN_ROOT at an unpacked cuDNN, or "
+      "configure with -DKILN_CUDA=OFF for a CPU-only build.")
   endif()
   add_library(Kiln::cudnn UNKNOWN IMPORTED)
   set_target_properties(Kiln::cudnn PROPERTIES
