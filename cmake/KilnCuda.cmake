@@ -1,13 +1,37 @@
 # Resolves the KILN_CUDA option (AUTO|ON|OFF) into KILN_WITH_CUDA.
-# AUTO turns CUDA on when a CUDA compiler and the CUDA toolkit are both found; ON makes
-# their absence a configure error; OFF never looks. Hopper (sm_90) is the default target.
+# AUTO turns CUDA on when a CUDA compiler, the CUDA toolkit and cuDNN are all found; ON
+# makes the absence of any of them a configure error; OFF never looks. Hopper (sm_90) is
+# the default target.
+#
+# Note [cuDNN is required with CUDA]: a CUDA build also needs cuDNN (convolutions on the
+# GPU are cuDNN's, kernels/cuda/cudnn/). We never build a CUDA backend without
+# convolution: every model Kiln exists to train is a CNN, so such a build would only fail
+# later, at the first conv, far from the cause. With AUTO, a toolkit without cuDNN gives a
+# CPU-only build and a warning naming the package; with ON it is an error.
+# cuDNN is looked for beside the toolkit and under CUDNN_ROOT; the imported target
+# Kiln::cudnn is linked privately by kiln_cuda.
 set(KILN_WITH_CUDA OFF)
 if(NOT KILN_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   check_language(CUDA)
   find_package(CUDAToolkit QUIET)
   if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND)
-    set(KILN_WITH_CUDA ON)
+    find_path(CUDNN_INCLUDE_DIR cudnn.h
+      HINTS ${CUDNN_ROOT} $ENV{CUDNN_ROOT} ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
+    find_library(CUDNN_LIBRARY cudnn
+      HINTS ${CUDNN_ROOT} $ENV{CUDNN_ROOT} ${CUDAToolkit_LIBRARY_DIR} PATH_SUFFIXES lib64 lib)
+    if(CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY AND EXISTS "${CUDNN_LIBRARY}")
+      set(KILN_WITH_CUDA ON)
+    else()
+      set(_kiln_cudnn_missing "CUDA was found but cuDNN was not (cudnn.h: ${CUDNN_INCLUDE_DIR}, "
+        "libcudnn: ${CUDNN_LIBRARY}). Kiln's GPU convolutions need cuDNN 9: install NVIDIA's "
+        "Debian package cudnn9-cuda-${CUDAToolkit_VERSION_MAJOR} (headers and libraries: "
+        "libcudnn9-dev-cuda-${CUDAToolkit_VERSION_MAJOR}) or point CUDNN_ROOT at an unpacked cuDNN.")
+      if(KILN_CUDA STREQUAL "ON")
+        message(FATAL_ERROR ${_kiln_cudnn_missing})
+      endif()
+      message(WARNING ${_kiln_cudnn_missing} " Building without the CUDA backend.")
+    endif()
   elseif(KILN_CUDA STREQUAL "ON")
     message(FATAL_ERROR "KILN_CUDA=ON but no CUDA compiler/toolkit was found (is nvcc on PATH?)")
   endif()
@@ -24,4 +48,9 @@ if(KILN_WITH_CUDA)
   endif()
   set(CMAKE_CUDA_STANDARD 20)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+
+  add_library(Kiln::cudnn UNKNOWN IMPORTED)
+  set_target_properties(Kiln::cudnn PROPERTIES
+    IMPORTED_LOCATION ${CUDNN_LIBRARY} INTERFACE_INCLUDE_DIRECTORIES ${CUDNN_INCLUDE_DIR})
+  message(STATUS "cuDNN: ${CUDNN_LIBRARY}")
 endif()

@@ -5,6 +5,7 @@
 #include "core/autograd/engine.h"
 #include "core/autograd/grad_mode.h"
 #include "core/backend.h"
+#include "core/cudnn.h"
 #include "core/flags.h"
 #include "core/generator.h"
 #include "core/ops/activation.h"

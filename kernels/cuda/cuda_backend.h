@@ -12,6 +12,8 @@
 //   index.cu           gather, scatter_add, index_select
 //   random.cu          Philox uniform/normal/randint/bernoulli, randperm
 //   cublas/gemm.cpp    bmm through cuBLAS (integer dtypes through a tiled kernel)
+//   cudnn/conv.cpp     convolution forward and backward through cuDNN, with the
+//                      algorithm cache of cudnn/conv_algorithm_cache.h
 // Every call runs on the tensors' device (a DeviceGuard), on the calling thread's current
 // stream there (stream.h), and returns without waiting for the GPU, except copies to
 // pageable host memory and calls whose result the host needs (index bounds errors).
@@ -60,6 +62,12 @@ class CudaBackend final : public Backend {
                                  const Tensor& sum_dy_xmu, int64_t count, const Tensor& grad_in) override;
 
   void bmm(const Tensor& a, const Tensor& b, const Tensor& out) override;
+
+  void conv_forward(const Tensor& input, const Tensor& weight, const ConvParams& params, const Tensor& out) override;
+  void conv_backward_input(const Tensor& grad_out, const Tensor& weight, const ConvParams& params,
+                           const Tensor& grad_input) override;
+  void conv_backward_weight(const Tensor& grad_out, const Tensor& input, const ConvParams& params,
+                            const Tensor& grad_weight) override;
 
   void gather(const Tensor& in, int64_t dim, const Tensor& index, const Tensor& out,
               IndexBounds bounds) override;

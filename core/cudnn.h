@@ -1,0 +1,79 @@
+// kiln::cudnn: the switches and the algorithm cache of cuDNN convolutions, as
+// torch.backends.cudnn has them. Core knows nothing of CUDA: the switches live here, and
+// the cache operations reach the CUDA backend through hooks it registers at kiln::init()
+// (Note [Algorithm cache hooks] in core/cudnn.cpp). Without CUDA the counters are zero,
+// clearing does nothing, and saving or loading is a "CUDA is not available: ..." error.
+//
+//   kiln::cudnn::set_benchmark(true);            // time algorithms once per shape
+//   ... train ...
+//   kiln::cudnn::save_algorithm_cache("algos.txt");
+//   // next run: load_algorithm_cache("algos.txt") and no search runs again
+//
+// How cuDNN's algorithm is chosen: kernels/cuda/cudnn/conv_algorithm_cache.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace kiln::cudnn {
+
+// Benchmark mode: the first convolution of each key (shapes, dtype, layout, ...) times
+// cuDNN's algorithms (cudnnFind*AlgorithmEx) and later ones reuse the fastest. Off: cuDNN's
+// heuristics pick, which costs nothing up front. Off by default.
+void set_benchmark(bool enabled);
+bool benchmark();
+
+// Deterministic mode: only algorithms that give bit-identical results from run to run
+// (some backward algorithms sum with atomics in a varying order). Off by default.
+void set_deterministic(bool enabled);
+bool deterministic();
+
+// How each algorithm lookup of one pass was answered.
+struct PassStats {
+  int64_t finds = 0;              // searches run (benchmark mode, key not searched yet)
+  int64_t heuristic_lookups = 0;  // cuDNN heuristics asked (default mode, key not cached)
+  int64_t hits = 0;               // answered from the cache
+};
+
+struct Stats {
+  PassStats forward;
+  PassStats backward_data;    // gradient of the input
+  PassStats backward_filter;  // gradient of the weight
+};
+
+// Counters since the start or the last reset_stats().
+Stats stats();
+void reset_stats();
+// Forgets every cached choice (the next convolution of each key looks up or searches again).
+void clear_algorithm_cache();
+
+// Writes the cache to `path` atomically (a temporary file beside it, then a rename).
+// Returns the number of entries written.
+int64_t save_algorithm_cache(const std::string& path);
+
+// What load_algorithm_cache did.
+struct LoadReport {
+  bool loaded = false;     // false when the file is for another GPU or cuDNN version
+  int64_t entries = 0;     // entries added to the cache
+  std::string message;     // one line saying what happened and why
+};
+
+// Adds the entries of a file written by save_algorithm_cache. A file written on another
+// GPU or with another cuDNN version loads nothing (report.loaded false, the message says
+// which differs); a corrupt or truncated file is a kiln::Error naming the file, the line
+// and the problem.
+LoadReport load_algorithm_cache(const std::string& path);
+
+// ---- for the CUDA backend --------------------------------------------------------------
+// The cache operations of a backend that has one. kiln::init() registers the CUDA
+// backend's; the registry does not own them (they live as long as the program).
+struct AlgorithmCacheHooks {
+  Stats (*stats)();
+  void (*reset_stats)();
+  void (*clear)();
+  int64_t (*save)(const std::string& path);
+  LoadReport (*load)(const std::string& path);
+};
+void register_algorithm_cache(const AlgorithmCacheHooks* hooks);
+
+}  // namespace kiln::cudnn

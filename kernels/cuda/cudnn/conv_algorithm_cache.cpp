@@ -1,0 +1,206 @@
+// The algorithm cache of conv_algorithm_cache.h: keys, usability, workspace sizing, and
+// the lookup-or-rank-then-allocate loop of Note [Choosing a conv algorithm].
+#include "kernels/cuda/cudnn/conv_algorithm_cache.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace kiln::cuda {
+
+const char* conv_pass_name(ConvPass pass) {
+  switch (pass) {
+    case ConvPass::Forward: return "forward";
+    case ConvPass::BackwardData: return "backward_data";
+    case ConvPass::BackwardFilter: return "backward_filter";
+  }
+  return "?";
+}
+
+const char* conv_math_name(ConvMath math) {
+  switch (math) {
+    case ConvMath::Default: return "default";
+    case ConvMath::TensorOp: return "tensor_op";
+    case ConvMath::TensorOpAllowConversion: return "tensor_op_conversion";
+    case ConvMath::Fma: return "fma";
+  }
+  return "?";
+}
+
+namespace {
+
+// boost::hash_combine's mixing step.
+void mix(size_t& seed, size_t value) { seed ^= value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2); }
+
+void mix_list(size_t& seed, const std::vector<int64_t>& values) {
+  mix(seed, values.size());  // so [1, 2] + [3] and [1] + [2, 3] differ
+  for (int64_t v : values) mix(seed, std::hash<int64_t>{}(v));
+}
+
+}  // namespace
+
+size_t ConvKeyHash::operator()(const ConvKey& key) const {
+  size_t seed = 0;
+  mix(seed, static_cast<size_t>(key.pass));
+  mix(seed, static_cast<size_t>(key.device));
+  mix(seed, static_cast<size_t>(key.dtype));
+  mix(seed, static_cast<size_t>(key.math));
+  mix(seed, key.deterministic ? 1 : 0);
+  mix(seed, static_cast<size_t>(key.groups));
+  for (const auto* list : {&key.input_sizes, &key.input_strides, &key.weight_sizes, &key.stride, &key.padding,
+                           &key.dilation}) {
+    mix_list(seed, *list);
+  }
+  return seed;
+}
+
+std::string describe(const ConvKey& key) {
+  std::ostringstream os;
+  os << conv_pass_name(key.pass) << " on cuda:" << key.device << ", " << dtype_name(key.dtype)
+     << ", math " << conv_math_name(key.math) << (key.deterministic ? ", deterministic" : "") << ", input "
+     << key.input_sizes << " (strides " << key.input_strides << "), weight " << key.weight_sizes << ", stride "
+     << key.stride << ", padding " << key.padding << ", dilation " << key.dilation << ", groups " << key.groups;
+  return os.str();
+}
+
+Workspace& Workspace::operator=(Workspace&& other) noexcept {
+  if (this != &other) {
+    reset();
+    memory_ = std::exchange(other.memory_, nullptr);
+    ptr_ = std::exchange(other.ptr_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void Workspace::reset() {
+  if (ptr_ != nullptr) memory_->free(ptr_);
+  memory_ = nullptr;
+  ptr_ = nullptr;
+  bytes_ = 0;
+}
+
+std::pair<bool, Workspace> try_workspace(WorkspaceMemory& memory, size_t bytes) {
+  if (bytes == 0) return {true, Workspace()};
+  void* ptr = memory.try_allocate(bytes);
+  if (ptr == nullptr) return {false, Workspace()};
+  return {true, Workspace(&memory, ptr, bytes)};
+}
+
+Workspace largest_workspace(WorkspaceMemory& memory, size_t wanted) {
+  for (size_t bytes = wanted; bytes >= kMinSearchWorkspace; bytes /= 2) {
+    auto [ok, workspace] = try_workspace(memory, bytes);
+    if (ok) return std::move(workspace);
+  }
+  return Workspace();
+}
+
+bool usable(const ConvKey& key, const ConvAlgorithm& algorithm, size_t search_workspace) {
+  if (key.deterministic && !algorithm.deterministic) return false;
+  return algorithm.workspace_bytes <= search_workspace;
+}
+
+ConvAlgorithm run_as(const ConvKey& key, ConvAlgorithm algorithm) {
+  if (key.math == ConvMath::Fma) algorithm.math = ConvMath::Fma;
+  return algorithm;
+}
+
+cudnn::PassStats& ConvAlgorithmCache::pass_stats(ConvPass pass) {
+  switch (pass) {
+    case ConvPass::Forward: return stats_.forward;
+    case ConvPass::BackwardData: return stats_.backward_data;
+    case ConvPass::BackwardFilter: return stats_.backward_filter;
+  }
+  KILN_ASSERT(false, "conv: unknown pass ", static_cast<int>(pass));
+  __builtin_unreachable();
+}
+
+// The cached ranking of `key` (counting a hit), or none when it must be ranked: not
+// cached, or benchmark mode and only heuristics ranked it so far.
+std::optional<std::vector<ConvAlgorithm>> ConvAlgorithmCache::lookup(const ConvKey& key, bool benchmark) {
+  std::lock_guard lock(mutex_);
+  const auto it = entries_.find(key);
+  if (it == entries_.end() || (benchmark && !it->second.searched)) return std::nullopt;
+  ++pass_stats(key.pass).hits;
+  return it->second.ranking;
+}
+
+// Steps 2 and 3 of Note [Choosing a conv algorithm]. Runs without the lock: a search
+// takes milliseconds, and two threads ranking the same key at once only repeat work.
+ConvAlgorithmCache::Entry ConvAlgorithmCache::rank(const ConvKey& key, bool benchmark, ConvAlgorithmSource& source,
+                                                   WorkspaceMemory& memory) {
+  std::vector<ConvAlgorithm> offered;
+  size_t search_workspace = SIZE_MAX;
+  if (benchmark) {
+    const Workspace workspace = largest_workspace(memory, source.max_workspace_bytes(key));
+    search_workspace = workspace.bytes();
+    offered = source.search(key, workspace.data(), workspace.bytes());
+  } else {
+    offered = source.heuristics(key);
+  }
+  Entry entry{.ranking = {}, .searched = benchmark};
+  for (const ConvAlgorithm& algorithm : offered) {
+    if (usable(key, algorithm, search_workspace)) entry.ranking.push_back(run_as(key, algorithm));
+  }
+  std::lock_guard lock(mutex_);
+  cudnn::PassStats& counters = pass_stats(key.pass);
+  ++(benchmark ? counters.finds : counters.heuristic_lookups);
+  return entry;
+}
+
+ConvAlgorithmCache::Choice ConvAlgorithmCache::choose(const ConvKey& key, bool benchmark,
+                                                      ConvAlgorithmSource& source, WorkspaceMemory& memory) {
+  std::optional<std::vector<ConvAlgorithm>> ranking = lookup(key, benchmark);
+  if (!ranking) {
+    Entry entry = rank(key, benchmark, source, memory);
+    KILN_CHECK(!entry.ranking.empty(), "conv: cuDNN offers no usable algorithm",
+               key.deterministic ? " (deterministic mode allows only deterministic ones)" : "", " for ",
+               describe(key));
+    ranking = entry.ranking;
+    insert(key, std::move(entry));
+  }
+  size_t smallest = SIZE_MAX;
+  for (const ConvAlgorithm& algorithm : *ranking) {
+    auto [ok, workspace] = try_workspace(memory, algorithm.workspace_bytes);
+    if (ok) return {algorithm, std::move(workspace)};
+    smallest = std::min(smallest, algorithm.workspace_bytes);
+  }
+  KILN_CHECK(false, "conv: every cuDNN algorithm for ", describe(key),
+             " needs more workspace than can be allocated now (the smallest needs ", smallest,
+             " bytes); free some GPU memory or use smaller batches");
+  __builtin_unreachable();
+}
+
+cudnn::Stats ConvAlgorithmCache::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void ConvAlgorithmCache::reset_stats() {
+  std::lock_guard lock(mutex_);
+  stats_ = {};
+}
+
+void ConvAlgorithmCache::clear() {
+  std::lock_guard lock(mutex_);
+  entries_.clear();
+}
+
+size_t ConvAlgorithmCache::size() const {
+  std::lock_guard lock(mutex_);
+  return entries_.size();
+}
+
+std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>> ConvAlgorithmCache::entries() const {
+  std::lock_guard lock(mutex_);
+  return {entries_.begin(), entries_.end()};
+}
+
+void ConvAlgorithmCache::insert(const ConvKey& key, Entry entry) {
+  std::lock_guard lock(mutex_);
+  entries_.insert_or_assign(key, std::move(entry));
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,331 @@
+// The algorithm cache file of Note [Algorithm cache file] (conv_algorithm_file.h): an
+// atomic POSIX write, and a strict line parser that turns every defect into a kiln::Error
+// naming the file and the line.
+#include "kernels/cuda/cudnn/conv_algorithm_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string_view>
+
+#include "core/error.h"
+
+namespace kiln::cuda {
+namespace {
+
+constexpr std::string_view kMagic = "kiln-cudnn-algorithms";
+constexpr int kFormatVersion = 1;
+constexpr int kHeaderLines = 4;
+
+// ---- writing ------------------------------------------------------------------------------
+
+std::string join(const std::vector<int64_t>& values) {
+  std::string out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ',';
+    out += std::to_string(values[i]);
+  }
+  return out;
+}
+
+std::string entry_line(const ConvKey& key, const ConvAlgorithmCache::Entry& entry) {
+  std::ostringstream os;
+  os << "pass=" << conv_pass_name(key.pass) << " device=" << key.device << " dtype=" << dtype_name(key.dtype)
+     << " math=" << conv_math_name(key.math) << " deterministic=" << int{key.deterministic}
+     << " groups=" << key.groups << " input=" << join(key.input_sizes)
+     << " input_strides=" << join(key.input_strides) << " weight=" << join(key.weight_sizes)
+     << " stride=" << join(key.stride) << " padding=" << join(key.padding) << " dilation=" << join(key.dilation)
+     << " searched=" << int{entry.searched} << " algos=";
+  for (size_t i = 0; i < entry.ranking.size(); ++i) {
+    const ConvAlgorithm& a = entry.ranking[i];
+    os << (i ? "," : "") << a.algo << ':' << conv_math_name(a.math) << ':' << a.workspace_bytes << ':'
+       << int{a.deterministic};
+  }
+  os << '\n';
+  return os.str();
+}
+
+std::string file_text(const AlgorithmCacheIdentity& identity,
+                      const std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>>& entries) {
+  std::string text = std::string(kMagic) + " " + std::to_string(kFormatVersion) + "\n";
+  text += "gpu " + identity.gpu + "\n";
+  text += "cudnn " + std::to_string(identity.cudnn_version) + "\n";
+  text += "entries " + std::to_string(entries.size()) + "\n";
+  for (const auto& [key, entry] : entries) text += entry_line(key, entry);
+  return text;
+}
+
+// Owns a POSIX file descriptor (RAII).
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  // Closes now, reporting the error a close can reveal (a failed delayed write).
+  int close() { return ::close(std::exchange(fd_, -1)); }
+
+ private:
+  int fd_;
+};
+
+void check_errno(bool ok, const std::string& path, const char* what) {
+  KILN_CHECK(ok, "save_algorithm_cache: cannot ", what, " ", path, ": ", std::strerror(errno));
+}
+
+// text -> temp (same folder, so the rename stays on one file system) -> fsync -> rename
+// -> fsync of the folder, so the rename itself survives a crash.
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::filesystem::path target(path);
+  const std::filesystem::path folder = target.has_parent_path() ? target.parent_path() : ".";
+  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  {
+    Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    check_errno(fd.get() >= 0, temp, "create");
+    try {
+      for (size_t done = 0; done < text.size();) {
+        const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        check_errno(n > 0, temp, "write");
+        done += static_cast<size_t>(n);
+      }
+      check_errno(::fsync(fd.get()) == 0, temp, "fsync");
+      check_errno(fd.close() == 0, temp, "close");
+      check_errno(::rename(temp.c_str(), path.c_str()) == 0, path, "rename the temporary file onto");
+    } catch (...) {
+      ::unlink(temp.c_str());
+      throw;
+    }
+  }
+  Fd dir(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir.get() >= 0) ::fsync(dir.get());  // best effort: some file systems refuse it
+}
+
+// ---- reading ------------------------------------------------------------------------------
+
+// Parses one line of `path`; every failure names the file and the line.
+class LineParser {
+ public:
+  LineParser(const std::string& path, size_t line_number, std::string_view line)
+      : path_(path), line_number_(line_number), rest_(line) {}
+
+  [[noreturn]] void fail(const std::string& problem) const {
+    KILN_CHECK(false, "load_algorithm_cache: ", path_, ":", line_number_, ": ", problem);
+    __builtin_unreachable();
+  }
+
+  // The value of the next field, which must be `name=value`.
+  std::string_view field(std::string_view name) {
+    const size_t end = rest_.find(' ');
+    const std::string_view token = rest_.substr(0, end);
+    rest_ = end == std::string_view::npos ? std::string_view() : rest_.substr(end + 1);
+    if (token.size() <= name.size() || token.substr(0, name.size()) != name || token[name.size()] != '=') {
+      fail("expected the field '" + std::string(name) + "=...', found '" + std::string(token.substr(0, 40)) + "'");
+    }
+    return token.substr(name.size() + 1);
+  }
+
+  void expect_end() const {
+    if (!rest_.empty()) fail("unexpected text after the last field: '" + std::string(rest_.substr(0, 40)) + "'");
+  }
+
+  int64_t integer(std::string_view text, int64_t min, int64_t max, std::string_view what) const {
+    int64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size() || value < min || value > max) {
+      fail(std::string(what) + " '" + std::string(text.substr(0, 40)) + "' is not an integer in [" +
+           std::to_string(min) + ", " + std::to_string(max) + "]");
+    }
+    return value;
+  }
+
+  // A comma-separated list of at most kMaxListLength integers in [min, max].
+  std::vector<int64_t> list(std::string_view name, int64_t min, int64_t max) {
+    constexpr size_t kMaxListLength = 5;  // [N, C, D, H, W]
+    std::string_view text = field(name);
+    std::vector<int64_t> values;
+    while (true) {
+      if (values.size() == kMaxListLength) fail(std::string(name) + " has more than 5 values");
+      const size_t comma = text.find(',');
+      values.push_back(integer(text.substr(0, comma), min, max, name));
+      if (comma == std::string_view::npos) return values;
+      text = text.substr(comma + 1);
+    }
+  }
+
+  template <typename Enum, typename NameOf>
+  Enum named(std::string_view text, int count, NameOf name_of, std::string_view what) const {
+    for (int i = 0; i < count; ++i) {
+      if (text == name_of(static_cast<Enum>(i))) return static_cast<Enum>(i);
+    }
+    fail("unknown " + std::string(what) + " '" + std::string(text.substr(0, 40)) + "'");
+  }
+
+ private:
+  const std::string& path_;
+  size_t line_number_;
+  std::string_view rest_;
+};
+
+DType parse_dtype(const LineParser& p, std::string_view text) {
+  for (DType dtype : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+    if (text == dtype_name(dtype)) return dtype;
+  }
+  p.fail("dtype '" + std::string(text.substr(0, 40)) + "' is not a floating dtype cuDNN convolves");
+}
+
+bool parse_flag(const LineParser& p, std::string_view text, std::string_view what) {
+  return p.integer(text, 0, 1, what) == 1;
+}
+
+ConvAlgorithm parse_algorithm(const LineParser& p, std::string_view text) {
+  std::string_view parts[4];
+  for (int i = 0; i < 4; ++i) {
+    const size_t colon = text.find(':');
+    if ((colon == std::string_view::npos) != (i == 3)) p.fail("an algorithm is not algo:math:workspace:deterministic");
+    parts[i] = text.substr(0, colon);
+    text = colon == std::string_view::npos ? std::string_view() : text.substr(colon + 1);
+  }
+  constexpr int64_t kMaxWorkspace = int64_t{1} << 50;  // far beyond any GPU
+  return {.algo = static_cast<int>(p.integer(parts[0], 0, 63, "algorithm")),
+          .math = p.named<ConvMath>(parts[1], 4, conv_math_name, "math type"),
+          .workspace_bytes = static_cast<size_t>(p.integer(parts[2], 0, kMaxWorkspace, "workspace")),
+          .deterministic = parse_flag(p, parts[3], "deterministic")};
+}
+
+std::vector<ConvAlgorithm> parse_algorithms(const LineParser& p, std::string_view text) {
+  constexpr size_t kMaxAlgorithms = 64;
+  std::vector<ConvAlgorithm> ranking;
+  while (true) {
+    if (ranking.size() == kMaxAlgorithms) p.fail("more than 64 algorithms in one entry");
+    const size_t comma = text.find(',');
+    ranking.push_back(parse_algorithm(p, text.substr(0, comma)));
+    if (comma == std::string_view::npos) return ranking;
+    text = text.substr(comma + 1);
+  }
+}
+
+std::pair<ConvKey, ConvAlgorithmCache::Entry> parse_entry(LineParser& p) {
+  constexpr int64_t kMaxSize = int64_t{1} << 40;
+  ConvKey key;
+  key.pass = p.named<ConvPass>(p.field("pass"), kNumConvPasses, conv_pass_name, "pass");
+  key.device = static_cast<int>(p.integer(p.field("device"), 0, 1023, "device"));
+  key.dtype = parse_dtype(p, p.field("dtype"));
+  key.math = p.named<ConvMath>(p.field("math"), 4, conv_math_name, "math type");
+  key.deterministic = parse_flag(p, p.field("deterministic"), "deterministic");
+  key.groups = p.integer(p.field("groups"), 1, kMaxSize, "groups");
+  key.input_sizes = p.list("input", 0, kMaxSize);
+  key.input_strides = p.list("input_strides", 0, kMaxSize);
+  key.weight_sizes = p.list("weight", 0, kMaxSize);
+  key.stride = p.list("stride", 1, kMaxSize);
+  key.padding = p.list("padding", 0, kMaxSize);
+  key.dilation = p.list("dilation", 1, kMaxSize);
+  const size_t rank = key.input_sizes.size();
+  const size_t spatial = key.stride.size();
+  if (rank < 3 || key.input_strides.size() != rank || key.weight_sizes.size() != rank || spatial != rank - 2 ||
+      key.padding.size() != spatial || key.dilation.size() != spatial) {
+    p.fail("the sizes, strides, weight, stride, padding and dilation disagree on the number of dims");
+  }
+  ConvAlgorithmCache::Entry entry;
+  entry.searched = parse_flag(p, p.field("searched"), "searched");
+  entry.ranking = parse_algorithms(p, p.field("algos"));
+  p.expect_end();
+  return {std::move(key), std::move(entry)};
+}
+
+// The whole file, checked for size and for a final newline before it is read.
+std::string read_text(const std::string& path) {
+  std::error_code error;
+  const auto bytes = std::filesystem::file_size(path, error);
+  KILN_CHECK(!error, "load_algorithm_cache: cannot read ", path, ": ", error.message());
+  KILN_CHECK(bytes <= static_cast<uintmax_t>(kMaxAlgorithmFileBytes), "load_algorithm_cache: ", path, " is ", bytes,
+             " bytes, more than any algorithm cache (the limit is ", kMaxAlgorithmFileBytes, "): not such a file");
+  std::ifstream in(path, std::ios::binary);
+  KILN_CHECK(in, "load_algorithm_cache: cannot open ", path);
+  std::string text(static_cast<size_t>(bytes), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  KILN_CHECK(in.gcount() == static_cast<std::streamsize>(text.size()), "load_algorithm_cache: cannot read ", path,
+             " (it changed while being read?)");
+  KILN_CHECK(!text.empty(), "load_algorithm_cache: ", path, " is empty, not an algorithm cache");
+  KILN_CHECK(text.back() == '\n', "load_algorithm_cache: ", path,
+             " is truncated: its last line has no end (was the write interrupted?)");
+  return text;
+}
+
+std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = text.find('\n', start);
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+std::string_view header_value(const std::string& path, const std::vector<std::string_view>& lines, size_t index,
+                              std::string_view name) {
+  const LineParser p(path, index + 1, {});
+  if (index >= lines.size()) p.fail("the file is truncated: the header line '" + std::string(name) + " ...' is missing");
+  const std::string_view line = lines[index];
+  if (line.size() <= name.size() || line.substr(0, name.size()) != name || line[name.size()] != ' ') {
+    p.fail("expected the header line '" + std::string(name) + " ...', found '" + std::string(line.substr(0, 40)) +
+           "'");
+  }
+  return line.substr(name.size() + 1);
+}
+
+}  // namespace
+
+int64_t write_algorithm_file(const std::string& path, const AlgorithmCacheIdentity& identity,
+                             const std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>>& entries) {
+  KILN_CHECK(identity.gpu.find('\n') == std::string::npos, "save_algorithm_cache: a GPU name with a newline");
+  write_atomically(path, file_text(identity, entries));
+  return static_cast<int64_t>(entries.size());
+}
+
+cudnn::LoadReport read_algorithm_file(const std::string& path, const AlgorithmCacheIdentity& identity,
+                                      ConvAlgorithmCache& cache) {
+  const std::string text = read_text(path);
+  const std::vector<std::string_view> lines = split_lines(text);
+  const std::string_view version = header_value(path, lines, 0, kMagic);
+  const LineParser first(path, 1, {});
+  if (first.integer(version, 0, INT32_MAX, "format version") != kFormatVersion) {
+    first.fail("format version " + std::string(version) + ", but this Kiln reads version " +
+               std::to_string(kFormatVersion));
+  }
+  const AlgorithmCacheIdentity found{
+      .gpu = std::string(header_value(path, lines, 1, "gpu")),
+      .cudnn_version = LineParser(path, 3, {}).integer(header_value(path, lines, 2, "cudnn"), 0, INT64_MAX, "cuDNN version")};
+  const int64_t count = LineParser(path, 4, {}).integer(header_value(path, lines, 3, "entries"), 0, INT64_MAX, "entry count");
+  if (!(found == identity)) {
+    return {.loaded = false, .entries = 0,
+            .message = path + " was written for GPU '" + found.gpu + "' with cuDNN " +
+                       std::to_string(found.cudnn_version) + ", but this process has GPU '" + identity.gpu +
+                       "' with cuDNN " + std::to_string(identity.cudnn_version) + ": nothing loaded"};
+  }
+  const int64_t present = static_cast<int64_t>(lines.size()) - kHeaderLines;
+  KILN_CHECK(present >= count, "load_algorithm_cache: ", path, " is truncated: the header promises ", count,
+             " entries but only ", present, " follow");
+  KILN_CHECK(present == count, "load_algorithm_cache: ", path, ": ", present - count,
+             " lines after the ", count, " entries the header promises");
+  std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>> parsed;
+  for (size_t i = kHeaderLines; i < lines.size(); ++i) {
+    LineParser p(path, i + 1, lines[i]);
+    parsed.push_back(parse_entry(p));
+  }
+  // Only a file that parsed completely is added: a bad line leaves the cache as it was.
+  for (auto& [key, entry] : parsed) cache.insert(key, std::move(entry));
+  return {.loaded = true, .entries = count,
+          .message = "loaded " + std::to_string(count) + " algorithm choices from " + path};
+}
+
+}  // namespace kiln::cuda

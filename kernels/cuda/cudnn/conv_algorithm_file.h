@@ -1,0 +1,53 @@
+// Saving and loading the conv algorithm cache (conv_algorithm_cache.h) as a text file,
+// with no CUDA in it, so that a second run of the same model searches nothing.
+//
+// Note [Algorithm cache file]: a few header lines, then one line per entry:
+//
+//   kiln-cudnn-algorithms 1
+//   gpu NVIDIA H200
+//   cudnn 91900
+//   entries 2
+//   pass=forward device=0 dtype=float16 math=tensor_op deterministic=0 groups=1
+//     input=8,64,28,28,28 input_strides=1404928,21952,784,28,1 weight=64,64,3,3,3
+//     stride=1,1,1 padding=1,1,1 dilation=1,1,1 searched=1 algos=1:tensor_op:1048576:1,0:default:0:1
+//
+// (an entry is one line; it is wrapped here). Fields come in this order, separated by
+// single spaces; each algorithm is algo:math:workspace_bytes:deterministic, best first. Algorithm numbers
+// and their speeds belong to one GPU model and one cuDNN version, so the file says which:
+// a file for another GPU or cuDNN loads nothing (a report says so; it is not an error).
+// Writing is atomic (a temporary file in the same folder, fsync, rename), so a crash
+// leaves the old file or the new one, never half of one. Reading trusts nothing: every
+// field is checked, sizes are bounded before anything is allocated, and a bad file is a
+// kiln::Error naming the file, the line and what is wrong.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/cudnn.h"
+#include "kernels/cuda/cudnn/conv_algorithm_cache.h"
+
+namespace kiln::cuda {
+
+// Which GPU and cuDNN a file's algorithms were measured on.
+struct AlgorithmCacheIdentity {
+  std::string gpu;            // the device names, e.g. "NVIDIA H200"
+  int64_t cudnn_version = 0;  // cudnnGetVersion(), e.g. 91900
+
+  friend bool operator==(const AlgorithmCacheIdentity&, const AlgorithmCacheIdentity&) = default;
+};
+
+// A file larger than this is not an algorithm cache (a model has hundreds of entries).
+inline constexpr int64_t kMaxAlgorithmFileBytes = int64_t{64} << 20;
+
+// Writes `entries` to `path` atomically; returns how many were written.
+int64_t write_algorithm_file(const std::string& path, const AlgorithmCacheIdentity& identity,
+                             const std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>>& entries);
+
+// Adds the entries of `path` to `cache` when the file's identity is `identity`.
+cudnn::LoadReport read_algorithm_file(const std::string& path, const AlgorithmCacheIdentity& identity,
+                                      ConvAlgorithmCache& cache);
+
+}  // namespace kiln::cuda

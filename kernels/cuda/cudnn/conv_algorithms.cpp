@@ -1,0 +1,248 @@
+// The algorithm cache over the real cuDNN (conv_algorithms.h): CudnnAlgorithmSource asks
+// cuDNN's heuristics (cudnnGet*Algorithm_v7) and times algorithms (cudnnFind*AlgorithmEx)
+// for one pass; CachingWorkspaceMemory hands out workspaces from the caching allocator and
+// answers "no" instead of throwing when memory is short (the allocator has already
+// released its cache and retried by then); and the hooks save and load the
+// cache keyed by this machine's GPU and cuDNN.
+#include "kernels/cuda/cudnn/conv_algorithms.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/flags.h"
+#include "core/ops/factory.h"
+#include "kernels/cuda/caching_allocator.h"
+#include "kernels/cuda/cudnn/algorithm_cache_hooks.h"
+#include "kernels/cuda/cudnn/conv_algorithm_file.h"
+#include "kernels/cuda/cudnn/cudnn_check.h"
+#include "kernels/cuda/runtime.h"
+
+namespace kiln::cuda {
+namespace {
+
+// The perf results cuDNN ran successfully, as the cache's ConvAlgorithms. The three
+// passes' perf structs have the same fields.
+template <typename Perf>
+std::vector<ConvAlgorithm> supported(const std::vector<Perf>& perf, int returned) {
+  std::vector<ConvAlgorithm> out;
+  for (int i = 0; i < returned; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+    out.push_back({.algo = static_cast<int>(perf[i].algo),
+                   .math = conv_math_of(perf[i].mathType),
+                   .workspace_bytes = perf[i].memory,
+                   .deterministic = perf[i].determinism == CUDNN_DETERMINISTIC});
+  }
+  return out;
+}
+
+// cuDNN's side of Note [Choosing a conv algorithm] for one convolution pass.
+class CudnnAlgorithmSource final : public ConvAlgorithmSource {
+ public:
+  CudnnAlgorithmSource(cudnnHandle_t handle, ConvDescriptors& d, const ConvOperands& operands)
+      : handle_(handle), d_(d), operands_(operands) {}
+
+  std::vector<ConvAlgorithm> heuristics(const ConvKey& key) override {
+    d_.conv.set_math(key.math);
+    switch (key.pass) {
+      case ConvPass::Forward: return with_workspace_sizes(key, forward_heuristics());
+      case ConvPass::BackwardData: return with_workspace_sizes(key, backward_data_heuristics());
+      case ConvPass::BackwardFilter: return with_workspace_sizes(key, backward_filter_heuristics());
+    }
+    return {};
+  }
+
+  size_t max_workspace_bytes(const ConvKey& key) override {
+    size_t most = 0;
+    for (const ConvAlgorithm& algorithm : heuristics(key)) most = std::max(most, algorithm.workspace_bytes);
+    return most;
+  }
+
+  // Times the algorithms writing into a scratch tensor shaped like the pass's output, so
+  // the caller's output is never touched by the search (the chosen algorithm computes it
+  // afterwards).
+  std::vector<ConvAlgorithm> search(const ConvKey& key, void* workspace, size_t workspace_bytes) override {
+    return with_workspace_sizes(key, timed(key, workspace, workspace_bytes));
+  }
+
+ private:
+  std::vector<ConvAlgorithm> timed(const ConvKey& key, void* workspace, size_t workspace_bytes) {
+    d_.conv.set_math(key.math);
+    const Tensor& written = key.pass == ConvPass::Forward        ? operands_.y
+                            : key.pass == ConvPass::BackwardData ? operands_.x
+                                                                 : operands_.w;
+    const Tensor scratch = empty(written.sizes(), {.dtype = written.dtype(), .device = written.device()});
+    const void* x = operands_.x.data_ptr();
+    const void* w = operands_.w.data_ptr();
+    const void* y = operands_.y.data_ptr();
+    switch (key.pass) {
+      case ConvPass::Forward: {
+        std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+        int n = 0;
+        KILN_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+            handle_, d_.x.get(), x, d_.w.get(), w, d_.conv.get(), d_.y.get(), scratch.data_ptr(),
+            static_cast<int>(perf.size()), &n, perf.data(), workspace, workspace_bytes));
+        return supported(perf, n);
+      }
+      case ConvPass::BackwardData: {
+        std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
+        int n = 0;
+        KILN_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+            handle_, d_.w.get(), w, d_.y.get(), y, d_.conv.get(), d_.x.get(), scratch.data_ptr(),
+            static_cast<int>(perf.size()), &n, perf.data(), workspace, workspace_bytes));
+        return supported(perf, n);
+      }
+      case ConvPass::BackwardFilter: {
+        std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+        int n = 0;
+        KILN_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+            handle_, d_.x.get(), x, d_.y.get(), y, d_.conv.get(), d_.w.get(), scratch.data_ptr(),
+            static_cast<int>(perf.size()), &n, perf.data(), workspace, workspace_bytes));
+        return supported(perf, n);
+      }
+    }
+    return {};
+  }
+
+  // Note [Conv workspace sizes]: the workspace an algorithm is run with is what
+  // cudnnGet*WorkspaceSize says for it in the math type it will run in, not only the
+  // `memory` its perf result reported (which heuristics may estimate): the larger of the
+  // two. An algorithm whose size cuDNN will not give is dropped.
+  std::vector<ConvAlgorithm> with_workspace_sizes(const ConvKey& key, std::vector<ConvAlgorithm> algorithms) {
+    std::vector<ConvAlgorithm> out;
+    for (ConvAlgorithm algorithm : algorithms) {
+      d_.conv.set_math(run_as(key, algorithm).math);
+      size_t bytes = 0;
+      if (workspace_size(key.pass, algorithm.algo, &bytes) != CUDNN_STATUS_SUCCESS) continue;
+      algorithm.workspace_bytes = std::max(algorithm.workspace_bytes, bytes);
+      out.push_back(algorithm);
+    }
+    d_.conv.set_math(key.math);
+    return out;
+  }
+
+  cudnnStatus_t workspace_size(ConvPass pass, int algo, size_t* bytes) const {
+    switch (pass) {
+      case ConvPass::Forward:
+        return cudnnGetConvolutionForwardWorkspaceSize(handle_, d_.x.get(), d_.w.get(), d_.conv.get(), d_.y.get(),
+                                                       static_cast<cudnnConvolutionFwdAlgo_t>(algo), bytes);
+      case ConvPass::BackwardData:
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(handle_, d_.w.get(), d_.y.get(), d_.conv.get(),
+                                                            d_.x.get(),
+                                                            static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), bytes);
+      case ConvPass::BackwardFilter:
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            handle_, d_.x.get(), d_.y.get(), d_.conv.get(), d_.w.get(),
+            static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), bytes);
+    }
+    return CUDNN_STATUS_BAD_PARAM;
+  }
+
+  std::vector<ConvAlgorithm> forward_heuristics() {
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+    int n = 0;
+    KILN_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle_, d_.x.get(), d_.w.get(), d_.conv.get(),
+                                                            d_.y.get(), static_cast<int>(perf.size()), &n,
+                                                            perf.data()));
+    return supported(perf, n);
+  }
+
+  std::vector<ConvAlgorithm> backward_data_heuristics() {
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
+    int n = 0;
+    KILN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, d_.w.get(), d_.y.get(), d_.conv.get(),
+                                                                 d_.x.get(), static_cast<int>(perf.size()), &n,
+                                                                 perf.data()));
+    return supported(perf, n);
+  }
+
+  std::vector<ConvAlgorithm> backward_filter_heuristics() {
+    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+    int n = 0;
+    KILN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle_, d_.x.get(), d_.y.get(),
+                                                                   d_.conv.get(), d_.w.get(),
+                                                                   static_cast<int>(perf.size()), &n, perf.data()));
+    return supported(perf, n);
+  }
+
+  cudnnHandle_t handle_;
+  ConvDescriptors& d_;
+  const ConvOperands& operands_;
+};
+
+// This machine as an algorithm file sees it: the distinct GPU names and cuDNN's version.
+AlgorithmCacheIdentity this_machine() {
+  std::set<std::string> names;
+  for (int device = 0; device < device_count(); ++device) names.insert(device_properties(device).name);
+  std::string gpu;
+  for (const std::string& name : names) {
+    if (!gpu.empty()) gpu += ", ";
+    gpu += name;
+  }
+  return {.gpu = gpu, .cudnn_version = static_cast<int64_t>(cudnnGetVersion())};
+}
+
+}  // namespace
+
+void* CachingWorkspaceMemory::try_allocate(size_t nbytes) {
+  if (nbytes > device_properties(stream_.device()).total_memory) return nullptr;  // no point asking
+  try {
+    return raw_allocate(nbytes, stream_);
+  } catch (const Error&) {
+    return nullptr;
+  }
+}
+
+void CachingWorkspaceMemory::free(void* ptr) { raw_free(ptr); }
+
+ConvAlgorithmCache& conv_algorithm_cache() {
+  static auto* cache = new ConvAlgorithmCache();
+  return *cache;
+}
+
+ConvMath conv_math(DType dtype) {
+  switch (dtype) {
+    case DType::Float16:
+    case DType::BFloat16: return ConvMath::TensorOp;
+    case DType::Float32: return allow_tf32_conv() ? ConvMath::Default : ConvMath::Fma;
+    default: return ConvMath::Default;
+  }
+}
+
+ConvKey conv_key(ConvPass pass, const Tensor& x, const Tensor& w, const ConvParams& params) {
+  return {.pass = pass,
+          .device = x.device().index,
+          .dtype = x.dtype(),
+          .math = conv_math(x.dtype()),
+          .deterministic = cudnn::deterministic(),
+          .groups = params.groups,
+          .input_sizes = x.sizes(),
+          .input_strides = x.strides(),
+          .weight_sizes = w.sizes(),
+          .stride = params.stride,
+          .padding = params.padding,
+          .dilation = params.dilation};
+}
+
+ConvAlgorithmCache::Choice choose_conv_algorithm(const ConvKey& key, cudnnHandle_t handle, ConvDescriptors& d,
+                                                 const ConvOperands& operands, WorkspaceMemory& memory) {
+  CudnnAlgorithmSource source(handle, d, operands);
+  return conv_algorithm_cache().choose(key, cudnn::benchmark(), source, memory);
+}
+
+const cudnn::AlgorithmCacheHooks& algorithm_cache_hooks() {
+  static const cudnn::AlgorithmCacheHooks hooks{
+      .stats = [] { return conv_algorithm_cache().stats(); },
+      .reset_stats = [] { conv_algorithm_cache().reset_stats(); },
+      .clear = [] { conv_algorithm_cache().clear(); },
+      .save = [](const std::string& path) {
+        return write_algorithm_file(path, this_machine(), conv_algorithm_cache().entries());
+      },
+      .load = [](const std::string& path) { return read_algorithm_file(path, this_machine(), conv_algorithm_cache()); },
+  };
+  return hooks;
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,86 @@
+// RAII cuDNN descriptors for a convolution, and the geometry cuDNN is given.
+//
+// A descriptor is a small host-side struct (cudnnCreate*/cudnnDestroy*), so each wrapper
+// creates one in its constructor and destroys it in its destructor (STYLE 8).
+//
+// Note [Conv descriptors are rebuilt per call]: ConvDescriptors are made afresh for every
+// convolution rather than cached per key. Setting them is a few host calls (about a
+// microsecond each) against a convolution that takes tens of microseconds at least, and
+// the convolution descriptor is mutated per call (its math type becomes the chosen
+// algorithm's), so a shared cached copy would need a lock or per-thread copies: more code
+// for no measurable gain.
+//
+// Note [1-d convolution in cuDNN]: cuDNN's Nd API needs at least 2 spatial dims, so a 1-d
+// conv is run as a 2-d one with a unit dim in front of the length: [N, C, L] becomes
+// [N, C, 1, L] (the same bytes), the kernel [C_out, C_in/g, 1, k], and the unit dim gets
+// stride 1, padding 0 and dilation 1.
+#pragma once
+
+#include <cudnn.h>
+
+#include <vector>
+
+#include "core/backend.h"
+#include "kernels/cuda/cudnn/conv_algorithm_cache.h"
+
+namespace kiln::cuda {
+
+class TensorDescriptor {
+ public:
+  TensorDescriptor();
+  ~TensorDescriptor();
+  TensorDescriptor(const TensorDescriptor&) = delete;
+  TensorDescriptor& operator=(const TensorDescriptor&) = delete;
+  // `t`'s dtype, sizes and strides, with the unit dim of Note [1-d convolution in cuDNN].
+  void set(const Tensor& t);
+  cudnnTensorDescriptor_t get() const { return desc_; }
+
+ private:
+  cudnnTensorDescriptor_t desc_ = nullptr;
+};
+
+class FilterDescriptor {
+ public:
+  FilterDescriptor();
+  ~FilterDescriptor();
+  FilterDescriptor(const FilterDescriptor&) = delete;
+  FilterDescriptor& operator=(const FilterDescriptor&) = delete;
+  // A contiguous weight [C_out, C_in / groups, k...] (NCHW-style packed filter).
+  void set(const Tensor& weight);
+  cudnnFilterDescriptor_t get() const { return desc_; }
+
+ private:
+  cudnnFilterDescriptor_t desc_ = nullptr;
+};
+
+class ConvolutionDescriptor {
+ public:
+  ConvolutionDescriptor();
+  ~ConvolutionDescriptor();
+  ConvolutionDescriptor(const ConvolutionDescriptor&) = delete;
+  ConvolutionDescriptor& operator=(const ConvolutionDescriptor&) = delete;
+  // Cross-correlation (what deep learning calls convolution) with `params`, accumulating
+  // in float32 for float16/bfloat16/float32 and in float64 for float64.
+  void set(const ConvParams& params, DType dtype);
+  void set_math(ConvMath math);
+  cudnnConvolutionDescriptor_t get() const { return desc_; }
+
+ private:
+  cudnnConvolutionDescriptor_t desc_ = nullptr;
+};
+
+// The descriptors of one convolution: x is the input (or its gradient), w the weight (or
+// its gradient), y the output (or its gradient). Every tensor must be contiguous.
+struct ConvDescriptors {
+  ConvDescriptors(const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& params);
+  TensorDescriptor x;
+  FilterDescriptor w;
+  TensorDescriptor y;
+  ConvolutionDescriptor conv;
+};
+
+cudnnDataType_t cudnn_data_type(DType dtype);
+cudnnMathType_t cudnn_math_type(ConvMath math);
+ConvMath conv_math_of(cudnnMathType_t math);
+
+}  // namespace kiln::cuda
