@@ -13,3 +13,4 @@
 #include "nn/loss.h"
 #include "nn/module.h"
 #include "nn/pooling.h"
+#include "nn/serialize.h"

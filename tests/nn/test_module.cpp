@@ -1,8 +1,10 @@
 // nn::Module: PyTorch's dotted names and order for parameters, buffers and modules;
 // deduplication; registration errors; train/eval recursion; zero_grad; to() keeping
 // parameter identity and integer buffers' dtype; apply order; state_dict round trips,
-// strict errors and non-strict reports; printing and parameter counts.
+// strict errors and non-strict reports; weights files; printing and parameter counts.
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include "core/ops.h"
 #include "nn/nn.h"
@@ -223,6 +225,26 @@ TEST(Module, NonStrictLoadReportsAndLoadsTheRest) {
   EXPECT_TRUE(testing::all_equal(fresh.heads->at<nn::Linear>(0)->bias, source.heads->at<nn::Linear>(0)->bias));
   EXPECT_EQ(fresh.fc1->bias.to_vector<double>(), fresh_bias);
   EXPECT_FALSE(testing::all_equal(fresh.heads->at<nn::Linear>(1)->weight, source.heads->at<nn::Linear>(1)->weight));
+}
+
+TEST(Module, WeightsFileRoundTrip) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "kiln_test_module_weights.safetensors").string();
+  TinyNet source(1), fresh(2);
+  source.stats->count.fill_(int64_t{3});
+  nn::save_weights(source, path, {{"format", "pt"}});
+  const safetensors::Loaded file = safetensors::load(path);
+  EXPECT_EQ(file.tensors.size(), source.state_dict().size());
+  EXPECT_EQ(file.metadata.at("format"), "pt");
+  EXPECT_TRUE(nn::load_weights(fresh, path).ok());
+  const Tensor x = testing::random_uniform({4, 3}, -1, 1, DType::Float32, 5);
+  EXPECT_TRUE(testing::all_equal(fresh.forward(x), source.forward(x)));
+  EXPECT_EQ(fresh.stats->count.item<int64_t>(), 3);
+  // A file of another model: strict names the problem, non-strict reports it.
+  nn::Linear other(nn::LinearOptions{.in_features = 3, .out_features = 4});
+  EXPECT_KILN_ERROR(nn::load_weights(other, path), "unexpected keys", "\"fc1.weight\"", "missing keys: \"weight\"");
+  EXPECT_EQ(nn::load_weights(other, path, /*strict=*/false).unexpected_keys.size(), file.tensors.size());
+  std::filesystem::remove(path);
 }
 
 TEST(Module, PrintsTheTreeAndCountsParameters) {

@@ -1,0 +1,19 @@
+// Weights files: a module's state_dict as a safetensors file (core/safetensors.h), the
+// format PyTorch users save with safetensors.torch.save_file(model.state_dict(), path),
+// so the dotted names match in both directions.
+#pragma once
+
+#include <string>
+
+#include "core/safetensors.h"
+#include "nn/module.h"
+
+namespace kiln::nn {
+
+// Writes module.state_dict() to `path` atomically (see safetensors::save).
+void save_weights(const Module& module, const std::string& path, const safetensors::Metadata& metadata = {});
+// Reads `path` and load_state_dict's it into `module` (values are converted to each
+// tensor's dtype and device); strict as load_state_dict.
+LoadStateDictResult load_weights(Module& module, const std::string& path, bool strict = true);
+
+}  // namespace kiln::nn
