@@ -21,8 +21,10 @@
 // kernels run one thread per output element, backward kernels one thread per input
 // element, 256 threads a block, in grid-stride loops with 64-bit offsets (a 3-D batch
 // easily exceeds 2^31 elements); consecutive threads take consecutive w, so loads and
-// stores along w are coalesced. Sums run in opmath (float for half/bf16/float, double for
-// double) and round once on store.
+// stores along w are coalesced. Average windows of kWarpWindow elements or more (global
+// pooling) get a warp per output instead: few outputs would leave the GPU idle, and a
+// thread per output would walk 32 distant planes at once. Sums run in opmath (float for
+// half/bf16/float, double for double) and round once on store.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -41,6 +43,7 @@ namespace {
 
 inline constexpr int kThreads = 256;
 inline constexpr int64_t kBlocksPerSm = 32;  // enough resident blocks; the loops stride the rest
+inline constexpr int64_t kWarpWindow = 64;   // average windows this large get a warp each
 
 // ==== device helpers ===========================================================================
 
@@ -142,6 +145,33 @@ __global__ void avg_pool_fwd(const T* __restrict__ x, T* __restrict__ y, PoolGeo
   }
 }
 
+// One warp per output, for large windows (global pooling: a thread per output would leave
+// most of the GPU idle and read 32 planes at once, uncoalesced). Lanes take consecutive
+// elements of the window's box, so a warp reads along w together; a shuffle sums them.
+template <typename T, bool kAdaptive>
+__global__ void avg_pool_fwd_warp(const T* __restrict__ x, T* __restrict__ y, PoolGeometry g, int64_t total) {
+  using V = opmath_t<T>;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int64_t warps = int64_t{gridDim.x} * (blockDim.x / 32);
+  const int64_t in_volume = g.in_volume();
+  for (int64_t t = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32; t < total; t += warps) {
+    int64_t o[3];
+    const int64_t plane = split_position(t, g.out, o);
+    PoolRange r[3];
+    avg_ranges<kAdaptive>(g, o, r);
+    const int64_t eh = r[1].end - r[1].begin, ew = r[2].end - r[2].begin;
+    const int64_t count = (r[0].end - r[0].begin) * eh * ew;  // 0 when any range is empty
+    const T* xp = x + plane * in_volume;
+    V sum = 0;
+    for (int64_t e = lane; e < count; e += 32) {
+      const int64_t d = r[0].begin + e / (eh * ew), h = r[1].begin + e / ew % eh, w = r[2].begin + e % ew;
+      sum += load(xp + (d * g.in[1] + h) * g.in[2] + w);
+    }
+    for (int mask = 16; mask > 0; mask /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, mask);
+    if (lane == 0) store(y + t, count > 0 ? sum / static_cast<V>(avg_pool_divisor(g, r)) : V(0));
+  }
+}
+
 // One thread per input element: the shares of the windows that hold it.
 template <typename T, bool kAdaptive>
 __global__ void avg_pool_bwd(const T* __restrict__ gy, T* __restrict__ gx, PoolGeometry g, int64_t total) {
@@ -185,6 +215,14 @@ unsigned blocks_for(int64_t total, int device) {
   return static_cast<unsigned>(std::max<int64_t>(1, std::min(wanted, cap)));
 }
 
+// The elements of the largest window: the kernel's volume, or for adaptive pooling
+// ceil(s / o) + 1 per dim (a window spans at most that many).
+int64_t largest_window(const PoolGeometry& g, bool adaptive) {
+  int64_t n = 1;
+  for (int k = 0; k < 3; ++k) n *= adaptive ? (g.in[k] + g.out[k] - 1) / g.out[k] + 1 : g.kernel[k];
+  return n;
+}
+
 void check_operands(const Tensor& in, const Tensor& out, const char* op) {
   KILN_ASSERT(in.is_contiguous() && out.is_contiguous() && in.dtype() == out.dtype() && in.dim() == out.dim() &&
                   in.dim() >= 3 && in.dim() <= 5 && in.device() == out.device(),
@@ -208,6 +246,13 @@ template <bool kAdaptive>
 void avg_forward(const Tensor& input, const Tensor& out, const PoolGeometry& g, const char* op) {
   check_operands(input, out, op);
   const int64_t total = g.planes * g.out_volume();
+  if (largest_window(g, kAdaptive) >= kWarpWindow) {  // a warp per output: launch 32 threads for each
+    launch_on(input, total * 32, op, [&]<typename T>(cudaStream_t stream, unsigned blocks) {
+      avg_pool_fwd_warp<T, kAdaptive><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(input.data_ptr()),
+                                                                       static_cast<T*>(out.data_ptr()), g, total);
+    });
+    return;
+  }
   launch_on(input, total, op, [&]<typename T>(cudaStream_t stream, unsigned blocks) {
     avg_pool_fwd<T, kAdaptive><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(input.data_ptr()),
                                                                 static_cast<T*>(out.data_ptr()), g, total);
