@@ -300,6 +300,16 @@ TEST(Pool, MaxPoolNaNWinsAndTiesKeepTheFirst) {
   EXPECT_EQ(i3.to_vector<int64_t>()[13], 0);  // center window of the 3x3x3 output holds all 8; the first wins
 }
 
+TEST(Pool, MaxPoolWindowWithNoTapInsideTheInputGivesMinusInfinity) {
+  // Width 2, kernel 2, padding 1, dilation 3: the one window's taps are at -1 and 2.
+  Tensor x = tensor<double>({4.0, 5.0}, {1, 1, 2}).requires_grad_();
+  const auto [values, indices] = max_pool_with_indices(x, 1, {2}, {1}, {1}, {3});
+  EXPECT_EQ(values.to_vector<double>(), (std::vector<double>{-std::numeric_limits<double>::infinity()}));
+  EXPECT_EQ(indices.to_vector<int64_t>(), (std::vector<int64_t>{-1}));
+  max_pool1d(x, {2}, {1}, {1}, {3}).sum().backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{0.0, 0.0}));
+}
+
 struct AvgCase {
   Sizes input;
   Geometry g;
