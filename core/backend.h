@@ -88,7 +88,8 @@ struct ConvParams {
 
 // Pooling geometry: one entry per spatial dim. Output size along a dim is
 // floor_or_ceil((s + 2 p - d (k - 1) - 1) / stride) + 1, where with ceil_mode the last
-// window must still start inside the input or its left padding (PyTorch's rule).
+// window must still start inside the input or its left padding (PyTorch's rule); see
+// pool_output_size and the Notes in core/ops/pool_shape.h.
 struct PoolParams {
   std::vector<int64_t> kernel;
   std::vector<int64_t> stride;
@@ -198,6 +199,7 @@ class Backend {
   // ---- pooling (PoolParams; input [N, C, s...] contiguous, 1-3 spatial dims) ------------
   // out = the max of each window; indices (Int64) = where it was, as a flat offset within
   // the input's spatial volume (PyTorch's return_indices). NaN wins; ties keep the first.
+  // A window with no tap inside the input (dilation only) gives -inf and index -1.
   virtual void max_pool_forward(const Tensor& input, const PoolParams& params, const Tensor& out,
                                 const Tensor& indices);
   // grad_in (overwritten) = the sum of the grad_out elements whose index points at it.

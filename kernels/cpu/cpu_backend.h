@@ -2,8 +2,8 @@
 //
 // Each family of kernels lives in its own file: elementwise.cpp (the engine's users),
 // copy.cpp (copy, fill, arange), reduce.cpp, softmax.cpp, matmul.cpp (Eigen), conv.cpp
-// (vol2col + Eigen), batch_norm.cpp, index.cpp, random.cpp. Parallel loops use OpenMP.
-// Float16/BFloat16 compute in float32 and round on store (Note [Opmath]), so
+// (vol2col + Eigen), batch_norm.cpp, pool.cpp, index.cpp, random.cpp. Parallel loops use
+// OpenMP. Float16/BFloat16 compute in float32 and round on store (Note [Opmath]), so
 // mixed-precision logic runs without a GPU.
 #pragma once
 
@@ -51,6 +51,14 @@ class CpuBackend final : public Backend {
                            const Tensor& grad_input) override;
   void conv_backward_weight(const Tensor& grad_out, const Tensor& input, const ConvParams& params,
                             const Tensor& grad_weight) override;
+  void max_pool_forward(const Tensor& input, const PoolParams& params, const Tensor& out,
+                        const Tensor& indices) override;
+  void max_pool_backward(const Tensor& grad_out, const Tensor& indices, const PoolParams& params,
+                         const Tensor& grad_in) override;
+  void avg_pool_forward(const Tensor& input, const PoolParams& params, const Tensor& out) override;
+  void avg_pool_backward(const Tensor& grad_out, const PoolParams& params, const Tensor& grad_in) override;
+  void adaptive_avg_pool_forward(const Tensor& input, const Tensor& out) override;
+  void adaptive_avg_pool_backward(const Tensor& grad_out, const Tensor& grad_in) override;
 
   void gather(const Tensor& in, int64_t dim, const Tensor& index, const Tensor& out,
               IndexBounds bounds) override;

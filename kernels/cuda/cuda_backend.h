@@ -9,6 +9,7 @@
 //                      (argmax/argmin); entry points in reduce.cpp
 //   softmax.cu         fused softmax / log_softmax, forward and backward
 //   batch_norm.cu      batch-norm statistics (Welford), apply, backward reduce and input
+//   pool.cu            max / average / adaptive average pooling, forward and backward
 //   index.cu           gather, scatter_add, index_select
 //   random.cu          Philox uniform/normal/randint/bernoulli, randperm
 //   cublas/gemm.cpp    bmm through cuBLAS (integer dtypes through a tiled kernel)
@@ -68,6 +69,14 @@ class CudaBackend final : public Backend {
                            const Tensor& grad_input) override;
   void conv_backward_weight(const Tensor& grad_out, const Tensor& input, const ConvParams& params,
                             const Tensor& grad_weight) override;
+  void max_pool_forward(const Tensor& input, const PoolParams& params, const Tensor& out,
+                        const Tensor& indices) override;
+  void max_pool_backward(const Tensor& grad_out, const Tensor& indices, const PoolParams& params,
+                         const Tensor& grad_in) override;
+  void avg_pool_forward(const Tensor& input, const PoolParams& params, const Tensor& out) override;
+  void avg_pool_backward(const Tensor& grad_out, const PoolParams& params, const Tensor& grad_in) override;
+  void adaptive_avg_pool_forward(const Tensor& input, const Tensor& out) override;
+  void adaptive_avg_pool_backward(const Tensor& grad_out, const Tensor& grad_in) override;
 
   void gather(const Tensor& in, int64_t dim, const Tensor& index, const Tensor& out,
               IndexBounds bounds) override;

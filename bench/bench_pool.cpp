@@ -1,0 +1,79 @@
+// CPU pooling (kernels/cpu/pool.cpp) on 3D-CNN shapes, forward and backward, float32:
+// max_pool3d 3x3x3 stride 2 padding 1 (a ResNet stem's), avg_pool3d 2x2x2 (stride 2) and
+// adaptive_avg_pool3d to 1x1x1 (global pooling), on [8, 64, 32, 32, 32] (an early stage)
+// and [8, 512, 4, 4, 4] (the last stage).
+//
+// Roofline: a pooling touches each input element a handful of times (27 taps for every
+// output of the 3x3x3 stride-2 max pool, ~3.4 per input element) with one compare or add
+// each: well under one flop per byte moved, so memory-bound. The compulsory bytes are
+// counted: forward reads the input and writes the output (+ the Int64 indices for max);
+// backward reads grad_out (+ the indices) and writes grad_in. The rate is compared with
+// the memcpy peak measured in the same run (bench_util.h).
+#include "bench/bench_util.h"
+#include "core/backend.h"
+#include "core/ops.h"
+#include "core/ops/pool_shape.h"
+
+namespace kiln::bench {
+namespace {
+
+enum Pool : int64_t { kMax = 0, kAvg = 1, kAdaptive = 2 };
+
+const std::vector<int64_t> kShapes[] = {{8, 64, 32, 32, 32}, {8, 512, 4, 4, 4}};
+
+PoolParams params_of(int64_t pool) {
+  if (pool == kMax) return {.kernel = {3, 3, 3}, .stride = {2, 2, 2}, .padding = {1, 1, 1}, .dilation = {1, 1, 1}};
+  return {.kernel = {2, 2, 2}, .stride = {2, 2, 2}, .padding = {0, 0, 0}, .dilation = {}};
+}
+
+std::vector<int64_t> output_of(int64_t pool, const std::vector<int64_t>& in) {
+  std::vector<int64_t> out = {in[0], in[1]};
+  const PoolParams p = params_of(pool);
+  for (size_t d = 0; d < 3; ++d) {
+    out.push_back(pool == kAdaptive ? 1
+                                    : pool_output_size(in[d + 2], p.kernel[d], p.stride[d], p.padding[d], 1, false));
+  }
+  return out;
+}
+
+const char* name_of(int64_t pool) { return pool == kMax ? "max 3x3x3 s2 p1" : pool == kAvg ? "avg 2x2x2" : "adaptive 1"; }
+
+// args: pool kind, shape index.
+void BM_PoolForward(benchmark::State& state) {
+  const int64_t pool = state.range(0);
+  const std::vector<int64_t>& in = kShapes[state.range(1)];
+  const Tensor x = rand(in);
+  const Tensor y = empty(output_of(pool, in));
+  const Tensor idx = empty(y.sizes(), {.dtype = DType::Int64});
+  Backend& cpu = backend(Device::cpu());
+  const double bytes = 4.0 * static_cast<double>(x.numel() + y.numel()) + (pool == kMax ? 8.0 * y.numel() : 0.0);
+  run_bandwidth_benchmark(state, bytes, [&] {
+    if (pool == kMax) cpu.max_pool_forward(x, params_of(pool), y, idx);
+    if (pool == kAvg) cpu.avg_pool_forward(x, params_of(pool), y);
+    if (pool == kAdaptive) cpu.adaptive_avg_pool_forward(x, y);
+  });
+  state.SetLabel(name_of(pool));
+}
+
+void BM_PoolBackward(benchmark::State& state) {
+  const int64_t pool = state.range(0);
+  const std::vector<int64_t>& in = kShapes[state.range(1)];
+  const Tensor gx = empty(in);
+  const Tensor gy = rand(output_of(pool, in));
+  const Tensor idx = empty(gy.sizes(), {.dtype = DType::Int64});
+  Backend& cpu = backend(Device::cpu());
+  if (pool == kMax) cpu.max_pool_forward(rand(in), params_of(pool), empty_like(gy), idx);  // real indices
+  const double bytes = 4.0 * static_cast<double>(gx.numel() + gy.numel()) + (pool == kMax ? 8.0 * gy.numel() : 0.0);
+  run_bandwidth_benchmark(state, bytes, [&] {
+    if (pool == kMax) cpu.max_pool_backward(gy, idx, params_of(pool), gx);
+    if (pool == kAvg) cpu.avg_pool_backward(gy, params_of(pool), gx);
+    if (pool == kAdaptive) cpu.adaptive_avg_pool_backward(gy, gx);
+  });
+  state.SetLabel(name_of(pool));
+}
+
+BENCHMARK(BM_PoolForward)->ArgsProduct({{kMax, kAvg, kAdaptive}, {0, 1}})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PoolBackward)->ArgsProduct({{kMax, kAvg, kAdaptive}, {0, 1}})->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace kiln::bench
