@@ -90,9 +90,12 @@ std::pair<bool, Workspace> try_workspace(WorkspaceMemory& memory, size_t bytes) 
 }
 
 Workspace largest_workspace(WorkspaceMemory& memory, size_t wanted) {
-  for (size_t bytes = wanted; bytes >= kMinSearchWorkspace; bytes /= 2) {
+  // `wanted` itself first, even below the floor (a search wanting 64 KiB must get it, not
+  // none); only the halving stops at kMinSearchWorkspace.
+  for (size_t bytes = wanted; bytes > 0; bytes /= 2) {
     auto [ok, workspace] = try_workspace(memory, bytes);
     if (ok) return std::move(workspace);
+    if (bytes / 2 < kMinSearchWorkspace) break;
   }
   return Workspace();
 }

@@ -273,6 +273,18 @@ TEST(ConvAlgorithmCache, TheSearchGetsTheLargestWorkspaceThatCanBeAllocated) {
   EXPECT_EQ(entries[0].second.ranking, (std::vector<ConvAlgorithm>{algorithm(3, 256 * kMiB), algorithm(0, 0)}));
 }
 
+TEST(ConvAlgorithmCache, ASearchWantingLessThanTheFloorGetsWhatItWants) {
+  FakeWorkspaceMemory memory;
+  const Workspace small = largest_workspace(memory, 256 * 1024);
+  EXPECT_EQ(small.bytes(), 256u * 1024);
+  EXPECT_NE(small.data(), nullptr);
+  memory.limit = 0;
+  const Workspace none = largest_workspace(memory, 256 * 1024);
+  EXPECT_EQ(none.bytes(), 0u);
+  EXPECT_EQ(memory.attempts, (std::vector<size_t>{256 * 1024, 256 * 1024}));  // tried once, not halved below the floor
+  EXPECT_EQ(largest_workspace(memory, 0).bytes(), 0u);
+}
+
 TEST(ConvAlgorithmCache, ASearchWithNoMemoryToSpareRunsWithoutWorkspace) {
   FakeWorkspaceMemory memory;
   memory.limit = 0;
