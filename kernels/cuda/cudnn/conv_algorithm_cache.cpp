@@ -162,7 +162,7 @@ ConvAlgorithmCache::Choice ConvAlgorithmCache::choose(const ConvKey& key, bool b
                key.deterministic ? " (deterministic mode allows only deterministic ones)" : "", " for ",
                describe(key));
     ranking = entry.ranking;
-    insert(key, std::move(entry));
+    keep_ranking(key, std::move(entry));
   }
   size_t smallest = SIZE_MAX;
   for (const ConvAlgorithm& algorithm : *ranking) {
@@ -199,6 +199,15 @@ size_t ConvAlgorithmCache::size() const {
 std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>> ConvAlgorithmCache::entries() const {
   std::lock_guard lock(mutex_);
   return {entries_.begin(), entries_.end()};
+}
+
+// Another thread may have ranked the key while this one did (rank runs unlocked): a
+// heuristic ranking never replaces a searched one, whichever thread finishes last.
+void ConvAlgorithmCache::keep_ranking(const ConvKey& key, Entry entry) {
+  std::lock_guard lock(mutex_);
+  const auto it = entries_.find(key);
+  if (it != entries_.end() && it->second.searched && !entry.searched) return;
+  entries_.insert_or_assign(key, std::move(entry));
 }
 
 void ConvAlgorithmCache::insert(const ConvKey& key, Entry entry) {

@@ -167,6 +167,7 @@ class ConvAlgorithmCache {
  private:
   std::optional<std::vector<ConvAlgorithm>> lookup(const ConvKey& key, bool benchmark);
   Entry rank(const ConvKey& key, bool benchmark, ConvAlgorithmSource& source, WorkspaceMemory& memory);
+  void keep_ranking(const ConvKey& key, Entry entry);
   cudnn::PassStats& pass_stats(ConvPass pass);
 
   mutable std::mutex mutex_;

@@ -333,6 +333,33 @@ TEST(ConvAlgorithmCache, WithoutTf32EveryAlgorithmRunsInFmaMath) {
   EXPECT_EQ(cache.choose(key, false, source, memory).algorithm.math, ConvMath::Default);
 }
 
+// A heuristic ranking finished after another thread's search of the same key must not
+// replace the searched entry (rank runs without the lock).
+TEST(ConvAlgorithmCache, AHeuristicRankingFinishingLastKeepsTheSearchedEntry) {
+  ConvAlgorithmCache cache;
+  FakeWorkspaceMemory memory;
+  class RacingSource final : public ConvAlgorithmSource {
+   public:
+    explicit RacingSource(ConvAlgorithmCache& cache) : cache_(cache) {}
+    std::vector<ConvAlgorithm> heuristics(const ConvKey& key) override {
+      // Meanwhile, "another thread" searches the key and caches the winner.
+      cache_.insert(key, {.ranking = {algorithm(7, 0)}, .searched = true});
+      return {algorithm(1, 0)};
+    }
+    size_t max_workspace_bytes(const ConvKey&) override { return 0; }
+    std::vector<ConvAlgorithm> search(const ConvKey&, void*, size_t) override { return {}; }
+
+   private:
+    ConvAlgorithmCache& cache_;
+  };
+  RacingSource source(cache);
+  EXPECT_EQ(cache.choose(base_key(), false, source, memory).algorithm.algo, 1);  // its own ranking runs now
+  const auto entries = cache.entries();
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_TRUE(entries[0].second.searched);
+  EXPECT_EQ(entries[0].second.ranking, (std::vector<ConvAlgorithm>{algorithm(7, 0)}));
+}
+
 TEST(ConvAlgorithmCache, UsabilityRules) {
   ConvKey key = base_key();
   EXPECT_TRUE(usable(key, algorithm(1, 10, false), SIZE_MAX));
