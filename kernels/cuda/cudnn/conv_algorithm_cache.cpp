@@ -102,6 +102,11 @@ Workspace largest_workspace(WorkspaceMemory& memory, size_t wanted) {
 
 bool usable(const ConvKey& key, const ConvAlgorithm& algorithm, size_t search_workspace) {
   if (key.deterministic && !algorithm.deterministic) return false;
+  // Without TF32, an algorithm cuDNN offers only in a tensor-op math is not one we may
+  // run: forced into FMA math it may not exist (NOT_SUPPORTED at run time, after its
+  // workspace size was accepted), and a search timed its tensor-op kernel, not ours.
+  const bool tensor_op = algorithm.math == ConvMath::TensorOp || algorithm.math == ConvMath::TensorOpAllowConversion;
+  if (key.math == ConvMath::Fma && tensor_op) return false;
   return algorithm.workspace_bytes <= search_workspace;
 }
 

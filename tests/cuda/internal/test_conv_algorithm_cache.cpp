@@ -323,14 +323,27 @@ TEST(ConvAlgorithmCache, WithoutTf32EveryAlgorithmRunsInFmaMath) {
   ConvAlgorithmCache cache;
   FakeSource source;
   FakeWorkspaceMemory memory;
-  source.ranked = {algorithm(1, 0, true, ConvMath::Default), algorithm(2, 0, true, ConvMath::TensorOp)};
+  source.ranked = {algorithm(2, 0, true, ConvMath::TensorOp), algorithm(1, 0, true, ConvMath::Default),
+                   algorithm(4, 0, true, ConvMath::TensorOpAllowConversion)};
   ConvKey key = base_key();  // float32, math Fma: TF32 not allowed
-  EXPECT_EQ(cache.choose(key, false, source, memory).algorithm.math, ConvMath::Fma);
+  const ConvAlgorithmCache::Choice choice = cache.choose(key, false, source, memory);
+  EXPECT_EQ(choice.algorithm.algo, 1);  // the tensor-op-only algorithms are dropped, not forced
+  EXPECT_EQ(choice.algorithm.math, ConvMath::Fma);
   const auto entries = cache.entries();
   ASSERT_EQ(entries.size(), 1u);
-  for (const ConvAlgorithm& a : entries[0].second.ranking) EXPECT_EQ(a.math, ConvMath::Fma);
+  EXPECT_EQ(entries[0].second.ranking, (std::vector<ConvAlgorithm>{algorithm(1, 0, true, ConvMath::Fma)}));
   key.math = ConvMath::Default;  // TF32 allowed: cuDNN's math stands
-  EXPECT_EQ(cache.choose(key, false, source, memory).algorithm.math, ConvMath::Default);
+  const ConvAlgorithmCache::Choice tf32 = cache.choose(key, false, source, memory);
+  EXPECT_EQ(tf32.algorithm.algo, 2);
+  EXPECT_EQ(tf32.algorithm.math, ConvMath::TensorOp);
+}
+
+TEST(ConvAlgorithmCache, WithoutTf32OnlyTensorOpAlgorithmsIsAClearError) {
+  ConvAlgorithmCache cache;
+  FakeSource source;
+  FakeWorkspaceMemory memory;
+  source.ranked = {algorithm(2, 0, true, ConvMath::TensorOp)};
+  EXPECT_THROW(cache.choose(base_key(), false, source, memory), Error);
 }
 
 // A heuristic ranking finished after another thread's search of the same key must not
@@ -368,6 +381,10 @@ TEST(ConvAlgorithmCache, UsabilityRules) {
   key.deterministic = true;
   EXPECT_FALSE(usable(key, algorithm(1, 0, false), SIZE_MAX));
   EXPECT_TRUE(usable(key, algorithm(1, 0, true), SIZE_MAX));
+  EXPECT_FALSE(usable(key, algorithm(1, 0, true, ConvMath::TensorOp), SIZE_MAX));  // key math Fma
+  EXPECT_TRUE(usable(key, algorithm(1, 0, true, ConvMath::Default), SIZE_MAX));
+  key.math = ConvMath::TensorOp;
+  EXPECT_TRUE(usable(key, algorithm(1, 0, true, ConvMath::TensorOp), SIZE_MAX));
 }
 
 // ---- the file ---------------------------------------------------------------------------
