@@ -20,7 +20,9 @@ constexpr double kSlack = 8.0;
 
 const std::vector<std::vector<int64_t>> kShapes = {
     {2, 3, 5},  {1, 4, 7},       {5, 7},   {3, 70, 3}, {2, 5, 1030}, {1, 2, 33, 17}, {8, 3, 4096},
-    {4, 300, 8}, {2, 2, 64, 64, 8}, {1, 3, 8}, {6, 1, 1}};
+    {4, 300, 8}, {2, 2, 64, 64, 8}, {1, 3, 8}, {6, 1, 1},
+    {7, 2, 2050},  // split over rows with a short last split (3 + 3 + 1 rows), scalar path
+    {1, 1, 40000}};  // split over columns only, unequal column ranges (8 x 1112 + 1104 vectors)
 
 DType stats_dtype(DType dtype) { return dtype == DType::Float64 ? DType::Float64 : DType::Float32; }
 
@@ -62,6 +64,34 @@ TEST(CudaBatchNorm, StatsMatchCpu) {
         EXPECT_TRUE(testing::matches_cpu(gpu_mean, mean, kSlack));
         EXPECT_TRUE(testing::matches_cpu(gpu_var, var, kSlack));
       }
+    }
+  }
+}
+
+// N * S == 0: every channel is still written, with NaN statistics (0 / 0, as the CPU)
+// and zero gradient sums. The outputs start finite (the poison may be NaN itself), so an
+// output left unwritten fails; the elementwise passes have nothing to do.
+TEST(CudaBatchNorm, AnEmptyBatchOrVolumeWritesEveryChannel) {
+  KILN_REQUIRE_CUDA();
+  for (DType dtype : testing::kFloatingDTypes) {
+    for (const std::vector<int64_t>& sizes : {std::vector<int64_t>{0, 3, 5}, std::vector<int64_t>{2, 3, 0}}) {
+      SCOPED_TRACE(trace(dtype, sizes, false));
+      const DType sd = stats_dtype(dtype);
+      const Tensor x = empty(sizes, {.dtype = dtype, .device = kCuda});
+      const Tensor mean = full({3}, 7.0, {.dtype = sd, .device = kCuda});
+      const Tensor var = full({3}, 7.0, {.dtype = sd, .device = kCuda});
+      backend(kCuda).batch_norm_stats(x, mean, var);
+      EXPECT_TRUE(all(isnan(mean)).item<bool>()) << mean.cpu();
+      EXPECT_TRUE(all(isnan(var)).item<bool>()) << var.cpu();
+      const Tensor sum_dy = full({3}, 7.0, {.dtype = sd, .device = kCuda});
+      const Tensor sum_dy_xmu = full({3}, 7.0, {.dtype = sd, .device = kCuda});
+      backend(kCuda).batch_norm_backward_reduce(x, x, zeros({3}, {.dtype = sd, .device = kCuda}), sum_dy, sum_dy_xmu);
+      EXPECT_EQ(sum_dy.abs().max().item<double>(), 0.0);
+      EXPECT_EQ(sum_dy_xmu.abs().max().item<double>(), 0.0);
+      const Tensor ones_c = ones({3}, {.dtype = sd, .device = kCuda});
+      const Tensor out = empty(sizes, {.dtype = dtype, .device = kCuda});
+      backend(kCuda).batch_norm_apply(x, mean, ones_c, Tensor(), Tensor(), out);
+      backend(kCuda).batch_norm_backward_input(x, x, mean, ones_c, Tensor(), sum_dy, sum_dy_xmu, 1, out);
     }
   }
 }

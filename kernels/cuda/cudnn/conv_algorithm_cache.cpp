@@ -90,15 +90,23 @@ std::pair<bool, Workspace> try_workspace(WorkspaceMemory& memory, size_t bytes) 
 }
 
 Workspace largest_workspace(WorkspaceMemory& memory, size_t wanted) {
-  for (size_t bytes = wanted; bytes >= kMinSearchWorkspace; bytes /= 2) {
+  // `wanted` itself first, even below the floor (a search wanting 64 KiB must get it, not
+  // none); only the halving stops at kMinSearchWorkspace.
+  for (size_t bytes = wanted; bytes > 0; bytes /= 2) {
     auto [ok, workspace] = try_workspace(memory, bytes);
     if (ok) return std::move(workspace);
+    if (bytes / 2 < kMinSearchWorkspace) break;
   }
   return Workspace();
 }
 
 bool usable(const ConvKey& key, const ConvAlgorithm& algorithm, size_t search_workspace) {
   if (key.deterministic && !algorithm.deterministic) return false;
+  // Without TF32, an algorithm cuDNN offers only in a tensor-op math is not one we may
+  // run: forced into FMA math it may not exist (NOT_SUPPORTED at run time, after its
+  // workspace size was accepted), and a search timed its tensor-op kernel, not ours.
+  const bool tensor_op = algorithm.math == ConvMath::TensorOp || algorithm.math == ConvMath::TensorOpAllowConversion;
+  if (key.math == ConvMath::Fma && tensor_op) return false;
   return algorithm.workspace_bytes <= search_workspace;
 }
 
@@ -159,7 +167,7 @@ ConvAlgorithmCache::Choice ConvAlgorithmCache::choose(const ConvKey& key, bool b
                key.deterministic ? " (deterministic mode allows only deterministic ones)" : "", " for ",
                describe(key));
     ranking = entry.ranking;
-    insert(key, std::move(entry));
+    keep_ranking(key, std::move(entry));
   }
   size_t smallest = SIZE_MAX;
   for (const ConvAlgorithm& algorithm : *ranking) {
@@ -196,6 +204,15 @@ size_t ConvAlgorithmCache::size() const {
 std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>> ConvAlgorithmCache::entries() const {
   std::lock_guard lock(mutex_);
   return {entries_.begin(), entries_.end()};
+}
+
+// Another thread may have ranked the key while this one did (rank runs unlocked): a
+// heuristic ranking never replaces a searched one, whichever thread finishes last.
+void ConvAlgorithmCache::keep_ranking(const ConvKey& key, Entry entry) {
+  std::lock_guard lock(mutex_);
+  const auto it = entries_.find(key);
+  if (it != entries_.end() && it->second.searched && !entry.searched) return;
+  entries_.insert_or_assign(key, std::move(entry));
 }
 
 void ConvAlgorithmCache::insert(const ConvKey& key, Entry entry) {

@@ -22,8 +22,9 @@
 // Note [Usable algorithms]: in deterministic mode only algorithms cuDNN reports as
 // deterministic; after a search, only algorithms whose workspace fit the search's
 // workspace (the others were not really timed). And when TF32 is not allowed for float32
-// (key math Fma), every algorithm runs in FMA math whatever math cuDNN reported for it, so
-// neither heuristics nor a search can smuggle TF32 in.
+// (key math Fma), an algorithm cuDNN reports in a tensor-op math is dropped and every other
+// one runs in FMA math (cuDNN's "default" math would allow TF32), so neither heuristics
+// nor a search can smuggle TF32 in, nor hand us an algorithm that has no FMA kernel.
 #pragma once
 
 #include <cstddef>
@@ -167,6 +168,7 @@ class ConvAlgorithmCache {
  private:
   std::optional<std::vector<ConvAlgorithm>> lookup(const ConvKey& key, bool benchmark);
   Entry rank(const ConvKey& key, bool benchmark, ConvAlgorithmSource& source, WorkspaceMemory& memory);
+  void keep_ranking(const ConvKey& key, Entry entry);
   cudnn::PassStats& pass_stats(ConvPass pass);
 
   mutable std::mutex mutex_;

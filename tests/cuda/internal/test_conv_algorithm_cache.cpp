@@ -273,6 +273,18 @@ TEST(ConvAlgorithmCache, TheSearchGetsTheLargestWorkspaceThatCanBeAllocated) {
   EXPECT_EQ(entries[0].second.ranking, (std::vector<ConvAlgorithm>{algorithm(3, 256 * kMiB), algorithm(0, 0)}));
 }
 
+TEST(ConvAlgorithmCache, ASearchWantingLessThanTheFloorGetsWhatItWants) {
+  FakeWorkspaceMemory memory;
+  const Workspace small = largest_workspace(memory, 256 * 1024);
+  EXPECT_EQ(small.bytes(), 256u * 1024);
+  EXPECT_NE(small.data(), nullptr);
+  memory.limit = 0;
+  const Workspace none = largest_workspace(memory, 256 * 1024);
+  EXPECT_EQ(none.bytes(), 0u);
+  EXPECT_EQ(memory.attempts, (std::vector<size_t>{256 * 1024, 256 * 1024}));  // tried once, not halved below the floor
+  EXPECT_EQ(largest_workspace(memory, 0).bytes(), 0u);
+}
+
 TEST(ConvAlgorithmCache, ASearchWithNoMemoryToSpareRunsWithoutWorkspace) {
   FakeWorkspaceMemory memory;
   memory.limit = 0;
@@ -311,14 +323,54 @@ TEST(ConvAlgorithmCache, WithoutTf32EveryAlgorithmRunsInFmaMath) {
   ConvAlgorithmCache cache;
   FakeSource source;
   FakeWorkspaceMemory memory;
-  source.ranked = {algorithm(1, 0, true, ConvMath::Default), algorithm(2, 0, true, ConvMath::TensorOp)};
+  source.ranked = {algorithm(2, 0, true, ConvMath::TensorOp), algorithm(1, 0, true, ConvMath::Default),
+                   algorithm(4, 0, true, ConvMath::TensorOpAllowConversion)};
   ConvKey key = base_key();  // float32, math Fma: TF32 not allowed
-  EXPECT_EQ(cache.choose(key, false, source, memory).algorithm.math, ConvMath::Fma);
+  const ConvAlgorithmCache::Choice choice = cache.choose(key, false, source, memory);
+  EXPECT_EQ(choice.algorithm.algo, 1);  // the tensor-op-only algorithms are dropped, not forced
+  EXPECT_EQ(choice.algorithm.math, ConvMath::Fma);
   const auto entries = cache.entries();
   ASSERT_EQ(entries.size(), 1u);
-  for (const ConvAlgorithm& a : entries[0].second.ranking) EXPECT_EQ(a.math, ConvMath::Fma);
+  EXPECT_EQ(entries[0].second.ranking, (std::vector<ConvAlgorithm>{algorithm(1, 0, true, ConvMath::Fma)}));
   key.math = ConvMath::Default;  // TF32 allowed: cuDNN's math stands
-  EXPECT_EQ(cache.choose(key, false, source, memory).algorithm.math, ConvMath::Default);
+  const ConvAlgorithmCache::Choice tf32 = cache.choose(key, false, source, memory);
+  EXPECT_EQ(tf32.algorithm.algo, 2);
+  EXPECT_EQ(tf32.algorithm.math, ConvMath::TensorOp);
+}
+
+TEST(ConvAlgorithmCache, WithoutTf32OnlyTensorOpAlgorithmsIsAClearError) {
+  ConvAlgorithmCache cache;
+  FakeSource source;
+  FakeWorkspaceMemory memory;
+  source.ranked = {algorithm(2, 0, true, ConvMath::TensorOp)};
+  EXPECT_THROW(cache.choose(base_key(), false, source, memory), Error);
+}
+
+// A heuristic ranking finished after another thread's search of the same key must not
+// replace the searched entry (rank runs without the lock).
+TEST(ConvAlgorithmCache, AHeuristicRankingFinishingLastKeepsTheSearchedEntry) {
+  ConvAlgorithmCache cache;
+  FakeWorkspaceMemory memory;
+  class RacingSource final : public ConvAlgorithmSource {
+   public:
+    explicit RacingSource(ConvAlgorithmCache& cache) : cache_(cache) {}
+    std::vector<ConvAlgorithm> heuristics(const ConvKey& key) override {
+      // Meanwhile, "another thread" searches the key and caches the winner.
+      cache_.insert(key, {.ranking = {algorithm(7, 0)}, .searched = true});
+      return {algorithm(1, 0)};
+    }
+    size_t max_workspace_bytes(const ConvKey&) override { return 0; }
+    std::vector<ConvAlgorithm> search(const ConvKey&, void*, size_t) override { return {}; }
+
+   private:
+    ConvAlgorithmCache& cache_;
+  };
+  RacingSource source(cache);
+  EXPECT_EQ(cache.choose(base_key(), false, source, memory).algorithm.algo, 1);  // its own ranking runs now
+  const auto entries = cache.entries();
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_TRUE(entries[0].second.searched);
+  EXPECT_EQ(entries[0].second.ranking, (std::vector<ConvAlgorithm>{algorithm(7, 0)}));
 }
 
 TEST(ConvAlgorithmCache, UsabilityRules) {
@@ -329,6 +381,10 @@ TEST(ConvAlgorithmCache, UsabilityRules) {
   key.deterministic = true;
   EXPECT_FALSE(usable(key, algorithm(1, 0, false), SIZE_MAX));
   EXPECT_TRUE(usable(key, algorithm(1, 0, true), SIZE_MAX));
+  EXPECT_FALSE(usable(key, algorithm(1, 0, true, ConvMath::TensorOp), SIZE_MAX));  // key math Fma
+  EXPECT_TRUE(usable(key, algorithm(1, 0, true, ConvMath::Default), SIZE_MAX));
+  key.math = ConvMath::TensorOp;
+  EXPECT_TRUE(usable(key, algorithm(1, 0, true, ConvMath::TensorOp), SIZE_MAX));
 }
 
 // ---- the file ---------------------------------------------------------------------------
