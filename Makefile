@@ -34,8 +34,8 @@ test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
 demo: configure
-	cmake --build $(BUILD) -j$(JOBS) --target train_mlp
-	$(BUILD)/bin/train_mlp
+	cmake --build $(BUILD) -j$(JOBS) --target train_cnn3d
+	$(BUILD)/bin/train_cnn3d
 
 bench: configure
 	cmake --build $(BUILD) -j$(JOBS) --target kiln_bench
