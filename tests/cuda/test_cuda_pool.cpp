@@ -174,6 +174,101 @@ TEST(CudaPool, OpsMatchCpuOnEveryLayoutWithGradients) {
   }
 }
 
+// Max pooling through the Backend on the CPU and on the GPU (poisoned outputs): values and
+// indices exactly, then the gather backward against the CPU's scatter.
+void expect_max_pool_matches_cpu(const Tensor& x, const PoolParams& params, const Sizes& out, uint64_t seed) {
+  const DType dtype = x.dtype();
+  const Tensor y = zeros(out, {.dtype = dtype});
+  const Tensor idx = zeros(out, {.dtype = DType::Int64});
+  backend(Device::cpu()).max_pool_forward(x, params, y, idx);
+  const Tensor cuda_y = testing::poisoned(out, dtype, kCuda);
+  const Tensor cuda_idx = testing::poisoned(out, DType::Int64, kCuda);
+  backend(kCuda).max_pool_forward(testing::on_device(x, kCuda), params, cuda_y, cuda_idx);
+  EXPECT_TRUE(testing::all_equal(cuda_y.to(Device::cpu()), y));
+  EXPECT_TRUE(testing::all_equal(cuda_idx.to(Device::cpu()), idx));
+
+  const Tensor g = testing::random_for(out, dtype, seed);
+  const Tensor gx = zeros(x.sizes(), {.dtype = dtype});
+  backend(Device::cpu()).max_pool_backward(g, idx, params, gx);
+  const Tensor cuda_gx = testing::poisoned(x.sizes(), dtype, kCuda);
+  backend(kCuda).max_pool_backward(testing::on_device(g, kCuda), cuda_idx, params, cuda_gx);
+  EXPECT_TRUE(testing::matches_cpu(cuda_gx, gx, kSlack));
+}
+
+// Few distinct values (-2..2), so most windows tie and one element is the max of many
+// overlapping windows: the gather must find every window whose (first-in-order) max it is.
+Tensor tied_input(const Sizes& sizes, DType dtype) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<double>((i * 7 + i / 5) % 5 - 2);
+  return tensor(v, sizes).to(dtype);
+}
+
+// The gather backward (one thread per input element, outputs_covering's range) where the
+// windows overlap by more than the stride and dilation leaves gaps in them: with padding,
+// ceil_mode, strides above and below the span, and windows with no tap in the input
+// (-inf, index -1, a grad_in of zeros that must still be written).
+TEST(CudaPool, MaxPoolGatherBackwardCoversDilatedOverlappingWindows) {
+  KILN_REQUIRE_CUDA();
+  const std::vector<Case> cases = {
+      {{2, 3, 29}, params3({5}, {2}, {2}, {3}, true)},
+      {{3, 2, 31}, params3({4}, {1}, {2}, {2}, false)},
+      {{2, 4, 15, 13}, params3({3, 4}, {1, 2}, {1, 2}, {2, 3}, false)},
+      {{2, 3, 12, 14}, params3({3, 3}, {2, 1}, {1, 1}, {3, 2}, true)},
+      {{2, 3, 2, 5}, params3({2, 2}, {1, 1}, {1, 1}, {3, 1}, false)},  // every row window has no tap
+      {{1, 3, 9, 10, 11}, params3({3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {2, 2, 2}, true)},
+      {{2, 2, 8, 9, 7}, params3({2, 3, 2}, {2, 1, 3}, {1, 1, 0}, {3, 2, 2}, true)},
+      {{1, 2, 7, 9, 8}, params3({3, 2, 3}, {3, 1, 2}, {1, 1, 1}, {1, 4, 2}, false)},
+  };
+  uint64_t seed = 500;
+  for (DType dtype : testing::kFloatingDTypes) {
+    for (const Case& c : cases) {
+      const Sizes out = output_of(c);
+      SCOPED_TRACE(::testing::Message() << dtype << " input " << shape_str(c.input) << " output " << shape_str(out));
+      expect_max_pool_matches_cpu(testing::random_for(c.input, dtype, seed), c.params, out, seed + 1);
+      expect_max_pool_matches_cpu(tied_input(c.input, dtype), c.params, out, seed + 2);
+      seed += 3;
+    }
+  }
+}
+
+// Average windows of kWarpWindow (64) elements or more get a warp per output
+// (avg_pool_fwd_warp); the cases above only reach that path through adaptive pooling.
+// These clip their windows at both ends (padding, ceil_mode) and cover every divisor.
+TEST(CudaPool, AvgPoolLargeWindowsMatchCpu) {
+  KILN_REQUIRE_CUDA();
+  const std::vector<Case> cases = {
+      {{3, 2, 200}, params3({70}, {13}, {35}, {}, true)},
+      {{2, 5, 17, 19}, params3({8, 9}, {3, 4}, {4, 3}, {}, true, false)},
+      {{2, 3, 11, 12, 13}, params3({4, 4, 4}, {3, 2, 3}, {2, 1, 2}, {}, true, false)},
+      {{2, 3, 11, 12, 13}, params3({4, 4, 4}, {3, 2, 3}, {2, 1, 2}, {}, false, true)},
+      {{1, 4, 9, 10, 11}, params3({5, 4, 4}, {2, 3, 1}, {2, 2, 1}, {}, true, true, 7)},
+  };
+  uint64_t seed = 600;
+  for (DType dtype : testing::kFloatingDTypes) {
+    for (const Case& c : cases) {
+      Case with_dilation = c;
+      with_dilation.params.dilation.assign(c.params.kernel.size(), 1);
+      const Sizes out = output_of(with_dilation);
+      SCOPED_TRACE(::testing::Message() << dtype << " input " << shape_str(c.input) << " output " << shape_str(out));
+      const Tensor x = testing::random_for(c.input, dtype, seed++);
+      const Tensor y = zeros(out, {.dtype = dtype});
+      backend(Device::cpu()).avg_pool_forward(x, c.params, y);
+      const Tensor cuda_y = testing::poisoned(out, dtype, kCuda);
+      backend(kCuda).avg_pool_forward(testing::on_device(x, kCuda), c.params, cuda_y);
+      EXPECT_TRUE(testing::matches_cpu(cuda_y, y, kSlack));
+
+      const Tensor g = testing::random_for(out, dtype, seed++);
+      const Tensor gx = zeros(c.input, {.dtype = dtype});
+      backend(Device::cpu()).avg_pool_backward(g, c.params, gx);
+      const Tensor cuda_gx = testing::poisoned(c.input, dtype, kCuda);
+      backend(kCuda).avg_pool_backward(testing::on_device(g, kCuda), c.params, cuda_gx);
+      EXPECT_TRUE(testing::matches_cpu(cuda_gx, gx, kSlack));
+    }
+  }
+}
+
 TEST(CudaPool, MaxPoolNaNWindowsMatchCpu) {
   KILN_REQUIRE_CUDA();
   const double nan = std::numeric_limits<double>::quiet_NaN();
