@@ -92,22 +92,4 @@ void throw_unsupported_dtype(const char* op, DType dtype) {
   __builtin_unreachable();
 }
 
-
-// TEMPORARY (issue 4 integration): defaults until every backend implements the nn kernels;
-// they become pure virtual before issue 4 closes.
-#define KILN_PENDING(name) KILN_CHECK(false, name ": not implemented by this backend yet")
-void Backend::conv_forward(const Tensor&, const Tensor&, const ConvParams&, const Tensor&) { KILN_PENDING("conv_forward"); }
-void Backend::conv_backward_input(const Tensor&, const Tensor&, const ConvParams&, const Tensor&) { KILN_PENDING("conv_backward_input"); }
-void Backend::conv_backward_weight(const Tensor&, const Tensor&, const ConvParams&, const Tensor&) { KILN_PENDING("conv_backward_weight"); }
-void Backend::batch_norm_stats(const Tensor&, const Tensor&, const Tensor&) { KILN_PENDING("batch_norm_stats"); }
-void Backend::batch_norm_apply(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&) { KILN_PENDING("batch_norm_apply"); }
-void Backend::batch_norm_backward_reduce(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&) { KILN_PENDING("batch_norm_backward_reduce"); }
-void Backend::batch_norm_backward_input(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, const Tensor&) { KILN_PENDING("batch_norm_backward_input"); }
-void Backend::max_pool_forward(const Tensor&, const PoolParams&, const Tensor&, const Tensor&) { KILN_PENDING("max_pool_forward"); }
-void Backend::max_pool_backward(const Tensor&, const Tensor&, const PoolParams&, const Tensor&) { KILN_PENDING("max_pool_backward"); }
-void Backend::avg_pool_forward(const Tensor&, const PoolParams&, const Tensor&) { KILN_PENDING("avg_pool_forward"); }
-void Backend::avg_pool_backward(const Tensor&, const PoolParams&, const Tensor&) { KILN_PENDING("avg_pool_backward"); }
-void Backend::adaptive_avg_pool_forward(const Tensor&, const Tensor&) { KILN_PENDING("adaptive_avg_pool_forward"); }
-void Backend::adaptive_avg_pool_backward(const Tensor&, const Tensor&) { KILN_PENDING("adaptive_avg_pool_backward"); }
-#undef KILN_PENDING
 }  // namespace kiln

@@ -164,13 +164,13 @@ class Backend {
   // layer (core/ops/conv.h) validates shapes, passes contiguous tensors of one floating
   // dtype, and adds the bias itself. Every kernel overwrites its output (=).
   virtual void conv_forward(const Tensor& input, const Tensor& weight, const ConvParams& params,
-                            const Tensor& out);
+                            const Tensor& out) = 0;
   // grad_input [N, C_in, s...] = the gradient of the forward with respect to input.
   virtual void conv_backward_input(const Tensor& grad_out, const Tensor& weight,
-                                   const ConvParams& params, const Tensor& grad_input);
+                                   const ConvParams& params, const Tensor& grad_input) = 0;
   // grad_weight [C_out, C_in / groups, k...] = the gradient with respect to weight.
   virtual void conv_backward_weight(const Tensor& grad_out, const Tensor& input,
-                                    const ConvParams& params, const Tensor& grad_weight);
+                                    const ConvParams& params, const Tensor& grad_weight) = 0;
 
   // ---- batch normalisation (Note [Batch norm pieces]) ------------------------------------
   // Note [Batch norm pieces]: training-mode batch norm is three passes, split so that
@@ -180,39 +180,39 @@ class Backend {
   // float16/bfloat16/float32 input, float64 for float64). weight and bias may be undefined
   // (affine = false: 1 and 0). Every kernel overwrites its outputs.
   // mean and biased variance of each channel over N and the spatial dims (Welford).
-  virtual void batch_norm_stats(const Tensor& input, const Tensor& mean, const Tensor& var);
+  virtual void batch_norm_stats(const Tensor& input, const Tensor& mean, const Tensor& var) = 0;
   // out = (x - mean[c]) * invstd[c] * weight[c] + bias[c].
   virtual void batch_norm_apply(const Tensor& input, const Tensor& mean, const Tensor& invstd,
-                                const Tensor& weight, const Tensor& bias, const Tensor& out);
+                                const Tensor& weight, const Tensor& bias, const Tensor& out) = 0;
   // sum_dy[c] = sum dy, sum_dy_xmu[c] = sum dy (x - mean[c]) over N and the spatial dims.
   virtual void batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& input,
                                           const Tensor& mean, const Tensor& sum_dy,
-                                          const Tensor& sum_dy_xmu);
+                                          const Tensor& sum_dy_xmu) = 0;
   // grad_in = (dy - sum_dy/count - (x - mean) invstd^2 sum_dy_xmu/count) invstd weight,
   // where count is the number of elements per channel (over every rank for SyncBatchNorm).
   virtual void batch_norm_backward_input(const Tensor& grad_out, const Tensor& input,
                                          const Tensor& mean, const Tensor& invstd,
                                          const Tensor& weight, const Tensor& sum_dy,
                                          const Tensor& sum_dy_xmu, int64_t count,
-                                         const Tensor& grad_in);
+                                         const Tensor& grad_in) = 0;
 
   // ---- pooling (PoolParams; input [N, C, s...] contiguous, 1-3 spatial dims) ------------
   // out = the max of each window; indices (Int64) = where it was, as a flat offset within
   // the input's spatial volume (PyTorch's return_indices). NaN wins; ties keep the first.
   // A window with no tap inside the input (dilation only) gives -inf and index -1.
   virtual void max_pool_forward(const Tensor& input, const PoolParams& params, const Tensor& out,
-                                const Tensor& indices);
+                                const Tensor& indices) = 0;
   // grad_in (overwritten) = the sum of the grad_out elements whose index points at it.
   virtual void max_pool_backward(const Tensor& grad_out, const Tensor& indices,
-                                 const PoolParams& params, const Tensor& grad_in);
-  virtual void avg_pool_forward(const Tensor& input, const PoolParams& params, const Tensor& out);
+                                 const PoolParams& params, const Tensor& grad_in) = 0;
+  virtual void avg_pool_forward(const Tensor& input, const PoolParams& params, const Tensor& out) = 0;
   // grad_in (overwritten): each grad_out element spread evenly over its window.
   virtual void avg_pool_backward(const Tensor& grad_out, const PoolParams& params,
-                                 const Tensor& grad_in);
+                                 const Tensor& grad_in) = 0;
   // Adaptive: output element i of o along a dim of size s averages the input window
   // [floor(i s / o), ceil((i + 1) s / o)).
-  virtual void adaptive_avg_pool_forward(const Tensor& input, const Tensor& out);
-  virtual void adaptive_avg_pool_backward(const Tensor& grad_out, const Tensor& grad_in);
+  virtual void adaptive_avg_pool_forward(const Tensor& input, const Tensor& out) = 0;
+  virtual void adaptive_avg_pool_backward(const Tensor& grad_out, const Tensor& grad_in) = 0;
 
   // ---- indexing --------------------------------------------------------------------------
   // Every index value must lie in [0, size of dim); one outside is a kiln::Error naming the
