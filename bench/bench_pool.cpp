@@ -12,44 +12,25 @@
 #include "bench/bench_util.h"
 #include "core/backend.h"
 #include "core/ops.h"
-#include "core/ops/pool_shape.h"
+#include "bench/pool_cases.h"
 
 namespace kiln::bench {
 namespace {
-
-enum Pool : int64_t { kMax = 0, kAvg = 1, kAdaptive = 2 };
-
-const std::vector<int64_t> kShapes[] = {{8, 64, 32, 32, 32}, {8, 512, 4, 4, 4}};
-
-PoolParams params_of(int64_t pool) {
-  if (pool == kMax) return {.kernel = {3, 3, 3}, .stride = {2, 2, 2}, .padding = {1, 1, 1}, .dilation = {1, 1, 1}};
-  return {.kernel = {2, 2, 2}, .stride = {2, 2, 2}, .padding = {0, 0, 0}, .dilation = {}};
-}
-
-std::vector<int64_t> output_of(int64_t pool, const std::vector<int64_t>& in) {
-  std::vector<int64_t> out = {in[0], in[1]};
-  const PoolParams p = params_of(pool);
-  for (size_t d = 0; d < 3; ++d) {
-    out.push_back(pool == kAdaptive ? 1
-                                    : pool_output_size(in[d + 2], p.kernel[d], p.stride[d], p.padding[d], 1, false));
-  }
-  return out;
-}
 
 const char* name_of(int64_t pool) { return pool == kMax ? "max 3x3x3 s2 p1" : pool == kAvg ? "avg 2x2x2" : "adaptive 1"; }
 
 // args: pool kind, shape index.
 void BM_PoolForward(benchmark::State& state) {
   const int64_t pool = state.range(0);
-  const std::vector<int64_t>& in = kShapes[state.range(1)];
+  const std::vector<int64_t>& in = kPoolShapes[state.range(1)];
   const Tensor x = rand(in);
-  const Tensor y = empty(output_of(pool, in));
+  const Tensor y = empty(pool_output_of(pool, in));
   const Tensor idx = empty(y.sizes(), {.dtype = DType::Int64});
   Backend& cpu = backend(Device::cpu());
   const double bytes = 4.0 * static_cast<double>(x.numel() + y.numel()) + (pool == kMax ? 8.0 * y.numel() : 0.0);
   run_bandwidth_benchmark(state, bytes, [&] {
-    if (pool == kMax) cpu.max_pool_forward(x, params_of(pool), y, idx);
-    if (pool == kAvg) cpu.avg_pool_forward(x, params_of(pool), y);
+    if (pool == kMax) cpu.max_pool_forward(x, pool_params_of(pool), y, idx);
+    if (pool == kAvg) cpu.avg_pool_forward(x, pool_params_of(pool), y);
     if (pool == kAdaptive) cpu.adaptive_avg_pool_forward(x, y);
   });
   state.SetLabel(name_of(pool));
@@ -57,16 +38,16 @@ void BM_PoolForward(benchmark::State& state) {
 
 void BM_PoolBackward(benchmark::State& state) {
   const int64_t pool = state.range(0);
-  const std::vector<int64_t>& in = kShapes[state.range(1)];
+  const std::vector<int64_t>& in = kPoolShapes[state.range(1)];
   const Tensor gx = empty(in);
-  const Tensor gy = rand(output_of(pool, in));
+  const Tensor gy = rand(pool_output_of(pool, in));
   const Tensor idx = empty(gy.sizes(), {.dtype = DType::Int64});
   Backend& cpu = backend(Device::cpu());
-  if (pool == kMax) cpu.max_pool_forward(rand(in), params_of(pool), empty_like(gy), idx);  // real indices
+  if (pool == kMax) cpu.max_pool_forward(rand(in), pool_params_of(pool), empty_like(gy), idx);  // real indices
   const double bytes = 4.0 * static_cast<double>(gx.numel() + gy.numel()) + (pool == kMax ? 8.0 * gy.numel() : 0.0);
   run_bandwidth_benchmark(state, bytes, [&] {
-    if (pool == kMax) cpu.max_pool_backward(gy, idx, params_of(pool), gx);
-    if (pool == kAvg) cpu.avg_pool_backward(gy, params_of(pool), gx);
+    if (pool == kMax) cpu.max_pool_backward(gy, idx, pool_params_of(pool), gx);
+    if (pool == kAvg) cpu.avg_pool_backward(gy, pool_params_of(pool), gx);
     if (pool == kAdaptive) cpu.adaptive_avg_pool_backward(gy, gx);
   });
   state.SetLabel(name_of(pool));

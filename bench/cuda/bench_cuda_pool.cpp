@@ -13,30 +13,12 @@
 // per output cannot fill the GPU there, which this benchmark shows.
 #include "bench/cuda/bench_cuda_util.h"
 #include "core/backend.h"
-#include "core/ops/pool_shape.h"
+#include "bench/pool_cases.h"
 
 namespace kiln::bench {
 namespace {
 
-enum Pool : int64_t { kMax = 0, kAvg = 1, kAdaptive = 2 };
-
-const std::vector<int64_t> kShapes[] = {{8, 64, 32, 32, 32}, {8, 512, 4, 4, 4}};
 const DType kDTypes[] = {DType::Float32, DType::Float16};
-
-PoolParams params_of(int64_t pool) {
-  if (pool == kMax) return {.kernel = {3, 3, 3}, .stride = {2, 2, 2}, .padding = {1, 1, 1}, .dilation = {1, 1, 1}};
-  return {.kernel = {2, 2, 2}, .stride = {2, 2, 2}, .padding = {0, 0, 0}, .dilation = {}};
-}
-
-std::vector<int64_t> output_of(int64_t pool, const std::vector<int64_t>& in) {
-  std::vector<int64_t> out = {in[0], in[1]};
-  const PoolParams p = params_of(pool);
-  for (size_t d = 0; d < 3; ++d) {
-    out.push_back(pool == kAdaptive ? 1
-                                    : pool_output_size(in[d + 2], p.kernel[d], p.stride[d], p.padding[d], 1, false));
-  }
-  return out;
-}
 
 std::string label_of(int64_t pool, DType dtype) {
   return std::string(pool == kMax ? "max 3x3x3 s2 p1 " : pool == kAvg ? "avg 2x2x2 " : "adaptive 1 ") +
@@ -47,18 +29,18 @@ std::string label_of(int64_t pool, DType dtype) {
 void BM_CudaPoolForward(benchmark::State& state) {
   if (skip_without_cuda(state)) return;
   const int64_t pool = state.range(0);
-  const std::vector<int64_t>& in = kShapes[state.range(1)];
+  const std::vector<int64_t>& in = kPoolShapes[state.range(1)];
   const DType dtype = kDTypes[state.range(2)];
   const TensorOptions options = {.dtype = dtype, .device = Device::cuda()};
   const Tensor x = ones(in, options);
-  const Tensor y = empty(output_of(pool, in), options);
+  const Tensor y = empty(pool_output_of(pool, in), options);
   const Tensor idx = empty(y.sizes(), {.dtype = DType::Int64, .device = Device::cuda()});
   Backend& gpu = backend(x.device());
   const double bytes = static_cast<double>((x.numel() + y.numel()) * itemsize(dtype)) +
                        (pool == kMax ? 8.0 * static_cast<double>(y.numel()) : 0.0);
   run_cuda_benchmark(state, bytes, "bytes/s", cuda_copy_peak_bytes_per_second(), [&] {
-    if (pool == kMax) gpu.max_pool_forward(x, params_of(pool), y, idx);
-    if (pool == kAvg) gpu.avg_pool_forward(x, params_of(pool), y);
+    if (pool == kMax) gpu.max_pool_forward(x, pool_params_of(pool), y, idx);
+    if (pool == kAvg) gpu.avg_pool_forward(x, pool_params_of(pool), y);
     if (pool == kAdaptive) gpu.adaptive_avg_pool_forward(x, y);
   });
   state.SetLabel(label_of(pool, dtype));
@@ -67,19 +49,19 @@ void BM_CudaPoolForward(benchmark::State& state) {
 void BM_CudaPoolBackward(benchmark::State& state) {
   if (skip_without_cuda(state)) return;
   const int64_t pool = state.range(0);
-  const std::vector<int64_t>& in = kShapes[state.range(1)];
+  const std::vector<int64_t>& in = kPoolShapes[state.range(1)];
   const DType dtype = kDTypes[state.range(2)];
   const TensorOptions options = {.dtype = dtype, .device = Device::cuda()};
   const Tensor gx = empty(in, options);
-  const Tensor gy = ones(output_of(pool, in), options);
+  const Tensor gy = ones(pool_output_of(pool, in), options);
   const Tensor idx = empty(gy.sizes(), {.dtype = DType::Int64, .device = Device::cuda()});
   Backend& gpu = backend(gx.device());
-  if (pool == kMax) gpu.max_pool_forward(rand(in).to(Device::cuda(), dtype), params_of(pool), empty_like(gy), idx);
+  if (pool == kMax) gpu.max_pool_forward(rand(in).to(Device::cuda(), dtype), pool_params_of(pool), empty_like(gy), idx);
   const double bytes = static_cast<double>((gx.numel() + gy.numel()) * itemsize(dtype)) +
                        (pool == kMax ? 8.0 * static_cast<double>(gy.numel()) : 0.0);
   run_cuda_benchmark(state, bytes, "bytes/s", cuda_copy_peak_bytes_per_second(), [&] {
-    if (pool == kMax) gpu.max_pool_backward(gy, idx, params_of(pool), gx);
-    if (pool == kAvg) gpu.avg_pool_backward(gy, params_of(pool), gx);
+    if (pool == kMax) gpu.max_pool_backward(gy, idx, pool_params_of(pool), gx);
+    if (pool == kAvg) gpu.avg_pool_backward(gy, pool_params_of(pool), gx);
     if (pool == kAdaptive) gpu.adaptive_avg_pool_backward(gy, gx);
   });
   state.SetLabel(label_of(pool, dtype));
