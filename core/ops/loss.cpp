@@ -68,11 +68,9 @@ void check_class_weight(const Tensor& input, const Tensor& weight, const char* o
 }
 
 // Every target that is not ignore_index must be a class in [0, C); names the first that
-// is not. Reads the targets on the host only when something is out of range.
+// is not. Reads every target on the host, so it runs only once the gather that picks the
+// log-probabilities has found a bad index (Note [Target range check]).
 void check_target_range(const Tensor& target, int64_t classes, int64_t ignore_index, const char* op) {
-  const Tensor kept = ne(target, ignore_index);
-  const Tensor bad = logical_and(kept, logical_or(lt(target, 0), ge(target, classes)));
-  if (target.numel() == 0 || !any(bad).item<bool>()) return;
   for (int64_t value : target.to_vector<int64_t>()) {
     KILN_CHECK(value == ignore_index || (value >= 0 && value < classes), op, ": target ", value,
                " is out of bounds: expected a class in [0, ", classes, ") or ignore_index (",
@@ -96,9 +94,20 @@ Tensor reduce_weighted(const Tensor& loss, const Tensor& weights, Reduction redu
 }
 
 // log p[target] per target (0 where ignored), picked with gather along the class dim.
-Tensor picked_log_probs(const Tensor& input, const Tensor& safe_target) {
+// Note [Target range check]: gather bounds-checks its index anyway (on CUDA that is the
+// one host-device sync of the loss), so a separate range check up front would cost a
+// second pass and, on a GPU, a second sync every step. Instead a gather error is turned
+// into the loss's own message naming the bad target; ignored targets were replaced by 0
+// in safe_target, so gather only fails on a real out-of-range class.
+Tensor picked_log_probs(const Tensor& input, const Tensor& target, const Tensor& safe_target,
+                        int64_t ignore_index, const char* op) {
   const int64_t cdim = class_dim(input);
-  return squeeze(gather(input, cdim, unsqueeze(safe_target, cdim)), cdim);
+  try {
+    return squeeze(gather(input, cdim, unsqueeze(safe_target, cdim)), cdim);
+  } catch (const Error&) {
+    check_target_range(target, input.size(cdim), ignore_index, op);
+    throw;
+  }
 }
 
 // weight reshaped to broadcast along the class dim of `input`.
@@ -139,11 +148,11 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const NllLossOptions&
   check_floating_input(input, op);
   check_index_target(input, target, op);
   check_class_weight(input, options.weight, op);
-  check_target_range(target, input.size(class_dim(input)), options.ignore_index, op);
   const Tensor kept = ne(target, options.ignore_index);
   const Tensor safe_target = where(kept, target, 0);
+  const Tensor picked = picked_log_probs(input, target, safe_target, options.ignore_index, op);
   const Tensor weights = target_weights(input, safe_target, kept, options.weight);
-  const Tensor loss = neg(mul(picked_log_probs(input, safe_target), weights));
+  const Tensor loss = neg(mul(picked, weights));
   return reduce_weighted(loss, weights, options.reduction);
 }
 
