@@ -1,6 +1,9 @@
 // TensorImpl construction and the shape arithmetic every tensor needs.
 #include "core/tensor_impl.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "core/autograd/node.h"
 #include "core/error.h"
 
@@ -40,7 +43,9 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
   int64_t stride = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     strides[i] = stride;
-    stride *= std::max<int64_t>(sizes[i], 1);
+    // Shapes whose element count overflows int64 are rejected by checked_numel; saturate
+    // rather than overflow (undefined behaviour) when asked for their strides first.
+    if (__builtin_mul_overflow(stride, std::max<int64_t>(sizes[i], 1), &stride)) stride = INT64_MAX;
   }
   return strides;
 }
