@@ -36,7 +36,6 @@
 // Every launch is on the current stream and checked.
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 
 #include "core/dispatch.h"
@@ -46,6 +45,7 @@
 #include "kernels/cuda/cuda_types.cuh"
 #include "kernels/cuda/runtime.h"
 #include "kernels/cuda/stream.h"
+#include "kernels/cuda/warp_shuffle.cuh"
 #include "kernels/reduce_ops.h"  // WelfordState, WelfordOp::combine
 
 namespace kiln::cuda {
@@ -74,18 +74,6 @@ struct RowTiles {
 // ==== device helpers ===========================================================================
 
 __device__ __forceinline__ int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
-
-template <typename S>
-__device__ __forceinline__ S shuffle_down(const S& value, int delta) {
-  constexpr int kWords = (sizeof(S) + 3) / 4;
-  uint32_t words[kWords] = {};
-  memcpy(words, &value, sizeof(S));
-#pragma unroll
-  for (int w = 0; w < kWords; ++w) words[w] = __shfl_down_sync(0xffffffffu, words[w], delta);
-  S result;
-  memcpy(&result, words, sizeof(S));
-  return result;
-}
 
 // Thread 0 of the block gets the combination of every thread's state: a tree of shuffles
 // within each warp, then warp 0 combines the warps' states in order.

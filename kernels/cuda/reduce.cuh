@@ -32,12 +32,12 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #include "core/error.h"
 #include "core/ops.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/warp_shuffle.cuh"
 #include "kernels/cuda/cuda_types.cuh"
 #include "kernels/cuda/offset_calculator.h"
 #include "kernels/cuda/reduce_plan.h"
@@ -72,19 +72,6 @@ __device__ __forceinline__ std::array<int64_t, N> offsets_at(const OffsetCalcula
     return offsets;
   }
   return calc.get(static_cast<uint32_t>(i));
-}
-
-// __shfl_down_sync for any trivially copyable state, word by word.
-template <typename Acc>
-__device__ __forceinline__ Acc shuffle_down(const Acc& value, unsigned delta, int width) {
-  constexpr int kWords = (sizeof(Acc) + 3) / 4;
-  uint32_t words[kWords] = {};
-  memcpy(words, &value, sizeof(Acc));
-#pragma unroll
-  for (int w = 0; w < kWords; ++w) words[w] = __shfl_down_sync(0xffffffffu, words[w], delta, width);
-  Acc result;
-  memcpy(&result, words, sizeof(Acc));
-  return result;
 }
 
 // Combines the states of groups of `width` (a power of two <= 32) neighbouring lanes into

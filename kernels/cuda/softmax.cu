@@ -35,6 +35,7 @@
 
 #include "core/dispatch.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/warp_shuffle.cuh"
 #include "kernels/cuda/reduce.cuh"  // offsets_at, grid_dim, offset_calculator_of, ReduceDim
 
 namespace kiln::cuda {
@@ -98,18 +99,6 @@ __device__ __forceinline__ OnlineState<V> merge(OnlineState<V> a, OnlineState<V>
   a = rescale(a, m);
   b = rescale(b, m);
   return {m, a.sum + b.sum};
-}
-
-template <typename S>
-__device__ __forceinline__ S shuffle_xor(const S& value, int mask) {
-  constexpr int kWords = (sizeof(S) + 3) / 4;
-  uint32_t words[kWords] = {};
-  memcpy(words, &value, sizeof(S));
-#pragma unroll
-  for (int w = 0; w < kWords; ++w) words[w] = __shfl_xor_sync(0xffffffffu, words[w], mask);
-  S result;
-  memcpy(&result, words, sizeof(S));
-  return result;
 }
 
 // Every lane of the warp gets the combination of all 32 lanes' values.
