@@ -233,6 +233,77 @@ class Backend {
   virtual void index_select(const Tensor& in, int64_t dim, const Tensor& index,
                             const Tensor& out) = 0;
 
+  // ---- multi-tensor kernels: optimizers and mixed precision -------------------------------
+  // Note [Multi-tensor kernels]: one call works on a whole list of tensors, so a training
+  // step costs a few kernel launches instead of a few per parameter (on CUDA the list is
+  // cut into chunks whose addresses travel in the kernel's arguments). The op layer
+  // (core/ops/multi_tensor.h) validates and groups the lists; a backend may assume:
+  //  - every tensor lies on this backend's device, is contiguous and non-empty;
+  //  - the i-th entries of the parallel lists have the same numel;
+  //  - in an optimizer step, params, grads and every state list share one floating dtype
+  //    (float16/bfloat16 are computed in float32, float64 in float64);
+  //  - `steps` entries are Float32 [] tensors holding the step number to use, already
+  //    incremented (Note [Step counters on the device] in core/ops/multi_tensor.h);
+  //  - `amp.inv_scale` and `amp.found_inf`, when defined, are Float32 [1] tensors.
+  // `amp.inv_scale` defined: each gradient element is multiplied by it as it is read (the
+  // gradient itself is not written). `amp.found_inf` defined and non-zero: the call writes
+  // nothing at all (GradScaler's skipped step, decided on the device with no host sync).
+  struct AmpStepArgs {
+    Tensor inv_scale;
+    Tensor found_inf;
+  };
+  // PyTorch's torch.optim formulas; a maximize flag negates the gradient first.
+  struct SgdStepParams {
+    double lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
+    bool nesterov = false, maximize = false;
+    // The momentum buffers hold nothing yet: buf = g (PyTorch's clone on the first step)
+    // instead of buf = momentum buf + (1 - dampening) g.
+    bool first_step = false;
+  };
+  struct AdamStepParams {
+    double lr = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+    bool decoupled_weight_decay = false;  // AdamW: p *= 1 - lr wd, instead of g += wd p
+    bool amsgrad = false, maximize = false;
+  };
+  struct RmspropStepParams {
+    double lr = 0, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0;
+    bool centered = false, maximize = false;
+  };
+  // momentum_buffers is empty when momentum == 0.
+  virtual void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                        const std::vector<Tensor>& momentum_buffers, const SgdStepParams& options,
+                        const AmpStepArgs& amp) = 0;
+  // max_exp_avg_sqs is empty unless amsgrad. Bias correction uses steps[i].
+  virtual void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                         const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
+                         const std::vector<Tensor>& max_exp_avg_sqs, const std::vector<Tensor>& steps,
+                         const AdamStepParams& options, const AmpStepArgs& amp) = 0;
+  // momentum_buffers is empty when momentum == 0; grad_avgs is empty unless centered.
+  virtual void rmsprop_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                            const std::vector<Tensor>& square_avgs, const std::vector<Tensor>& momentum_buffers,
+                            const std::vector<Tensor>& grad_avgs, const RmspropStepParams& options,
+                            const AmpStepArgs& amp) = 0;
+  // steps[i] += 1 for every i, unless found_inf is defined and non-zero.
+  virtual void increment_steps(const std::vector<Tensor>& steps, const Tensor& found_inf) = 0;
+  // dst[i] = src[i] * scale (dtypes may differ between src[i] and dst[i]; dst[i] may be
+  // src[i] itself; scale undefined = 1). When found_inf is defined, it is set to 1 if any
+  // element of any src is Inf or NaN, and left as it was otherwise (never cleared).
+  // dst may be empty: then only the check runs. Serves GradScaler's unscale_ (dst = src),
+  // its check-only pass, O2's f16 grads -> f32 master grads and f32 masters -> f16 model
+  // weights, and gradient clipping (scale = the clip coefficient, on the device).
+  virtual void multi_tensor_scale(const std::vector<Tensor>& src, const std::vector<Tensor>& dst,
+                                  const Tensor& scale, const Tensor& found_inf) = 0;
+  // out (Float32 [], or Float64 [] for float64 tensors) = the p-norm of all elements of all
+  // tensors taken as one vector: (sum |x|^p)^(1/p), p > 0, or max |x| for p = inf. Any
+  // dtype mix of floating tensors; accumulation in float32 (float64 if `out` is).
+  virtual void multi_tensor_norm(const std::vector<Tensor>& tensors, double p, const Tensor& out) = 0;
+  // GradScaler's update (Float32 [1] scale, Int32 [1] growth_tracker, Float32 [1] found_inf),
+  // on the device: if found_inf != 0, scale *= backoff_factor and growth_tracker = 0;
+  // else growth_tracker += 1, and when it reaches growth_interval, scale *= growth_factor
+  // (unless that would overflow to inf) and growth_tracker = 0.
+  virtual void amp_update_scale(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf,
+                                double growth_factor, double backoff_factor, int64_t growth_interval) = 0;
+
   // ---- random numbers (Note [Philox streams] in core/generator.h) ----------------------
   virtual void uniform(const Tensor& out, double low, double high, PhiloxState state) = 0;
   virtual void normal(const Tensor& out, double mean, double std, PhiloxState state) = 0;

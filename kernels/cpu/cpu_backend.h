@@ -71,6 +71,25 @@ class CpuBackend final : public Backend {
   void randint(const Tensor& out, int64_t low, int64_t high, PhiloxState state) override;
   void randperm(const Tensor& out, PhiloxState state) override;
   void bernoulli(const Tensor& out, double p, PhiloxState state) override;
+
+  // multi-tensor: optimizers and mixed precision (multi_tensor.*)
+  void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                const std::vector<Tensor>& momentum_buffers, const SgdStepParams& options,
+                const AmpStepArgs& amp) override;
+  void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                 const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
+                 const std::vector<Tensor>& max_exp_avg_sqs, const std::vector<Tensor>& steps,
+                 const AdamStepParams& options, const AmpStepArgs& amp) override;
+  void rmsprop_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                    const std::vector<Tensor>& square_avgs, const std::vector<Tensor>& momentum_buffers,
+                    const std::vector<Tensor>& grad_avgs, const RmspropStepParams& options,
+                    const AmpStepArgs& amp) override;
+  void increment_steps(const std::vector<Tensor>& steps, const Tensor& found_inf) override;
+  void multi_tensor_scale(const std::vector<Tensor>& src, const std::vector<Tensor>& dst, const Tensor& scale,
+                          const Tensor& found_inf) override;
+  void multi_tensor_norm(const std::vector<Tensor>& tensors, double p, const Tensor& out) override;
+  void amp_update_scale(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf,
+                        double growth_factor, double backoff_factor, int64_t growth_interval) override;
 };
 
 }  // namespace kiln::cpu

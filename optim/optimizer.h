@@ -1,0 +1,146 @@
+// Optimizer: the base of SGD, Adam, AdamW and RMSprop, as torch.optim.Optimizer.
+//
+// An optimizer holds parameter groups. Each group has its parameters and its
+// hyper-parameters by name ("lr", "momentum", "beta1", "beta2", "eps", "weight_decay",
+// ...; booleans as 0/1), as PyTorch's param_group dicts: a learning-rate scheduler sets
+// group.options["lr"] between steps, and CyclicLR drives "momentum" or "beta1".
+// Options a group does not give are filled from the optimizer's defaults.
+//
+// Per-parameter state (momentum buffers, Adam's moments, the step counter) is created at
+// the parameter's first step, in its dtype and on its device (steps: Float32 [] on the
+// device, Note [Step counters on the device] in core/ops/multi_tensor.h).
+//
+// step() updates every parameter that has a gradient with one fused multi-tensor call
+// per (group, device, dtype) (core/ops/multi_tensor.h); parameters without a gradient are
+// skipped and their state does not advance, as in PyTorch.
+//
+// Note [Master weights]: for Apex's O2, enable_master_weights() makes the optimizer keep
+// a float32 copy of every float16/bfloat16 parameter. step() reads the model's low
+// precision gradients into float32 master gradients, updates the masters, and copies
+// them back into the model's parameters. Small updates that would round away in float16
+// accumulate in the masters.
+//
+// state_dict() follows PyTorch's layout: parameters are numbered 0, 1, ... across groups
+// in order; tensors are named "state.<index>.<name>" and the groups' options with their
+// parameter indices are JSON metadata. save_state_dict / load_state_dict_file put it in a
+// safetensors file (atomically).
+#pragma once
+
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/json.h"
+#include "core/ops/multi_tensor.h"
+#include "core/safetensors.h"
+#include "core/tensor.h"
+
+namespace kiln::optim {
+
+using Options = std::map<std::string, double>;
+
+struct ParamGroup {
+  std::vector<Tensor> params;
+  Options options;
+
+  // The option called `name`; a kiln::Error naming it when the group has none.
+  double get(const std::string& name) const;
+  bool has(const std::string& name) const { return options.count(name) != 0; }
+  void set(const std::string& name, double value) { options[name] = value; }
+  double lr() const { return get("lr"); }
+  void set_lr(double lr) { set("lr", lr); }
+};
+
+// A parameter's state by name ("momentum_buffer", "exp_avg", "exp_avg_sq", "step", ...).
+using ParamState = std::map<std::string, Tensor>;
+
+struct OptimizerStateDict {
+  safetensors::NamedTensors tensors;  // "state.<index>.<name>"
+  json::Value param_groups;           // [{"lr": 0.1, ..., "params": [0, 1, ...]}, ...]
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // One update of every parameter that has a gradient. `amp` (GradScaler's entry, see
+  // Backend::AmpStepArgs): inv_scale multiplies the gradients as they are read,
+  // found_inf != 0 leaves everything (state and step counters included) unchanged. Its
+  // tensors may live on any device; they are copied where needed without a host sync.
+  void step(const AmpStepArgs& amp = {});
+
+  // Clears the gradients: set to None (undefined) by default, which is faster than
+  // filling zeros and lets the next backward assign instead of add; or zero-filled.
+  void zero_grad(bool set_to_none = true);
+
+  // Adds a group; options it lacks come from the defaults. A parameter already in some
+  // group, a non-floating or non-leaf parameter, or an unknown option is an error.
+  void add_param_group(ParamGroup group);
+  std::vector<ParamGroup>& param_groups() { return groups_; }
+  const std::vector<ParamGroup>& param_groups() const { return groups_; }
+  const Options& defaults() const { return defaults_; }
+
+  // The state of `param` (empty before its first step).
+  const ParamState& state(const Tensor& param) const;
+
+  // Note [Master weights]. Must be called before the first step; parameters already
+  // float32/float64 keep no copy.
+  void enable_master_weights();
+  bool has_master_weights() const { return master_weights_; }
+
+  // ---- GradScaler support (optim/grad_scaler.h) ------------------------------------------
+  // Multiplies every gradient step() will read by inv_scale (Float32 [1], any device) -
+  // with master weights: master gradient = model gradient * inv_scale - and returns one
+  // Float32 [1] tensor per device the parameters live on, holding 1 if any of its
+  // gradients had an Inf or NaN, else 0. step() then reads the unscaled gradients.
+  std::vector<Tensor> unscale_grads_(const Tensor& inv_scale);
+  // The same check without writing anything, for a step that unscales as it reads
+  // (step(amp) with amp.inv_scale). With master weights this unscales as above, since the
+  // master gradients must be written anyway.
+  std::vector<Tensor> check_grads_finite_(const Tensor& inv_scale);
+
+  // PyTorch's layout (above). load_state_dict checks the group count, each group's
+  // parameter count and every tensor's shape against this optimizer, and loads nothing
+  // when any check fails (kiln::Error naming what differs).
+  OptimizerStateDict state_dict() const;
+  void load_state_dict(const OptimizerStateDict& state);
+
+  // "SGD", "Adam", ...
+  const std::string& name() const { return name_; }
+
+ protected:
+  // A derived constructor calls add_param_group for each of its groups (virtual calls
+  // such as check_options cannot run from this base constructor).
+  Optimizer(std::string name, Options defaults);
+
+  // The update of one group's parameters that have gradients, all on `device` with one
+  // dtype; `grads` are what the kernel reads (model or master gradients), `params` what
+  // it writes (model parameters or masters).
+  virtual void update(ParamGroup& group, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                      const AmpStepArgs& amp) = 0;
+  // Checks a group's options (ranges such as lr >= 0, 0 <= beta < 1), naming the optimizer.
+  virtual void check_options(const Options& options) const = 0;
+
+  // The state of a parameter the kernel writes (a master weight, when there is one).
+  ParamState& mutable_state(const Tensor& param);
+
+ private:
+  std::string name_;
+  std::vector<ParamGroup> groups_;
+  Options defaults_;
+  std::unordered_map<const TensorImpl*, ParamState> state_;
+  bool master_weights_ = false;
+  std::unordered_map<const TensorImpl*, Tensor> masters_;  // model parameter -> float32 copy
+  bool grads_prepared_ = false;  // unscale_grads_ filled the master gradients this step
+};
+
+// Writes / reads an optimizer state dict as a safetensors file (the param groups under
+// the metadata key "kiln.optimizer"), atomically. Reading checks the metadata's JSON and
+// names the file in every error.
+void save_state_dict(const std::string& path, const OptimizerStateDict& state);
+OptimizerStateDict load_state_dict_file(const std::string& path, Device device = Device::cpu());
+
+}  // namespace kiln::optim
