@@ -10,9 +10,11 @@
 //   4. coef = min(1, max_norm / (total + 1e-6)), computed with tensor ops on the device;
 //   5. per device, one fused in-place multi_tensor_scale_ by coef (a Float32 [1] tensor).
 // The gradients are always multiplied, by exactly 1 when no clipping is needed, so no
-// branch has to look at the value. Non-contiguous gradients (rare: a gradient is
-// normally allocated contiguous) join the norm through a contiguous copy and are scaled
-// by an ordinary in-place multiply.
+// branch has to look at the value. Two kinds of gradient take an ordinary in-place
+// multiply instead of the fused scale: float64 ones, which PyTorch scales by the float64
+// coefficient (the fused kernel's scale is a float32), and non-contiguous ones (rare: a
+// gradient is normally allocated contiguous), which join the norm through a contiguous
+// copy.
 #include "optim/clip_grad.h"
 
 #include <cmath>
@@ -28,8 +30,8 @@ namespace {
 
 struct DeviceGrads {
   Device device;
-  std::vector<Tensor> contiguous;  // scaled by the fused kernel
-  std::vector<Tensor> strided;     // scaled one by one
+  std::vector<Tensor> fused;       // contiguous, not float64: scaled by the fused kernel
+  std::vector<Tensor> one_by_one;  // float64 or non-contiguous: scaled by mul_
 };
 
 // The gradients of `params` that exist, grouped by device in order of first appearance.
@@ -42,15 +44,16 @@ std::vector<DeviceGrads> group_grads_by_device(const std::vector<Tensor>& params
     for (DeviceGrads& g : groups) {
       if (g.device == grad.device()) group = &g;
     }
-    if (group == nullptr) group = &groups.emplace_back(DeviceGrads{.device = grad.device(), .contiguous = {}, .strided = {}});
-    (grad.is_contiguous() ? group->contiguous : group->strided).push_back(grad);
+    if (group == nullptr) group = &groups.emplace_back(DeviceGrads{.device = grad.device(), .fused = {}, .one_by_one = {}});
+    const bool fused = grad.is_contiguous() && grad.dtype() != DType::Float64;
+    (fused ? group->fused : group->one_by_one).push_back(grad);
   }
   return groups;
 }
 
 Tensor device_norm(const DeviceGrads& group, double norm_type) {
-  std::vector<Tensor> grads = group.contiguous;
-  for (const Tensor& g : group.strided) grads.push_back(g.contiguous());
+  std::vector<Tensor> grads = group.fused;
+  for (const Tensor& g : group.one_by_one) grads.push_back(g.contiguous());  // no copy unless strided
   return multi_tensor_norm(grads, norm_type);
 }
 
@@ -75,13 +78,14 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
                "gradients by the non-finite norm anyway, pass error_if_nonfinite = false");
   }
 
-  const Tensor coef = clamp(Scalar(max_norm) / add(total, Scalar(1e-6)), std::nullopt, Scalar(1.0))
-                          .to(DType::Float32)
-                          .reshape({1});
+  // In the total's dtype (float64 when every gradient is), as a [1] tensor.
+  const Tensor coef = clamp(Scalar(max_norm) / add(total, Scalar(1e-6)), std::nullopt, Scalar(1.0)).reshape({1});
+  const Tensor coef_float = coef.to(DType::Float32);
   for (const DeviceGrads& group : groups) {
-    const Tensor device_coef = coef.to(group.device);
-    multi_tensor_scale_(group.contiguous, group.contiguous, device_coef);
-    for (Tensor g : group.strided) g.mul_(device_coef);  // a handle copy: same gradient
+    multi_tensor_scale_(group.fused, group.fused, coef_float.to(group.device));
+    if (group.one_by_one.empty()) continue;
+    const Tensor device_coef = coef.to(group.device, DType::Float64);
+    for (Tensor g : group.one_by_one) g.mul_(device_coef);  // a handle copy: the same gradient
   }
   return total;
 }
