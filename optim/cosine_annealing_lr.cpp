@@ -13,8 +13,8 @@ namespace {
 
 void check_options(const CosineAnnealingLROptions& options) {
   KILN_CHECK(options.T_max > 0, "CosineAnnealingLR: T_max must be positive, got ", options.T_max);
-  KILN_CHECK(std::isfinite(options.eta_min) && options.eta_min >= 0, "CosineAnnealingLR: eta_min must be >= 0, got ",
-             options.eta_min);
+  KILN_CHECK(std::isfinite(options.eta_min) && options.eta_min >= 0,
+             "CosineAnnealingLR: eta_min must be >= 0, got ", options.eta_min);
 }
 
 }  // namespace
@@ -34,7 +34,8 @@ std::vector<double> CosineAnnealingLR::compute_lrs() {
   if (t == 0) return lrs;
   if ((t - 1 - options_.T_max) % (2 * options_.T_max) == 0) {
     // The cosine's trough was the previous step: the ratio below would divide by 0.
-    for (size_t i = 0; i < lrs.size(); ++i) lrs[i] += (base_lrs_[i] - eta_min) * (1 - std::cos(kPi / t_max)) / 2;
+    for (size_t i = 0; i < lrs.size(); ++i)
+      lrs[i] += (base_lrs_[i] - eta_min) * (1 - std::cos(kPi / t_max)) / 2;
     return lrs;
   }
   const double ratio = (1 + std::cos(kPi * static_cast<double>(t) / t_max)) /

@@ -20,7 +20,7 @@
 namespace kiln::optim {
 
 struct CosineAnnealingLROptions {
-  int64_t T_max = 0;    // required, > 0: epochs of the half cosine
+  int64_t T_max = 0;   // required, > 0: epochs of the half cosine
   double eta_min = 0;  // >= 0: the lr at T_max
 };
 

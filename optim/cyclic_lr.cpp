@@ -15,9 +15,12 @@ const char* const kWho = "CyclicLR";
 
 const char* mode_name(CyclicMode mode) {
   switch (mode) {
-    case CyclicMode::Triangular: return "triangular";
-    case CyclicMode::Triangular2: return "triangular2";
-    case CyclicMode::ExpRange: return "exp_range";
+    case CyclicMode::Triangular:
+      return "triangular";
+    case CyclicMode::Triangular2:
+      return "triangular2";
+    case CyclicMode::ExpRange:
+      return "exp_range";
   }
   return "?";
 }
@@ -40,7 +43,8 @@ Optimizer& with_base_lrs(Optimizer& optimizer, const CyclicLROptions& options) {
   std::vector<ParamGroup>& groups = optimizer.param_groups();
   const std::vector<double> base_lrs = options.base_lr.per_group(groups.size(), kWho, "base_lr");
   for (size_t i = 0; i < groups.size(); ++i) {
-    KILN_CHECK(std::isfinite(base_lrs[i]) && base_lrs[i] >= 0, kWho, ": base_lr must be >= 0, got ", base_lrs[i]);
+    KILN_CHECK(std::isfinite(base_lrs[i]) && base_lrs[i] >= 0, kWho, ": base_lr must be >= 0, got ",
+               base_lrs[i]);
     groups[i].set_lr(base_lrs[i]);
   }
   return optimizer;
@@ -70,7 +74,8 @@ CyclicLR::CyclicLR(Optimizer& optimizer, const CyclicLROptions& options)
     base_momentums_ = options.base_momentum.per_group(groups.size(), kWho, "base_momentum");
     max_momentums_ = options.max_momentum.per_group(groups.size(), kWho, "max_momentum");
   }
-  for (size_t i = 0; i < groups.size() && cycle_momentum_; ++i) groups[i].set(momentum_key_, max_momentums_[i]);
+  for (size_t i = 0; i < groups.size() && cycle_momentum_; ++i)
+    groups[i].set(momentum_key_, max_momentums_[i]);
   // The groups' lrs are base_lr now (with_base_lrs); base_lrs are base_lr whatever an
   // older "initial_lr" says, as in PyTorch.
   base_lrs_ = group_lrs();
@@ -82,9 +87,12 @@ double CyclicLR::scale(double cycle, int64_t t) const {
   const double x = by_cycle ? cycle : static_cast<double>(t);
   if (custom_scale_fn_) return custom_scale_fn_(x);
   switch (mode_) {
-    case CyclicMode::Triangular: return 1.0;
-    case CyclicMode::Triangular2: return 1 / std::pow(2.0, x - 1);
-    case CyclicMode::ExpRange: return std::pow(gamma_, x);
+    case CyclicMode::Triangular:
+      return 1.0;
+    case CyclicMode::Triangular2:
+      return 1 / std::pow(2.0, x - 1);
+    case CyclicMode::ExpRange:
+      return std::pow(gamma_, x);
   }
   return 1.0;
 }
@@ -102,7 +110,7 @@ std::vector<double> CyclicLR::compute_lrs() {
   }
   if (cycle_momentum_) {
     std::vector<ParamGroup>& groups = optimizer_.param_groups();
-    for (size_t i = 0; i < groups.size() && i < max_momentums_.size(); ++i) {
+    for (size_t i = 0; i < groups.size(); ++i) {
       const double base_height = (max_momentums_[i] - base_momentums_[i]) * scale_factor;
       groups[i].set(momentum_key_, max_momentums_[i] - base_height * s);
     }
@@ -137,9 +145,10 @@ void CyclicLR::load_extra(const json::Value& state) {
   const CyclicMode mode = parse_mode(ss::get_string(state, kWho, "mode"));
   const double gamma = ss::get_number(state, kWho, "gamma");
   const bool custom = ss::get_bool(state, kWho, "custom_scale_fn");
-  KILN_CHECK(!custom || custom_scale_fn_, kWho,
-             ": load_state_dict: the state was saved with a custom scale_fn, which cannot be serialised; build "
-             "this scheduler with the same scale_fn before loading");
+  KILN_CHECK(
+      !custom || custom_scale_fn_, kWho,
+      ": load_state_dict: the state was saved with a custom scale_fn, which cannot be serialised; build "
+      "this scheduler with the same scale_fn before loading");
   const std::string scale_mode = ss::get_string(state, kWho, "scale_mode");
   KILN_CHECK(scale_mode == "cycle" || scale_mode == "iterations", kWho,
              ": load_state_dict: scale_mode must be \"cycle\" or \"iterations\", got \"", scale_mode, "\"");

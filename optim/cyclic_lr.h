@@ -31,14 +31,14 @@ enum class CyclicMode { Triangular, Triangular2, ExpRange };
 enum class ScaleMode { Cycle, Iterations };
 
 struct CyclicLROptions {
-  GroupValues base_lr;                    // required: one value or one per group
-  GroupValues max_lr;                     // required
-  int64_t step_size_up = 2000;            // > 0
-  std::optional<int64_t> step_size_down;  // >= 0; default step_size_up
+  GroupValues base_lr = {};                              // required: one value or one per group
+  GroupValues max_lr = {};                               // required
+  int64_t step_size_up = 2000;                           // > 0
+  std::optional<int64_t> step_size_down = std::nullopt;  // >= 0; default step_size_up
   CyclicMode mode = CyclicMode::Triangular;
-  double gamma = 1.0;                     // exp_range's base
-  std::function<double(double)> scale_fn;  // overrides mode when set
-  ScaleMode scale_mode = ScaleMode::Cycle;  // for a custom scale_fn
+  double gamma = 1.0;                                // exp_range's base
+  std::function<double(double)> scale_fn = nullptr;  // overrides mode when set
+  ScaleMode scale_mode = ScaleMode::Cycle;           // for a custom scale_fn
   bool cycle_momentum = true;
   GroupValues base_momentum = 0.8;
   GroupValues max_momentum = 0.9;
@@ -58,8 +58,8 @@ class CyclicLR : public LRScheduler {
   double scale(double cycle, int64_t t) const;  // scale_fn at the cycle or the step
 
   std::vector<double> max_lrs_;  // base_lrs_ hold base_lr
-  double total_size_ = 0;         // step_size_up + step_size_down
-  double step_ratio_ = 0;         // step_size_up / total_size
+  double total_size_ = 0;        // step_size_up + step_size_down
+  double step_ratio_ = 0;        // step_size_up / total_size
   CyclicMode mode_ = CyclicMode::Triangular;
   double gamma_ = 1;
   std::function<double(double)> custom_scale_fn_;

@@ -12,8 +12,8 @@ namespace {
 void check_options(const LinearLROptions& options) {
   KILN_CHECK(options.start_factor > 0 && options.start_factor <= 1,
              "LinearLR: start_factor must be in (0, 1], got ", options.start_factor);
-  KILN_CHECK(options.end_factor >= 0 && options.end_factor <= 1, "LinearLR: end_factor must be in [0, 1], got ",
-             options.end_factor);
+  KILN_CHECK(options.end_factor >= 0 && options.end_factor <= 1,
+             "LinearLR: end_factor must be in [0, 1], got ", options.end_factor);
   KILN_CHECK(options.total_iters > 0, "LinearLR: total_iters must be positive, got ", options.total_iters);
 }
 
@@ -35,8 +35,8 @@ std::vector<double> LinearLR::compute_lrs() {
     return lrs;
   }
   if (t > options_.total_iters) return lrs;
-  const double ratio =
-      1.0 + (end - start) / (static_cast<double>(options_.total_iters) * start + static_cast<double>(t - 1) * (end - start));
+  const double ratio = 1.0 + (end - start) / (static_cast<double>(options_.total_iters) * start +
+                                              static_cast<double>(t - 1) * (end - start));
   for (double& lr : lrs) lr *= ratio;
   return lrs;
 }

@@ -7,7 +7,8 @@
 
 namespace kiln::optim {
 
-std::vector<double> GroupValues::per_group(size_t groups, const std::string& who, const std::string& name) const {
+std::vector<double> GroupValues::per_group(size_t groups, const std::string& who,
+                                           const std::string& name) const {
   KILN_CHECK(!values_.empty(), who, ": ", name, " is required");
   if (values_.size() == 1) return std::vector<double>(groups, values_[0]);
   KILN_CHECK(values_.size() == groups, who, ": expected ", groups, " values for ", name,
@@ -15,7 +16,8 @@ std::vector<double> GroupValues::per_group(size_t groups, const std::string& who
   return values_;
 }
 
-LRScheduler::LRScheduler(std::string name, Optimizer& optimizer) : optimizer_(optimizer), name_(std::move(name)) {
+LRScheduler::LRScheduler(std::string name, Optimizer& optimizer)
+    : optimizer_(optimizer), name_(std::move(name)) {
   for (ParamGroup& group : optimizer_.param_groups()) {
     if (!group.has("initial_lr")) group.set("initial_lr", group.lr());
     base_lrs_.push_back(group.get("initial_lr"));
@@ -34,7 +36,8 @@ void LRScheduler::step() {
              "; build a new scheduler after add_param_group");
   ++last_epoch_;
   std::vector<double> lrs = compute_lrs();
-  KILN_ASSERT(lrs.size() == groups.size(), name_, " computed ", lrs.size(), " lrs for ", groups.size(), " groups");
+  KILN_ASSERT(lrs.size() == groups.size(), name_, " computed ", lrs.size(), " lrs for ", groups.size(),
+              " groups");
   for (size_t i = 0; i < groups.size(); ++i) groups[i].set_lr(lrs[i]);
   last_lr_ = std::move(lrs);
 }
@@ -74,8 +77,9 @@ void LRScheduler::load_state_dict(const json::Value& state) {
 std::string momentum_option(const Optimizer& optimizer, const std::string& who) {
   if (optimizer.defaults().count("beta1") != 0) return "beta1";
   if (optimizer.defaults().count("momentum") != 0) return "momentum";
-  throw Error(detail::str_cat(who, ": optimizer ", optimizer.name(),
-                              " has neither \"momentum\" nor \"beta1\" to cycle; pass cycle_momentum = false"));
+  throw Error(
+      detail::str_cat(who, ": optimizer ", optimizer.name(),
+                      " has neither \"momentum\" nor \"beta1\" to cycle; pass cycle_momentum = false"));
 }
 
 }  // namespace kiln::optim

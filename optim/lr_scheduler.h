@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/json.h"
@@ -43,7 +44,7 @@ namespace kiln::optim {
 // `max_lr=0.1` or `max_lr=[0.1, 0.01]`: `.max_lr = 0.1` or `.max_lr = {0.1, 0.01}`.
 class GroupValues {
  public:
-  GroupValues() = default;  // not given
+  GroupValues() = default;                       // not given
   GroupValues(double value) : values_{value} {}  // NOLINT: implicit by design
   GroupValues(std::initializer_list<double> values) : values_(values) {}
   GroupValues(std::vector<double> values) : values_(std::move(values)) {}  // NOLINT

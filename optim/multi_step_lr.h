@@ -12,8 +12,8 @@
 namespace kiln::optim {
 
 struct MultiStepLROptions {
-  std::vector<int64_t> milestones;  // epochs, >= 0, any order
-  double gamma = 0.1;               // > 0
+  std::vector<int64_t> milestones = {};  // epochs, >= 0, any order
+  double gamma = 0.1;                    // > 0
 };
 
 class MultiStepLR : public LRScheduler {

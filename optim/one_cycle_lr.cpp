@@ -32,14 +32,17 @@ void check_pct_start(double pct_start) {
 }
 
 void check_positive(const std::vector<double>& values, const char* name) {
-  for (double v : values) KILN_CHECK(std::isfinite(v) && v > 0, kWho, ": ", name, " must be positive, got ", v);
+  for (double v : values)
+    KILN_CHECK(std::isfinite(v) && v > 0, kWho, ": ", name, " must be positive, got ", v);
 }
 
-const char* strategy_name(AnnealStrategy strategy) { return strategy == AnnealStrategy::Cos ? "cos" : "linear"; }
+const char* strategy_name(AnnealStrategy strategy) {
+  return strategy == AnnealStrategy::Cos ? "cos" : "linear";
+}
 
 AnnealStrategy parse_strategy(const std::string& name) {
-  KILN_CHECK(name == "cos" || name == "linear", kWho, ": load_state_dict: anneal_strategy must be \"cos\" or ",
-             "\"linear\", got \"", name, "\"");
+  KILN_CHECK(name == "cos" || name == "linear", kWho,
+             ": load_state_dict: anneal_strategy must be \"cos\" or ", "\"linear\", got \"", name, "\"");
   return name == "cos" ? AnnealStrategy::Cos : AnnealStrategy::Linear;
 }
 
@@ -84,11 +87,16 @@ std::vector<OneCycleLR::Phase> OneCycleLR::phases() const {
 
 double OneCycleLR::level(Level which, size_t group) const {
   switch (which) {
-    case Level::Initial: return base_lrs_[group];
-    case Level::Max: return max_lrs_[group];
-    case Level::Min: return min_lrs_[group];
-    case Level::BaseMomentum: return base_momentums_[group];
-    case Level::MaxMomentum: return max_momentums_[group];
+    case Level::Initial:
+      return base_lrs_[group];
+    case Level::Max:
+      return max_lrs_[group];
+    case Level::Min:
+      return min_lrs_[group];
+    case Level::BaseMomentum:
+      return base_momentums_[group];
+    case Level::MaxMomentum:
+      return max_momentums_[group];
   }
   KILN_ASSERT(false, "unknown OneCycleLR level");
   return 0;
@@ -113,14 +121,15 @@ std::vector<double> OneCycleLR::compute_lrs() {
     ++phase;
   }
   const Phase& p = schedule[phase];
-  KILN_CHECK(p.end_step != start_step, kWho, ": phase ", phase + 1, " of the schedule has no steps (pct_start ",
-             pct_start_, ", total_steps ", total_steps_, "); change pct_start or total_steps");
+  KILN_CHECK(p.end_step != start_step, kWho, ": phase ", phase + 1,
+             " of the schedule has no steps (pct_start ", pct_start_, ", total_steps ", total_steps_,
+             "); change pct_start or total_steps");
   const double pct = (static_cast<double>(step) - start_step) / (p.end_step - start_step);
   std::vector<ParamGroup>& groups = optimizer_.param_groups();
   std::vector<double> lrs;
   for (size_t i = 0; i < base_lrs_.size(); ++i) {
     lrs.push_back(anneal(level(p.start_lr, i), level(p.end_lr, i), pct));
-    if (cycle_momentum_ && i < groups.size())
+    if (cycle_momentum_)
       groups[i].set(momentum_key_, anneal(level(p.start_momentum, i), level(p.end_momentum, i), pct));
   }
   return lrs;

@@ -29,17 +29,17 @@ namespace kiln::optim {
 enum class AnnealStrategy { Cos, Linear };
 
 struct OneCycleLROptions {
-  GroupValues max_lr;                      // required: one value or one per group
-  std::optional<int64_t> total_steps;      // or epochs * steps_per_epoch
-  std::optional<int64_t> epochs;
-  std::optional<int64_t> steps_per_epoch;
-  double pct_start = 0.3;                  // in [0, 1]: fraction of steps spent rising
+  GroupValues max_lr = {};                            // required: one value or one per group
+  std::optional<int64_t> total_steps = std::nullopt;  // or epochs * steps_per_epoch
+  std::optional<int64_t> epochs = std::nullopt;
+  std::optional<int64_t> steps_per_epoch = std::nullopt;
+  double pct_start = 0.3;  // in [0, 1]: fraction of steps spent rising
   AnnealStrategy anneal_strategy = AnnealStrategy::Cos;
   bool cycle_momentum = true;
   GroupValues base_momentum = 0.85;
   GroupValues max_momentum = 0.95;
-  double div_factor = 25;                  // initial_lr = max_lr / div_factor
-  double final_div_factor = 1e4;           // min_lr = initial_lr / final_div_factor
+  double div_factor = 25;         // initial_lr = max_lr / div_factor
+  double final_div_factor = 1e4;  // min_lr = initial_lr / final_div_factor
   bool three_phase = false;
 };
 
@@ -71,7 +71,7 @@ class OneCycleLR : public LRScheduler {
   AnnealStrategy anneal_strategy_ = AnnealStrategy::Cos;
   bool three_phase_ = false;
   bool cycle_momentum_ = false;
-  std::string momentum_key_;  // "beta1" or "momentum", with cycle_momentum
+  std::string momentum_key_;               // "beta1" or "momentum", with cycle_momentum
   std::vector<double> max_lrs_, min_lrs_;  // initial_lrs are base_lrs_
   std::vector<double> base_momentums_, max_momentums_;
 };

@@ -16,10 +16,11 @@ namespace {
 const char* const kWho = "ReduceLROnPlateau";
 
 void check_options(const ReduceLROnPlateauOptions& o) {
-  KILN_CHECK(o.factor >= 0 && o.factor < 1, kWho, ": factor must be in [0, 1) (the lr is multiplied by it), got ",
-             o.factor);
+  KILN_CHECK(o.factor >= 0 && o.factor < 1, kWho,
+             ": factor must be in [0, 1) (the lr is multiplied by it), got ", o.factor);
   KILN_CHECK(o.patience >= 0, kWho, ": patience must be >= 0, got ", o.patience);
-  KILN_CHECK(std::isfinite(o.threshold) && o.threshold >= 0, kWho, ": threshold must be >= 0, got ", o.threshold);
+  KILN_CHECK(std::isfinite(o.threshold) && o.threshold >= 0, kWho, ": threshold must be >= 0, got ",
+             o.threshold);
   KILN_CHECK(o.cooldown >= 0, kWho, ": cooldown must be >= 0, got ", o.cooldown);
   KILN_CHECK(std::isfinite(o.eps) && o.eps >= 0, kWho, ": eps must be >= 0, got ", o.eps);
 }
@@ -75,7 +76,8 @@ void ReduceLROnPlateau::step(double metric) {
 void ReduceLROnPlateau::reduce_lrs() {
   std::vector<ParamGroup>& groups = optimizer_.param_groups();
   KILN_CHECK(groups.size() == min_lrs_.size(), kWho, ": the optimizer has ", groups.size(),
-             " parameter group(s) but min_lr has ", min_lrs_.size(), "; build a new scheduler after add_param_group");
+             " parameter group(s) but min_lr has ", min_lrs_.size(),
+             "; build a new scheduler after add_param_group");
   for (size_t i = 0; i < groups.size(); ++i) {
     const double old_lr = groups[i].lr();
     const double new_lr = std::max(old_lr * options_.factor, min_lrs_[i]);
@@ -92,7 +94,8 @@ json::Value ReduceLROnPlateau::state_dict() const {
   state.add("factor", ss::number(options_.factor));
   state.add("patience", json::Value::integer(options_.patience));
   state.add("threshold", ss::number(options_.threshold));
-  state.add("threshold_mode", json::Value::string(options_.threshold_mode == ThresholdMode::Rel ? "rel" : "abs"));
+  state.add("threshold_mode",
+            json::Value::string(options_.threshold_mode == ThresholdMode::Rel ? "rel" : "abs"));
   state.add("cooldown", json::Value::integer(options_.cooldown));
   state.add("min_lrs", ss::numbers(min_lrs_));
   state.add("eps", ss::number(options_.eps));
@@ -108,18 +111,19 @@ void ReduceLROnPlateau::load_state_dict(const json::Value& state) {
   const size_t groups = optimizer_.param_groups().size();
   const std::string mode = ss::get_string(state, kWho, "mode");
   const std::string threshold_mode = ss::get_string(state, kWho, "threshold_mode");
-  KILN_CHECK(mode == "min" || mode == "max", kWho, ": load_state_dict: mode must be \"min\" or \"max\", got \"",
-             mode, "\"");
+  KILN_CHECK(mode == "min" || mode == "max", kWho,
+             ": load_state_dict: mode must be \"min\" or \"max\", got \"", mode, "\"");
   KILN_CHECK(threshold_mode == "rel" || threshold_mode == "abs", kWho,
              ": load_state_dict: threshold_mode must be \"rel\" or \"abs\", got \"", threshold_mode, "\"");
-  ReduceLROnPlateauOptions options{.mode = mode == "min" ? PlateauMode::Min : PlateauMode::Max,
-                                   .factor = ss::get_number(state, kWho, "factor"),
-                                   .patience = ss::get_integer(state, kWho, "patience"),
-                                   .threshold = ss::get_number(state, kWho, "threshold"),
-                                   .threshold_mode = threshold_mode == "rel" ? ThresholdMode::Rel : ThresholdMode::Abs,
-                                   .cooldown = ss::get_integer(state, kWho, "cooldown"),
-                                   .min_lr = ss::get_numbers(state, kWho, "min_lrs", groups),
-                                   .eps = ss::get_number(state, kWho, "eps")};
+  ReduceLROnPlateauOptions options{
+      .mode = mode == "min" ? PlateauMode::Min : PlateauMode::Max,
+      .factor = ss::get_number(state, kWho, "factor"),
+      .patience = ss::get_integer(state, kWho, "patience"),
+      .threshold = ss::get_number(state, kWho, "threshold"),
+      .threshold_mode = threshold_mode == "rel" ? ThresholdMode::Rel : ThresholdMode::Abs,
+      .cooldown = ss::get_integer(state, kWho, "cooldown"),
+      .min_lr = ss::get_numbers(state, kWho, "min_lrs", groups),
+      .eps = ss::get_number(state, kWho, "eps")};
   check_options(options);
   std::vector<double> min_lrs = options.min_lr.per_group(groups, kWho, "min_lr");
   check_min_lrs(min_lrs);
@@ -129,8 +133,8 @@ void ReduceLROnPlateau::load_state_dict(const json::Value& state) {
   const int64_t num_bad_epochs = ss::get_integer(state, kWho, "num_bad_epochs");
   const int64_t cooldown_counter = ss::get_integer(state, kWho, "cooldown_counter");
   KILN_CHECK(last_epoch >= 0 && num_bad_epochs >= 0 && cooldown_counter >= 0, kWho,
-             ": load_state_dict: counters must be >= 0 (last_epoch ", last_epoch, ", num_bad_epochs ", num_bad_epochs,
-             ", cooldown_counter ", cooldown_counter, ")");
+             ": load_state_dict: counters must be >= 0 (last_epoch ", last_epoch, ", num_bad_epochs ",
+             num_bad_epochs, ", cooldown_counter ", cooldown_counter, ")");
   options_ = std::move(options);
   min_lrs_ = std::move(min_lrs);
   last_epoch_ = last_epoch;

@@ -37,9 +37,9 @@ struct ReduceLROnPlateauOptions {
   int64_t patience = 10;                // >= 0 bad epochs tolerated
   double threshold = 1e-4;              // >= 0: how much better counts as better
   ThresholdMode threshold_mode = ThresholdMode::Rel;
-  int64_t cooldown = 0;                 // >= 0 epochs after a reduction with no counting
-  GroupValues min_lr = 0.0;             // >= 0: one value or one per group
-  double eps = 1e-8;                    // >= 0: smaller changes are not applied
+  int64_t cooldown = 0;      // >= 0 epochs after a reduction with no counting
+  GroupValues min_lr = 0.0;  // >= 0: one value or one per group
+  double eps = 1e-8;         // >= 0: smaller changes are not applied
 };
 
 class ReduceLROnPlateau {

@@ -19,7 +19,8 @@ void check_options(const StepLROptions& options) {
 
 }  // namespace
 
-StepLR::StepLR(Optimizer& optimizer, const StepLROptions& options) : LRScheduler("StepLR", optimizer), options_(options) {
+StepLR::StepLR(Optimizer& optimizer, const StepLROptions& options)
+    : LRScheduler("StepLR", optimizer), options_(options) {
   check_options(options_);
   initial_step();
 }

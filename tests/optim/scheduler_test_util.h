@@ -19,7 +19,8 @@ namespace kiln::sched_test {
 // An Optimizer whose update does nothing and which accepts any options.
 class NullOptimizer : public optim::Optimizer {
  public:
-  NullOptimizer(const std::vector<double>& lrs, optim::Options defaults) : Optimizer("NullOptimizer", defaults) {
+  NullOptimizer(const std::vector<double>& lrs, optim::Options defaults)
+      : Optimizer("NullOptimizer", defaults) {
     for (double lr : lrs) add_param_group(optim::ParamGroup{.params = {zeros({2})}, .options = {{"lr", lr}}});
   }
 
@@ -50,8 +51,8 @@ inline std::vector<double> group_lrs(const optim::Optimizer& optimizer) {
 // |actual - expected| <= 1e-15 + 1e-12 |expected|: the two forms differ by rounding only.
 inline ::testing::AssertionResult near_rel(double actual, double expected, double rtol = 1e-12) {
   if (std::abs(actual - expected) <= 1e-15 + rtol * std::abs(expected)) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "actual " << actual << " vs expected " << expected << " (diff "
-                                       << actual - expected << ")";
+  return ::testing::AssertionFailure()
+         << "actual " << actual << " vs expected " << expected << " (diff " << actual - expected << ")";
 }
 
 // A state dict through its JSON text, as a checkpoint would store it.

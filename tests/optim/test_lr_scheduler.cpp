@@ -68,7 +68,8 @@ TEST(LRScheduler, MultiStepLRCountsMilestonesIncludingRepeats) {
   const std::vector<int64_t> milestones = {9, 2, 5, 5};
   MultiStepLR scheduler(*opt, {.milestones = milestones, .gamma = 0.1});
   expect_sequence(scheduler, *opt, 15, [&](double base, int64_t t) {
-    const auto passed = std::count_if(milestones.begin(), milestones.end(), [&](int64_t m) { return m <= t; });
+    const auto passed =
+        std::count_if(milestones.begin(), milestones.end(), [&](int64_t m) { return m <= t; });
     return base * std::pow(0.1, static_cast<double>(passed));
   });
 }
@@ -164,14 +165,16 @@ void expect_round_trip(const std::function<std::unique_ptr<LRScheduler>(Optimize
 }
 
 TEST(LRScheduler, StateDictRoundTripsMidSequence) {
-  expect_round_trip([](Optimizer& o) { return std::make_unique<StepLR>(o, StepLROptions{.step_size = 3}); }, 7, 10);
+  expect_round_trip([](Optimizer& o) { return std::make_unique<StepLR>(o, StepLROptions{.step_size = 3}); },
+                    7, 10);
   expect_round_trip(
       [](Optimizer& o) {
         return std::make_unique<MultiStepLR>(o, MultiStepLROptions{.milestones = {3, 8, 12}, .gamma = 0.3});
       },
       5, 12);
-  expect_round_trip([](Optimizer& o) { return std::make_unique<ExponentialLR>(o, ExponentialLROptions{.gamma = 0.9}); },
-                    4, 10);
+  expect_round_trip(
+      [](Optimizer& o) { return std::make_unique<ExponentialLR>(o, ExponentialLROptions{.gamma = 0.9}); }, 4,
+      10);
   expect_round_trip(
       [](Optimizer& o) {
         return std::make_unique<CosineAnnealingLR>(o, CosineAnnealingLROptions{.T_max = 6, .eta_min = 1e-3});
@@ -204,7 +207,8 @@ TEST(LRScheduler, LoadStateDictRejectsMismatchesAndChangesNothing) {
   StepLR small(*one_group, {.step_size = 2});
   EXPECT_KILN_ERROR(small.load_state_dict(good), "StepLR", "base_lrs", "2 entries", "1 parameter group");
 
-  json::Value missing = json::parse(R"({"scheduler":"StepLR","last_epoch":3,"base_lrs":[1,2],"last_lr":[1,2]})");
+  json::Value missing =
+      json::parse(R"({"scheduler":"StepLR","last_epoch":3,"base_lrs":[1,2],"last_lr":[1,2]})");
   StepLR fresh(*other, {.step_size = 5});
   EXPECT_KILN_ERROR(fresh.load_state_dict(missing), "StepLR", "no field \"step_size\"");
   EXPECT_EQ(fresh.last_epoch(), 0);  // nothing loaded
@@ -212,7 +216,8 @@ TEST(LRScheduler, LoadStateDictRejectsMismatchesAndChangesNothing) {
 
   json::Value wrong_type = json::parse(
       R"({"scheduler":"StepLR","last_epoch":"3","base_lrs":[1,2],"last_lr":[1,2],"step_size":2,"gamma":0.1})");
-  EXPECT_KILN_ERROR(fresh.load_state_dict(wrong_type), "StepLR", "\"last_epoch\" should be an integer, got a string");
+  EXPECT_KILN_ERROR(fresh.load_state_dict(wrong_type), "StepLR",
+                    "\"last_epoch\" should be an integer, got a string");
   EXPECT_KILN_ERROR(fresh.load_state_dict(json::Value::array()), "StepLR", "expected a JSON object");
 }
 
@@ -227,7 +232,8 @@ TEST(LRScheduler, BadArgumentsNameTheScheduler) {
   auto opt = sched_test::plain({0.1});
   EXPECT_KILN_ERROR(StepLR(*opt, {.step_size = 0}), "StepLR: step_size must be positive, got 0");
   EXPECT_KILN_ERROR(StepLR(*opt, {.step_size = 2, .gamma = -0.5}), "StepLR: gamma must be positive");
-  EXPECT_KILN_ERROR(MultiStepLR(*opt, {.milestones = {3, -1}}), "MultiStepLR: milestones must be >= 0, got -1");
+  EXPECT_KILN_ERROR(MultiStepLR(*opt, {.milestones = {3, -1}}),
+                    "MultiStepLR: milestones must be >= 0, got -1");
   EXPECT_KILN_ERROR(ExponentialLR(*opt, {}), "ExponentialLR: gamma must be positive, got 0");
   EXPECT_KILN_ERROR(CosineAnnealingLR(*opt, {.T_max = 0}), "CosineAnnealingLR: T_max must be positive");
   EXPECT_KILN_ERROR(CosineAnnealingLR(*opt, {.T_max = 5, .eta_min = -1}), "CosineAnnealingLR: eta_min");
