@@ -73,9 +73,8 @@ CyclicLR::CyclicLR(Optimizer& optimizer, const CyclicLROptions& options)
     momentum_key_ = momentum_option(optimizer_, kWho);
     base_momentums_ = options.base_momentum.per_group(groups.size(), kWho, "base_momentum");
     max_momentums_ = options.max_momentum.per_group(groups.size(), kWho, "max_momentum");
+    for (size_t i = 0; i < groups.size(); ++i) groups[i].set(momentum_key_, max_momentums_[i]);
   }
-  for (size_t i = 0; i < groups.size() && cycle_momentum_; ++i)
-    groups[i].set(momentum_key_, max_momentums_[i]);
   // The groups' lrs are base_lr now (with_base_lrs); base_lrs are base_lr whatever an
   // older "initial_lr" says, as in PyTorch.
   base_lrs_ = group_lrs();
