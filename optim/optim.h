@@ -3,7 +3,8 @@
 #pragma once
 
 #include "optim/adam.h"
+#include "optim/clip_grad.h"
 #include "optim/optimizer.h"
 #include "optim/rmsprop.h"
 #include "optim/sgd.h"
-// optim/lr_scheduler.h, optim/grad_scaler.h and optim/clip_grad.h join here when they land.
+// optim/lr_scheduler.h and optim/grad_scaler.h join here when they land.
