@@ -139,6 +139,17 @@ Tensor Optimizer::master_of(const Tensor& param) {
   return it->second;
 }
 
+std::vector<Tensor> Optimizer::master_params() {
+  std::vector<Tensor> out;
+  for (const ParamGroup& group : groups_) {
+    for (const Tensor& p : group.params) {
+      const Tensor master = master_of(p);
+      out.push_back(master.defined() ? master : p);
+    }
+  }
+  return out;
+}
+
 // ---- step ---------------------------------------------------------------------------------
 
 // The parameters of one group that step() updates with one kernel call: one device, one

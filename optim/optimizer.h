@@ -92,6 +92,11 @@ class Optimizer {
   // parameter's first step (so model weights loaded before that are taken over).
   void enable_master_weights();
   bool has_master_weights() const { return master_weights_; }
+  // The tensors step() updates, as Apex's amp.master_params(optimizer): each parameter's
+  // float32 master (made now if missing) when it keeps one, else the parameter itself.
+  // After unscale_grads_, their .grad() is what step() will read: clip these, not the
+  // model's parameters, when master weights are on.
+  std::vector<Tensor> master_params();
 
   // ---- GradScaler support (optim/grad_scaler.h) ------------------------------------------
   // Multiplies every gradient step() will read by inv_scale (Float32 [1], any device) -

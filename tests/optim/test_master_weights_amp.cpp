@@ -105,6 +105,28 @@ TEST(OptimMasterWeights, StateDictCarriesMastersAndFloat32ParamsKeepNone) {
   EXPECT_KILN_ERROR(no_masters.load_state_dict(sgd.state_dict()), "master_weight", "enable_master_weights");
 }
 
+TEST(OptimMasterWeights, MasterParamsHoldTheUnscaledGradientsStepReads) {
+  std::vector<Tensor> params = make_params(DType::Float16);
+  SGD sgd(params, SGDOptions{.lr = 0.1});
+  EXPECT_TRUE(sgd.master_params()[0].is_same(params[0]));  // no master weights: the params
+  sgd.enable_master_weights();
+  testing::set_step_grads(params, 0);
+  sgd.unscale_grads_(f32_scalar(0.5f));
+  const std::vector<Tensor> masters = sgd.master_params();
+  ASSERT_EQ(masters.size(), params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_EQ(masters[i].dtype(), DType::Float32);
+    EXPECT_TRUE(all_equal(masters[i].detach(), params[i].detach().to(DType::Float32)));
+    EXPECT_TRUE(all_equal(masters[i].grad(), params[i].grad().to(DType::Float32) * 0.5));
+  }
+  // Gradient clipping on the masters (what step reads) shows in the step: halving the
+  // master gradients halves the update.
+  const Tensor before = masters[1].detach().clone();
+  masters[1].grad().mul_(0.5);
+  sgd.step();
+  EXPECT_TRUE(all_close(masters[1].detach(), before - params[1].grad().to(DType::Float32) * (0.5 * 0.5 * 0.1)));
+}
+
 TEST(OptimMasterWeights, ResumeFromFileIsBitIdentical) {
   testing::TempDir dir;
   const AdamOptions options{.lr = 0.01, .amsgrad = true};
