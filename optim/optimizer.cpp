@@ -270,7 +270,7 @@ std::vector<Tensor> Optimizer::scale_grads(const Tensor& inv_scale, bool write) 
   for (const PerDevice& d : devices) {
     Tensor found_inf = zeros({1}, TensorOptions{.dtype = DType::Float32, .device = d.device});
     const Tensor scale = write ? on_device(inv_scale, d.device) : Tensor();
-    multi_tensor_scale_(d.src, d.dst, scale, found_inf);
+    if (!d.src.empty()) multi_tensor_scale_(d.src, d.dst, scale, found_inf);  // no gradients here: 0
     found_infs.push_back(found_inf);
   }
   if (write) grads_prepared_ = true;

@@ -232,6 +232,17 @@ TEST(OptimAmp, UnscaleGradsReportsNonFiniteGradientsPerDevice) {
   for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(all_equal(params[i].grad(), grads[i] * 0.25));
   sgd.zero_grad();
 
+  // One list may mix dtypes; parameters without gradients are left out.
+  std::vector<Tensor> mixed = make_params(DType::Float16);
+  mixed.push_back(make_params(DType::Float64, 3)[1]);
+  mixed.push_back(make_params(DType::Float32, 4)[2]);
+  SGD mixed_sgd(mixed, SGDOptions{.lr = 0.1});
+  EXPECT_EQ(mixed_sgd.unscale_grads_(f32_scalar(0.25f))[0].item<double>(), 0.0);  // no gradients at all
+  testing::set_step_grads(mixed, 0);
+  mixed[1].set_grad(Tensor());
+  mixed[3].set_grad(mixed[3].grad().clone().fill_(std::nan("")));
+  EXPECT_EQ(mixed_sgd.check_grads_finite_(f32_scalar(0.25f))[0].item<double>(), 1.0);
+
   // A NaN or an Inf anywhere is found.
   for (const double bad : {std::numeric_limits<double>::infinity(), std::nan("")}) {
     testing::set_step_grads(params, 1);
