@@ -17,6 +17,7 @@
 // the loop, so the norm's bits do not depend on the thread count. Per-tensor kernels are
 // picked by dtype before the parallel loop (nothing inside it can throw).
 #include <cmath>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -33,27 +34,34 @@ namespace {
 // of them was Inf or NaN.
 using ScaleRangeFn = bool (*)(const void* src, void* dst, int64_t begin, int64_t end, float scale);
 
+// 1 when x is Inf or NaN (|x| <= max fails for both), as an integer: summing these
+// vectorises, where or-ing bools from std::isfinite does not.
+template <typename M>
+int64_t is_non_finite(M x) {
+  return !(std::abs(x) <= std::numeric_limits<M>::max());
+}
+
 template <typename S, typename D>
 bool scale_range(const void* src_ptr, void* dst_ptr, int64_t begin, int64_t end, float scale) {
   using M = std::conditional_t<std::is_same_v<S, double> || std::is_same_v<D, double>, double, float>;
   const S* src = static_cast<const S*>(src_ptr);
   D* dst = static_cast<D*>(dst_ptr);
   const M factor = static_cast<M>(scale);
-  bool non_finite = false;
+  int64_t non_finite = 0;
   for (int64_t j = begin; j < end; ++j) {
     const M x = static_cast<M>(static_cast<opmath_t<S>>(src[j]));
-    non_finite |= !std::isfinite(x);
+    non_finite += is_non_finite(x);
     dst[j] = static_cast<D>(x * factor);
   }
-  return non_finite;
+  return non_finite != 0;
 }
 
 template <typename S>
 bool check_range(const void* src_ptr, void*, int64_t begin, int64_t end, float) {
   const S* src = static_cast<const S*>(src_ptr);
-  bool non_finite = false;
-  for (int64_t j = begin; j < end; ++j) non_finite |= !std::isfinite(static_cast<opmath_t<S>>(src[j]));
-  return non_finite;
+  int64_t non_finite = 0;
+  for (int64_t j = begin; j < end; ++j) non_finite += is_non_finite(static_cast<opmath_t<S>>(src[j]));
+  return non_finite != 0;
 }
 
 ScaleRangeFn pick_scale_fn(DType src, const DType* dst) {
@@ -77,17 +85,30 @@ double nan_max(double acc, double a) {
   return a > acc ? a : acc;
 }
 
+template <NormKind kKind>
+double fold(double acc, double a, double p) {
+  if constexpr (kKind == NormKind::One) return acc + a;
+  else if constexpr (kKind == NormKind::Two) return acc + a * a;
+  else if constexpr (kKind == NormKind::Inf) return nan_max(acc, a);
+  else return acc + std::pow(a, p);
+}
+
+// kLanes interleaved accumulators (element j goes to lane j % kLanes), merged in lane
+// order: a vectorisable loop with a fixed order of additions.
+inline constexpr int64_t kLanes = 8;
+
 template <typename T, NormKind kKind>
 double norm_range(const void* data_ptr, int64_t begin, int64_t end, double p) {
   const T* data = static_cast<const T*>(data_ptr);
-  double acc = 0;
-  for (int64_t j = begin; j < end; ++j) {
-    const double a = std::abs(static_cast<double>(static_cast<opmath_t<T>>(data[j])));
-    if constexpr (kKind == NormKind::One) acc += a;
-    else if constexpr (kKind == NormKind::Two) acc += a * a;
-    else if constexpr (kKind == NormKind::Inf) acc = nan_max(acc, a);
-    else acc += std::pow(a, p);
+  const auto abs_at = [&](int64_t j) { return std::abs(static_cast<double>(static_cast<opmath_t<T>>(data[j]))); };
+  double lanes[kLanes] = {};
+  int64_t j = begin;
+  for (; j + kLanes <= end; j += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) lanes[l] = fold<kKind>(lanes[l], abs_at(j + l), p);
   }
+  for (; j < end; ++j) lanes[j % kLanes] = fold<kKind>(lanes[j % kLanes], abs_at(j), p);
+  double acc = 0;
+  for (double lane : lanes) acc = fold<kKind == NormKind::Inf ? NormKind::Inf : NormKind::One>(acc, lane, p);
   return acc;
 }
 
