@@ -36,7 +36,12 @@ Tensor GradScaler::scale(const Tensor& loss) {
   KILN_CHECK(loss.defined(), "GradScaler.scale: undefined loss");
   KILN_CHECK(loss.is_floating_point(), "GradScaler.scale: the loss must be floating point, got ", loss.dtype());
   lazy_init(loss.device());
-  return mul(loss, scale_.to(loss.device(), /*non_blocking=*/true).reshape({}));
+  // Note [Scaled loss dtype]: PyTorch's scale is a float32 [1] tensor, so it takes part
+  // in type promotion as a dimensioned tensor and a float16 loss of any shape is scaled
+  // in float32 (2 * 2^16 would overflow float16). Our scale enters as a [] tensor, which
+  // would lose to a dimensioned float16 loss: promote the loss first.
+  const DType dtype = promote_types(loss.dtype(), DType::Float32);
+  return mul(loss.to(dtype), scale_.to(loss.device(), /*non_blocking=*/true).reshape({}));
 }
 
 Tensor GradScaler::inverse_scale() const {
@@ -159,7 +164,7 @@ const json::Value& member(const json::Value& state, const char* key) {
 }  // namespace
 
 void GradScaler::load_state_dict(const json::Value& state) {
-  KILN_CHECK(options_.enabled, "GradScaler.load_state_dict: this scaler is disabled");
+  if (!options_.enabled) return;  // as PyTorch: a disabled scaler ignores any state
   KILN_CHECK(state.is(json::Type::Object), "GradScaler.load_state_dict: expected an object, got ",
              json::with_article(state.type()));
   KILN_CHECK(!state.as_object().empty(), "GradScaler.load_state_dict: the state is empty, possibly because it was "

@@ -53,7 +53,8 @@ class GradScaler {
  public:
   explicit GradScaler(GradScalerOptions options = {});
 
-  // loss * scale (the scale is created on the loss' device at the first call).
+  // loss * scale, in float32 for a float16/bfloat16 loss (float64 stays float64) and of
+  // the loss' shape; the scale is created on the loss' device at the first call.
   Tensor scale(const Tensor& loss);
   // Divides the optimizer's gradients by the scale in place and records Inf/NaN. At most
   // once per optimizer between update()s, and before step().
@@ -77,8 +78,9 @@ class GradScaler {
   void set_growth_interval(int64_t interval);
 
   // PyTorch's keys: {"scale", "growth_factor", "backoff_factor", "growth_interval",
-  // "_growth_tracker"}; an empty object when disabled. Loading an empty object, a
-  // missing key or a wrong type is a kiln::Error.
+  // "_growth_tracker"}; an empty object when disabled. Loading into a disabled scaler
+  // does nothing (as PyTorch); otherwise an empty object, a missing key or a wrong type
+  // is a kiln::Error and changes nothing.
   json::Value state_dict() const;
   void load_state_dict(const json::Value& state);
 

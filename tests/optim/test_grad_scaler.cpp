@@ -56,6 +56,28 @@ TEST(GradScaler, ScaleMultipliesTheLossAndItsGradients) {
   for (size_t i = 0; i < grad.size(); ++i) EXPECT_FLOAT_EQ(scaled_grad[i], grad[i] * 65536.0f);
 }
 
+// PyTorch's scale is a float32 [1] tensor, so a float16 loss of any shape is scaled in
+// float32: 20 * 4096 = 81920 is past float16's largest finite value (65504). The
+// gradient still reaches a float16 leaf through the cast, as d(loss * scale) = scale.
+TEST(GradScaler, LowPrecisionLossIsScaledInFloat32) {
+  GradScaler scaler({.init_scale = 4096.0});
+  for (const DType dtype : {DType::Float16, DType::BFloat16}) {
+    for (const std::vector<int64_t>& shape : {std::vector<int64_t>{}, std::vector<int64_t>{3}}) {
+      SCOPED_TRACE(::testing::Message() << dtype << " loss of rank " << shape.size());
+      Tensor x = full(shape, 20.0, {.dtype = dtype}).requires_grad_();
+      const Tensor scaled = scaler.scale(x);
+      EXPECT_EQ(scaled.dtype(), DType::Float32);
+      EXPECT_EQ(scaled.sizes(), shape);
+      for (float v : values(scaled)) EXPECT_EQ(v, 81920.0f);
+      scaled.sum().backward();
+      EXPECT_EQ(x.grad().dtype(), dtype);
+      for (float g : values(x.grad())) EXPECT_EQ(g, 4096.0f);
+    }
+  }
+  const Tensor f64 = full({2}, 2.0, {.dtype = DType::Float64});
+  EXPECT_EQ(scaler.scale(f64).dtype(), DType::Float64);
+}
+
 // A power-of-two scale is exact in floating point, so training with a scaler (and no
 // overflow) gives bit-identical parameters to training without one.
 TEST(GradScaler, CleanTrainingMatchesUnscaledTrainingExactly) {
@@ -224,6 +246,11 @@ TEST(GradScaler, DisabledIsAPassThrough) {
   EXPECT_EQ(values(a), values(b));
   EXPECT_EQ(scaler.get_scale(), 1.0);
   EXPECT_TRUE(scaler.state_dict().as_object().empty());
+  // As PyTorch, a disabled scaler ignores a state dict, even the empty one it saves.
+  scaler.load_state_dict(scaler.state_dict());
+  scaler.load_state_dict(GradScaler({.init_scale = 8.0}).state_dict());
+  EXPECT_EQ(scaler.get_scale(), 1.0);
+  EXPECT_FALSE(scaler.is_enabled());
 }
 
 TEST(GradScaler, MisuseIsAClearError) {
