@@ -114,7 +114,9 @@ class Optimizer {
 
   // PyTorch's layout (above). load_state_dict checks the group count, each group's
   // parameter count and every tensor's shape against this optimizer, and loads nothing
-  // when any check fails (kiln::Error naming what differs).
+  // when any check fails (kiln::Error naming what differs). With master weights, a
+  // parameter whose master the dict does not hold gets a fresh one from its current
+  // value, as at a first step (call master_params() again after a load).
   OptimizerStateDict state_dict() const;
   void load_state_dict(const OptimizerStateDict& state);
 

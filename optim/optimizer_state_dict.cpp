@@ -160,6 +160,9 @@ void Optimizer::load_state_dict(const OptimizerStateDict& state) {
 
   // Everything checked: replace the options, the masters and the whole state.
   for (size_t g = 0; g < groups_.size(); ++g) groups_[g].options = std::move(new_options[g]);
+  // Masters the dict does not hold are made again from the model's current weights
+  // (Note [Master weights]); the ones from before the load would write stale values back.
+  masters_.clear();
   for (const auto& [param, master] : loaded_masters) masters_[param] = master;
   state_.clear();
   for (const auto& [p, key, tensor] : loaded_state) {

@@ -160,6 +160,33 @@ TEST(OptimMasterWeights, ResumeFromFileIsBitIdentical) {
   }
 }
 
+// A state dict without masters (one saved before enable_master_weights, or by another
+// optimizer) restarts the masters from the model's current weights, as at a first step:
+// the masters kept from before the load would write stale values back into the model.
+TEST(OptimMasterWeights, LoadingAStateDictWithoutMastersTakesTheModelWeights) {
+  const std::vector<Tensor> params = make_params(DType::BFloat16);
+  SGD sgd(params, SGDOptions{.lr = 0.1, .momentum = 0.9});
+  sgd.enable_master_weights();
+  testing::set_step_grads(params, 0);
+  sgd.step();
+  optim::OptimizerStateDict saved = sgd.state_dict();
+  std::erase_if(saved.tensors, [](const auto& named) { return named.first.ends_with(".master_weight"); });
+  // A model checkpoint loaded into the parameters, then the optimizer's state.
+  const std::vector<Tensor> checkpoint = make_params(DType::BFloat16, /*seed=*/99);
+  {
+    NoGradGuard no_grad;
+    for (size_t i = 0; i < params.size(); ++i) params[i].detach().copy_(checkpoint[i]);
+  }
+  sgd.load_state_dict(saved);
+  for (size_t i = 0; i < params.size(); ++i)
+    EXPECT_TRUE(all_equal(sgd.master_params()[i].detach(), checkpoint[i].detach().to(DType::Float32))) << i;
+  // A zero learning rate moves nothing: the model keeps the checkpoint's weights.
+  sgd.param_groups()[0].set_lr(0.0);
+  testing::set_step_grads(params, 1);
+  sgd.step();
+  for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(all_equal(params[i].detach(), checkpoint[i].detach())) << i;
+}
+
 // Parameters, state and step counters of `optimizer`, cloned.
 std::vector<Tensor> everything(const Optimizer& optimizer) {
   std::vector<Tensor> out;
