@@ -113,6 +113,31 @@ TEST(Optimizer, OneGroupMayMixDtypes) {
   EXPECT_EQ(sgd.state(double_param).at("momentum_buffer").dtype(), DType::Float64);
 }
 
+// step() writes in place with autograd off: the parameters stay leaves with no grad_fn,
+// and a graph that saved a parameter before the step sees its version change and
+// refuses to backward with the stale value (Note [Version counter]).
+TEST(Optimizer, StepRecordsNoGraphAndBumpsVersions) {
+  for (const bool adam : {false, true}) {
+    SCOPED_TRACE(adam ? "Adam" : "SGD");
+    const std::vector<Tensor> params = make_params(DType::Float32);
+    std::unique_ptr<optim::Optimizer> optimizer;
+    if (adam) optimizer = std::make_unique<Adam>(params, AdamOptions{.lr = 0.1});
+    else optimizer = std::make_unique<SGD>(params, SGDOptions{.lr = 0.1, .momentum = 0.9});
+    const Tensor saved_before_step = (params[0] * params[0]).sum();
+    testing::set_step_grads(params, 0);
+    const uint32_t version = params[0].version();
+    optimizer->step();
+    for (const Tensor& p : params) {
+      EXPECT_TRUE(p.is_leaf());
+      EXPECT_TRUE(p.requires_grad());
+      EXPECT_EQ(p.grad_fn(), nullptr);
+    }
+    EXPECT_GT(params[0].version(), version);
+    for (const auto& [name, state] : optimizer->state(params[0])) EXPECT_FALSE(state.requires_grad()) << name;
+    EXPECT_KILN_ERROR(saved_before_step.backward(), "modified by an in-place operation");
+  }
+}
+
 TEST(Optimizer, AddParamGroupChecksItsParameters) {
   const std::vector<Tensor> params = make_params(DType::Float32);
   SGD sgd(std::vector<Tensor>{params[0]}, SGDOptions{.lr = 0.1});

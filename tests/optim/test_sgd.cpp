@@ -80,6 +80,32 @@ TEST(OptimSGD, StateHasMomentumBufferOnlyWithMomentumAndNoStepCounter) {
   EXPECT_EQ(sgd.defaults().at("momentum"), 0.5);
 }
 
+// A parameter whose first gradient comes at a later step starts its momentum buffer from
+// that gradient (PyTorch's clone), while the others continue theirs: one step then mixes
+// new and old buffers (two kernel calls, Note [SGD first step]). Dampening makes the two
+// rules differ.
+TEST(OptimSGD, ParamsJoiningLaterStartTheirOwnBuffers) {
+  const SGDOptions options{.lr = 0.05, .momentum = 0.9, .dampening = 0.3, .weight_decay = 0.1};
+  const std::vector<Tensor> params = make_params(DType::Float64);
+  SGD sgd(params, options);
+  const testing::RefUpdate reference = testing::sgd_reference(options);
+  std::vector<testing::RefParam> ref(params.size());
+  for (size_t i = 0; i < params.size(); ++i) ref[i].value = params[i].to_vector<double>();
+  for (int64_t s = 0; s < 3; ++s) {
+    testing::set_step_grads(params, s);
+    if (s == 0) params[1].set_grad(Tensor());  // params[1] joins at step 1, params[2] at step 2
+    if (s <= 1) params[2].set_grad(Tensor());
+    for (size_t i = 0; i < params.size(); ++i)
+      if (params[i].grad().defined()) reference(ref[i], params[i].grad().to_vector<double>(), options.lr);
+    sgd.step();
+    for (size_t i = 0; i < params.size(); ++i) {
+      EXPECT_TRUE(testing::all_close(params[i].detach(), tensor<double>(ref[i].value, params[i].sizes()),
+                                     optim_tolerance(DType::Float64)))
+          << "parameter " << i << " after step " << s + 1;
+    }
+  }
+}
+
 TEST(OptimSGD, DefaultsArePyTorchs) {
   const SGDOptions o;
   EXPECT_EQ(o.lr, 1e-3);
