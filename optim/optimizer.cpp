@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <unordered_set>
+#include <utility>
 
 #include "core/autograd/grad_mode.h"
 #include "core/error.h"
@@ -206,7 +207,23 @@ AmpStepArgs amp_on(const AmpStepArgs& amp, Device device) {
 }
 }  // namespace
 
+namespace {
+// GradScaler's tensors, checked before step() writes anything: a check failing in the
+// middle (in a step kernel's op) would leave earlier buckets updated and, worse, step
+// counters advanced without their update.
+void check_amp_args(const std::string& who, const AmpStepArgs& amp) {
+  const std::pair<const char*, const Tensor*> args[] = {{"amp.inv_scale", &amp.inv_scale},
+                                                        {"amp.found_inf", &amp.found_inf}};
+  for (const auto& [name, t] : args) {
+    if (!t->defined()) continue;
+    KILN_CHECK(t->dtype() == DType::Float32 && t->sizes() == std::vector<int64_t>{1}, who, ".step: ", name,
+               " must be a float32 tensor of shape [1], got ", t->dtype(), " ", t->sizes());
+  }
+}
+}  // namespace
+
 void Optimizer::step(const AmpStepArgs& amp) {
+  check_amp_args(name_, amp);
   NoGradGuard no_grad;
   for (ParamGroup& group : groups_)
     for (Bucket& bucket : buckets(group)) step_bucket(group, bucket, amp);

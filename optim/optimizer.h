@@ -70,7 +70,8 @@ class Optimizer {
   // One update of every parameter that has a gradient. `amp` (GradScaler's entry, see
   // Backend::AmpStepArgs): inv_scale multiplies the gradients as they are read,
   // found_inf != 0 leaves everything (state and step counters included) unchanged. Its
-  // tensors may live on any device; they are copied where needed without a host sync.
+  // tensors (Float32 [1], checked before anything is written) may live on any device;
+  // they are copied where needed without a host sync.
   void step(const AmpStepArgs& amp = {});
 
   // Clears the gradients: set to None (undefined) by default, which is faster than

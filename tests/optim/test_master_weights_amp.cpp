@@ -215,6 +215,24 @@ TEST(OptimAmp, FoundInfChangesNothing) {
   }
 }
 
+// Bad AMP arguments are an error before anything is written: no parameter, state or step
+// counter changes (a counter advanced without its update would skew Adam's bias
+// correction from then on).
+TEST(OptimAmp, BadAmpArgumentsChangeNothing) {
+  const std::vector<Tensor> params = make_params(DType::Float32);
+  Adam adam(params, AdamOptions{.lr = 0.1});
+  testing::set_step_grads(params, 0);
+  adam.step();
+  const std::vector<Tensor> before = everything(adam);
+  testing::set_step_grads(params, 1);
+  const Tensor f64 = full({1}, 0.5, {.dtype = DType::Float64});
+  EXPECT_KILN_ERROR(adam.step({.inv_scale = f64, .found_inf = Tensor()}), "Adam", "inv_scale", "float32", "[1]");
+  EXPECT_KILN_ERROR(adam.step({.inv_scale = Tensor(), .found_inf = zeros({2})}), "Adam", "found_inf", "[1]");
+  const std::vector<Tensor> after = everything(adam);
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(all_equal(after[i], before[i])) << "tensor " << i;
+}
+
 TEST(OptimAmp, InvScaleEqualsPreDividedGradients) {
   const float scale = 1024.0f;  // a power of two: scaling is exact, so results must be equal
   for (const bool master_weights : {false, true}) {
