@@ -29,8 +29,7 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions options) : Adam("Adam", false
 }
 
 Adam::Adam(std::vector<ParamGroup> groups, AdamOptions defaults) : Adam("Adam", false, to_options(defaults)) {
-  KILN_CHECK(!groups.empty(), "Adam: got an empty list of parameter groups");
-  for (ParamGroup& group : groups) add_param_group(std::move(group));
+  add_param_groups(std::move(groups));
 }
 
 AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options) : Adam("AdamW", true, to_options(options)) {
@@ -38,8 +37,7 @@ AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options) : Adam("AdamW", t
 }
 
 AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions defaults) : Adam("AdamW", true, to_options(defaults)) {
-  KILN_CHECK(!groups.empty(), "AdamW: got an empty list of parameter groups");
-  for (ParamGroup& group : groups) add_param_group(std::move(group));
+  add_param_groups(std::move(groups));
 }
 
 void Adam::check_options(const Options& options) const {

@@ -124,25 +124,18 @@ double GradScaler::get_scale() const {
   return scale_.defined() ? scale_.item<double>() : options_.init_scale;
 }
 
-void GradScaler::set_growth_factor(double factor) {
+template <typename T>
+void GradScaler::set_option(T GradScalerOptions::*option, T value) {
   GradScalerOptions next = options_;
-  next.growth_factor = factor;
-  check_options(next);
+  next.*option = value;
+  check_options(next);  // a bad value changes nothing
   options_ = next;
 }
 
-void GradScaler::set_backoff_factor(double factor) {
-  GradScalerOptions next = options_;
-  next.backoff_factor = factor;
-  check_options(next);
-  options_ = next;
-}
-
+void GradScaler::set_growth_factor(double factor) { set_option(&GradScalerOptions::growth_factor, factor); }
+void GradScaler::set_backoff_factor(double factor) { set_option(&GradScalerOptions::backoff_factor, factor); }
 void GradScaler::set_growth_interval(int64_t interval) {
-  GradScalerOptions next = options_;
-  next.growth_interval = interval;
-  check_options(next);
-  options_ = next;
+  set_option(&GradScalerOptions::growth_interval, interval);
 }
 
 json::Value GradScaler::state_dict() const {

@@ -92,6 +92,9 @@ class GradScaler {
   };
 
   static void check_options(const GradScalerOptions& options);
+  // options_.*option = value when the options stay valid, else a kiln::Error.
+  template <typename T>
+  void set_option(T GradScalerOptions::*option, T value);
   void lazy_init(Device device);
   Tensor inverse_scale() const;        // Float32 [1], 1 / scale computed in float64
   Tensor combined_found_inf(const std::vector<Tensor>& per_device) const;  // on the scale's device

@@ -44,6 +44,11 @@ void Optimizer::add_param_group(ParamGroup group) {
   groups_.push_back(std::move(group));
 }
 
+void Optimizer::add_param_groups(std::vector<ParamGroup> groups) {
+  KILN_CHECK(!groups.empty(), name_, ": got an empty list of parameter groups");
+  for (ParamGroup& group : groups) add_param_group(std::move(group));
+}
+
 // The options a group may hold: the optimizer's own, and those learning-rate schedulers
 // add ("initial_lr", "base_lr", "max_lr", "base_momentum", ...).
 void Optimizer::check_option_names(const Options& options) const {

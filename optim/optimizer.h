@@ -128,6 +128,8 @@ class Optimizer {
   // A derived constructor calls add_param_group for each of its groups (virtual calls
   // such as check_options cannot run from this base constructor).
   Optimizer(std::string name, Options defaults);
+  // add_param_group for each group of a non-empty list (a derived constructor's groups).
+  void add_param_groups(std::vector<ParamGroup> groups);
 
   // The update of one group's parameters that have gradients, all on `device` with one
   // dtype; `grads` are what the kernel reads (model or master gradients), `params` what

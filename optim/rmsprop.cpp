@@ -26,8 +26,7 @@ RMSprop::RMSprop(std::vector<Tensor> params, RMSpropOptions options) : Optimizer
 
 RMSprop::RMSprop(std::vector<ParamGroup> groups, RMSpropOptions defaults)
     : Optimizer("RMSprop", to_options(defaults)) {
-  KILN_CHECK(!groups.empty(), "RMSprop: got an empty list of parameter groups");
-  for (ParamGroup& group : groups) add_param_group(std::move(group));
+  add_param_groups(std::move(groups));
 }
 
 void RMSprop::check_options(const Options& options) const {

@@ -24,8 +24,7 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions options) : Optimizer("SGD", to_o
 }
 
 SGD::SGD(std::vector<ParamGroup> groups, SGDOptions defaults) : Optimizer("SGD", to_options(defaults)) {
-  KILN_CHECK(!groups.empty(), "SGD: got an empty list of parameter groups");
-  for (ParamGroup& group : groups) add_param_group(std::move(group));
+  add_param_groups(std::move(groups));
 }
 
 void SGD::check_options(const Options& options) const {

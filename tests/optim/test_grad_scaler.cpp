@@ -274,6 +274,32 @@ TEST(GradScaler, MisuseIsAClearError) {
   EXPECT_THROW(scaler.update(0.0), Error);
 }
 
+TEST(GradScaler, SettersChangeTheNextUpdateAndRejectBadValues) {
+  Tensor w = make_param(14);
+  SGD sgd({w}, {.lr = 1e-3});
+  GradScaler scaler({.init_scale = 8.0});
+  scaler.set_growth_interval(1);
+  scaler.set_growth_factor(4.0);
+  scaler.set_backoff_factor(0.25);
+  EXPECT_KILN_ERROR(scaler.set_growth_factor(0.5), "growth_factor", "> 1");
+  EXPECT_KILN_ERROR(scaler.set_backoff_factor(1.5), "backoff_factor", "(0, 1)");
+  EXPECT_KILN_ERROR(scaler.set_growth_interval(0), "growth_interval", ">= 1");
+  EXPECT_EQ(scaler.options().growth_factor, 4.0) << "a rejected value changes nothing";
+  EXPECT_EQ(scaler.options().backoff_factor, 0.25);
+  EXPECT_EQ(scaler.options().growth_interval, 1);
+  Problem problem;
+  scaler.scale(problem.loss(w)).backward();
+  scaler.step(sgd);
+  scaler.update();
+  EXPECT_EQ(scaler.get_scale(), 32.0);  // one clean step, interval 1: 8 * 4
+  sgd.zero_grad();
+  scaler.scale(problem.loss(w)).backward();
+  w.grad().view({-1}).narrow(0, 0, 1).fill_(std::numeric_limits<float>::infinity());
+  scaler.step(sgd);
+  scaler.update();
+  EXPECT_EQ(scaler.get_scale(), 8.0);  // backoff: 32 * 0.25
+}
+
 TEST(GradScaler, StateDictRoundTrips) {
   Tensor w = make_param(13);
   SGD sgd({w}, {.lr = 1e-3});
