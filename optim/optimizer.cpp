@@ -35,6 +35,11 @@ void Optimizer::add_param_group(ParamGroup group) {
                "; only floating-point tensors can be optimized");
     KILN_CHECK(p.is_leaf(), who, ": parameter ", i, " (", p.sizes(),
                ") is not a leaf tensor; optimize the leaves (e.g. x.detach().requires_grad_())");
+    // The fused steps update contiguous memory (Note [Multi-tensor kernels]); a strided
+    // parameter would fail only inside step(), after its step counter had advanced.
+    KILN_CHECK(p.is_contiguous(), who, ": parameter ", i, " (shape ", p.sizes(), ", strides ", p.strides(),
+               ") is not contiguous; the fused optimizer steps update contiguous tensors (make the "
+               "parameter from x.contiguous())");
     KILN_CHECK(seen.insert(p.impl()).second, who, ": parameter ", i, " (", p.sizes(),
                ") appears in more than one parameter group (or twice in one)");
   }

@@ -79,7 +79,8 @@ class Optimizer {
   void zero_grad(bool set_to_none = true);
 
   // Adds a group; options it lacks come from the defaults. A parameter already in some
-  // group, a non-floating or non-leaf parameter, or an unknown option is an error.
+  // group, a non-floating, non-leaf or non-contiguous parameter, or an unknown option is
+  // an error.
   void add_param_group(ParamGroup group);
   std::vector<ParamGroup>& param_groups() { return groups_; }
   const std::vector<ParamGroup>& param_groups() const { return groups_; }

@@ -147,6 +147,10 @@ TEST(Optimizer, AddParamGroupChecksItsParameters) {
                     "SGD", "int64", "floating-point");
   const Tensor non_leaf = params[1] * 2.0;
   EXPECT_KILN_ERROR(sgd.add_param_group(ParamGroup{.params = {non_leaf}, .options = {}}), "SGD", "not a leaf");
+  // A strided leaf is refused up front, not in the middle of a step.
+  const Tensor strided = testing::random_nonzero({3, 4}, DType::Float32, 5).t().detach().requires_grad_(true);
+  EXPECT_KILN_ERROR(sgd.add_param_group(ParamGroup{.params = {strided}, .options = {}}), "SGD", "not contiguous",
+                    "strides [1, 4]");
   EXPECT_KILN_ERROR(sgd.add_param_group(ParamGroup{.params = {params[1]}, .options = {{"lr", -2}}}), "SGD", "lr");
   EXPECT_KILN_ERROR(sgd.add_param_group(ParamGroup{.params = {params[1]}, .options = {{"betas", 0.9}}}), "SGD",
                     "unknown option", "betas");
