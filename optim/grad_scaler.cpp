@@ -3,6 +3,7 @@
 #include "optim/grad_scaler.h"
 
 #include <cmath>
+#include <limits>
 
 #include "core/autograd/grad_mode.h"
 #include "core/error.h"
@@ -21,8 +22,10 @@ void GradScaler::check_options(const GradScalerOptions& options) {
              "GradScaler: growth_factor must be finite and > 1, got ", options.growth_factor);
   KILN_CHECK(options.backoff_factor > 0.0 && options.backoff_factor < 1.0,
              "GradScaler: backoff_factor must lie in (0, 1), got ", options.backoff_factor);
-  KILN_CHECK(options.growth_interval >= 1, "GradScaler: growth_interval must be >= 1, got ",
-             options.growth_interval);
+  // The growth tracker counts clean steps in an Int32 on the device (as PyTorch's), so
+  // a longer interval could never be reached: the count would overflow first.
+  KILN_CHECK(options.growth_interval >= 1 && options.growth_interval <= std::numeric_limits<int32_t>::max(),
+             "GradScaler: growth_interval must be in [1, 2^31 - 1], got ", options.growth_interval);
 }
 
 void GradScaler::lazy_init(Device device) {

@@ -283,7 +283,9 @@ TEST(GradScaler, SettersChangeTheNextUpdateAndRejectBadValues) {
   scaler.set_backoff_factor(0.25);
   EXPECT_KILN_ERROR(scaler.set_growth_factor(0.5), "growth_factor", "> 1");
   EXPECT_KILN_ERROR(scaler.set_backoff_factor(1.5), "backoff_factor", "(0, 1)");
-  EXPECT_KILN_ERROR(scaler.set_growth_interval(0), "growth_interval", ">= 1");
+  EXPECT_KILN_ERROR(scaler.set_growth_interval(0), "growth_interval", "[1, 2^31 - 1]");
+  // The device's growth tracker is an int32: a longer interval would overflow it first.
+  EXPECT_KILN_ERROR(scaler.set_growth_interval(int64_t{1} << 31), "growth_interval", "2147483648");
   EXPECT_EQ(scaler.options().growth_factor, 4.0) << "a rejected value changes nothing";
   EXPECT_EQ(scaler.options().backoff_factor, 0.25);
   EXPECT_EQ(scaler.options().growth_interval, 1);
