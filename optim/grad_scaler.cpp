@@ -39,12 +39,10 @@ Tensor GradScaler::scale(const Tensor& loss) {
   KILN_CHECK(loss.defined(), "GradScaler.scale: undefined loss");
   KILN_CHECK(loss.is_floating_point(), "GradScaler.scale: the loss must be floating point, got ", loss.dtype());
   lazy_init(loss.device());
-  // Note [Scaled loss dtype]: PyTorch's scale is a float32 [1] tensor, so it takes part
-  // in type promotion as a dimensioned tensor and a float16 loss of any shape is scaled
-  // in float32 (2 * 2^16 would overflow float16). Our scale enters as a [] tensor, which
-  // would lose to a dimensioned float16 loss: promote the loss first.
-  const DType dtype = promote_types(loss.dtype(), DType::Float32);
-  return mul(loss.to(dtype), scale_.to(loss.device(), /*non_blocking=*/true).reshape({}));
+  // As PyTorch 2.x, whose scale is a float32 [] tensor: a float16 [] loss is scaled into
+  // float32 (two zero-dim tensors promote), a float16 loss with dimensions stays float16
+  // (reduce it first: loss * 2^16 overflows float16 past 1).
+  return mul(loss, scale_.to(loss.device(), /*non_blocking=*/true).reshape({}));
 }
 
 Tensor GradScaler::inverse_scale() const {

@@ -53,8 +53,8 @@ class GradScaler {
  public:
   explicit GradScaler(GradScalerOptions options = {});
 
-  // loss * scale, in float32 for a float16/bfloat16 loss (float64 stays float64) and of
-  // the loss' shape; the scale is created on the loss' device at the first call.
+  // loss * scale, with the scale as a float32 [] tensor (PyTorch 2.x's type promotion: a
+  // float16 [] loss gives float32); created on the loss' device at the first call.
   Tensor scale(const Tensor& loss);
   // Divides the optimizer's gradients by the scale in place and records Inf/NaN. At most
   // once per optimizer between update()s, and before step().

@@ -56,26 +56,27 @@ TEST(GradScaler, ScaleMultipliesTheLossAndItsGradients) {
   for (size_t i = 0; i < grad.size(); ++i) EXPECT_FLOAT_EQ(scaled_grad[i], grad[i] * 65536.0f);
 }
 
-// PyTorch's scale is a float32 [1] tensor, so a float16 loss of any shape is scaled in
-// float32: 20 * 4096 = 81920 is past float16's largest finite value (65504). The
-// gradient still reaches a float16 leaf through the cast, as d(loss * scale) = scale.
-TEST(GradScaler, LowPrecisionLossIsScaledInFloat32) {
+// PyTorch 2.x's scale is a float32 [] tensor, and so is ours as the loss sees it: a
+// float16 [] loss is scaled into float32 (zero-dim operands promote: 20 * 4096 = 81920 is
+// past float16's largest value, 65504), a float16 loss with dimensions stays float16. The
+// gradient reaches a float16 leaf as d(loss * scale) = scale.
+TEST(GradScaler, ScaledLossDtypeFollowsPyTorchsPromotion) {
   GradScaler scaler({.init_scale = 4096.0});
   for (const DType dtype : {DType::Float16, DType::BFloat16}) {
-    for (const std::vector<int64_t>& shape : {std::vector<int64_t>{}, std::vector<int64_t>{3}}) {
-      SCOPED_TRACE(::testing::Message() << dtype << " loss of rank " << shape.size());
-      Tensor x = full(shape, 20.0, {.dtype = dtype}).requires_grad_();
-      const Tensor scaled = scaler.scale(x);
-      EXPECT_EQ(scaled.dtype(), DType::Float32);
-      EXPECT_EQ(scaled.sizes(), shape);
-      for (float v : values(scaled)) EXPECT_EQ(v, 81920.0f);
-      scaled.sum().backward();
-      EXPECT_EQ(x.grad().dtype(), dtype);
-      for (float g : values(x.grad())) EXPECT_EQ(g, 4096.0f);
-    }
+    SCOPED_TRACE(::testing::Message() << dtype);
+    Tensor x = full({}, 20.0, {.dtype = dtype}).requires_grad_();
+    const Tensor scaled = scaler.scale(x);
+    EXPECT_EQ(scaled.dtype(), DType::Float32);
+    EXPECT_EQ(scaled.dim(), 0);
+    EXPECT_EQ(scaled.item<float>(), 81920.0f);
+    scaled.backward();
+    EXPECT_EQ(x.grad().dtype(), dtype);
+    EXPECT_EQ(x.grad().item<float>(), 4096.0f);
+    const Tensor per_sample = full({3}, 2.0, {.dtype = dtype});
+    EXPECT_EQ(scaler.scale(per_sample).dtype(), dtype);
+    EXPECT_EQ(scaler.scale(per_sample).sizes(), std::vector<int64_t>{3});
   }
-  const Tensor f64 = full({2}, 2.0, {.dtype = DType::Float64});
-  EXPECT_EQ(scaler.scale(f64).dtype(), DType::Float64);
+  EXPECT_EQ(scaler.scale(full({2}, 2.0, {.dtype = DType::Float64})).dtype(), DType::Float64);
 }
 
 // A power-of-two scale is exact in floating point, so training with a scaler (and no
