@@ -233,6 +233,25 @@ TEST(OptimAmp, BadAmpArgumentsChangeNothing) {
   for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(all_equal(after[i], before[i])) << "tensor " << i;
 }
 
+// Note [SGD first step]: a skipped first step leaves the new momentum buffers at zero, so
+// the next step (not a "first" one any more) gives buf = momentum 0 + (1 - dampening) g,
+// which is PyTorch's clone of g when dampening = 0 (the default).
+TEST(OptimAmp, SgdFirstStepSkippedStillStartsTheBufferAtTheGradient) {
+  const SGDOptions options{.lr = 0.1, .momentum = 0.9};
+  const std::vector<Tensor> params = make_params(DType::Float64);
+  SGD sgd(params, options);
+  const std::vector<Tensor> start = testing::clone_params(params);
+  testing::set_step_grads(params, 0);
+  sgd.step({.inv_scale = Tensor(), .found_inf = f32_scalar(1.0f)});
+  testing::set_step_grads(params, 1);
+  sgd.step();
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_TRUE(all_equal(sgd.state(params[i]).at("momentum_buffer"), params[i].grad())) << i;
+    const Tensor want = start[i].detach() - params[i].grad() * options.lr;
+    EXPECT_TRUE(all_close(params[i].detach(), want, testing::optim_tolerance(DType::Float64))) << i;
+  }
+}
+
 TEST(OptimAmp, InvScaleEqualsPreDividedGradients) {
   const float scale = 1024.0f;  // a power of two: scaling is exact, so results must be equal
   for (const bool master_weights : {false, true}) {
