@@ -40,6 +40,7 @@ const std::map<std::string, std::string> kNotDifferentiable = {
     {"wrap_scalar", "makes a constant"},
     {"apply_inplace", "mechanism, checked through add_/mul_ in test_autograd"},
     {"invstd_of", "batch-norm piece (batch_norm_pieces.h): arithmetic on statistics inside batch_norm"},
+    {"multi_tensor_norm", "optimizer and clipping kernel (multi_tensor.h), runs with autograd off"},
 };
 
 std::set<std::string> declared_ops() {
