@@ -7,7 +7,8 @@
 //   otherwise:       growth_tracker += 1; when it reaches growth_interval:
 //                      scale *= growth_factor unless that overflows to inf;
 //                      growth_tracker = 0
-// Both factors are rounded to float first and the products taken in float, as PyTorch.
+// Products are taken in double and rounded to float, as the CPU backend (and PyTorch's
+// CPU kernel) do, so both devices follow the same scale sequence for any factor.
 //
 // Launch shape: one thread (three scalars; the kernel exists so the values stay on the
 // device). Current stream, no host sync.
@@ -25,15 +26,15 @@ namespace {
 // ==== kernels ===================================================================================
 
 __global__ void amp_update_scale_kernel(float* scale, int32_t* growth_tracker, const float* found_inf,
-                                        float growth_factor, float backoff_factor, int64_t growth_interval) {
+                                        double growth_factor, double backoff_factor, int64_t growth_interval) {
   if (*found_inf != 0.0f) {
-    *scale *= backoff_factor;
+    *scale = static_cast<float>(*scale * backoff_factor);
     *growth_tracker = 0;
     return;
   }
   const int64_t successful = static_cast<int64_t>(*growth_tracker) + 1;
   if (successful == growth_interval) {
-    const float grown = *scale * growth_factor;
+    const float grown = static_cast<float>(*scale * growth_factor);
     if (std::isfinite(grown)) *scale = grown;
     *growth_tracker = 0;
   } else {
@@ -57,8 +58,7 @@ void CudaBackend::amp_update_scale(const Tensor& scale, const Tensor& growth_tra
   DeviceGuard guard(device);
   amp_update_scale_kernel<<<1, 1, 0, current_stream(device).handle()>>>(
       static_cast<float*>(scale.data_ptr()), static_cast<int32_t*>(growth_tracker.data_ptr()),
-      static_cast<const float*>(found_inf.data_ptr()), static_cast<float>(growth_factor),
-      static_cast<float>(backoff_factor), growth_interval);
+      static_cast<const float*>(found_inf.data_ptr()), growth_factor, backoff_factor, growth_interval);
   KILN_CUDA_CHECK_LAUNCH();
 }
 

@@ -265,6 +265,8 @@ void CudaBackend::adam_step(const std::vector<Tensor>& params, const std::vector
                             const std::vector<Tensor>& max_exp_avg_sqs, const std::vector<Tensor>& steps,
                             const AdamStepParams& options, const AmpStepArgs& amp) {
   if (params.empty()) return;
+  KILN_ASSERT(steps.size() == params.size(), "adam_step: ", steps.size(), " step counters for ", params.size(),
+              " params");
   const CallContext ctx(params[0]);
   visit_floating(params[0], "adam_step", [&]<typename T>() {
     const AdamFunctor<T> f{.lr = options.lr,

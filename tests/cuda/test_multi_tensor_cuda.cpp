@@ -47,9 +47,11 @@ std::vector<int64_t> many_sizes() {
 enum class Placement { Aligned, Mixed };
 const Placement kPlacements[] = {Placement::Aligned, Placement::Mixed};
 
-// Whether tensor i of list `list` starts misaligned under `placement`.
+// Whether tensor i of list `list` starts misaligned under `placement`: under Mixed, the
+// odd tensors are aligned in every list (the vector path) and each even one is misaligned
+// in every third list (the scalar path), so one launch takes both paths.
 bool misaligned(Placement placement, size_t i, int list) {
-  return placement == Placement::Mixed && (i + static_cast<size_t>(list)) % 3 == 0;
+  return placement == Placement::Mixed && i % 2 == 0 && (i / 2 + static_cast<size_t>(list)) % 3 == 0;
 }
 
 // `t` (CPU) on the GPU, contiguous, starting one element past an aligned address when
@@ -396,7 +398,10 @@ TEST(CudaMultiTensor, ScaleFlagsNonFiniteValues) {
     double value;
   };
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
-  const Bad kBad[] = {{0, 0, inf}, {3, 150001, -inf}, {3, 199999, nan}, {6, 4098, nan}, {2, 65536, inf}};
+  // Tensors 0 and 6 are misaligned (scalar path), 1, 2, 3 and 4 aligned (vector path;
+  // 1 and 4 end in a tail group).
+  const Bad kBad[] = {{0, 0, inf},       {3, 150001, -inf}, {3, 199999, nan}, {6, 4098, nan},
+                      {2, 65536, inf},   {1, 2, inf},       {4, 6, nan}};
   for (DType dtype : testing::kFloatingDTypes) {
     for (const Bad& bad : kBad) {
       for (bool check_only : {false, true}) {
@@ -485,20 +490,23 @@ TEST(CudaMultiTensor, NormPropagatesNanAndIsZeroForNoTensors) {
 // devices after every update, through growth, backoff and a growth that would overflow.
 TEST(CudaMultiTensor, AmpUpdateScaleMatchesCpu) {
   KILN_REQUIRE_CUDA();
-  struct Start {
+  struct Case {
     double scale;
     int tracker;
+    double growth, backoff;  // exact products, and rounded ones
   };
-  for (const Start start : {Start{65536.0, 0}, Start{3.0e38, 1}}) {
-    const Tensor cpu_scale = full({1}, start.scale, {.dtype = DType::Float32});
-    const Tensor cpu_tracker = full({1}, start.tracker, {.dtype = DType::Int32});
+  const Case kCases[] = {{65536.0, 0, 2.0, 0.5}, {65536.0, 0, 1.7, 0.3}, {3.0e38, 1, 2.0, 0.5}, {3.0e38, 1, 1.7, 0.3}};
+  for (const Case& c : kCases) {
+    const Tensor cpu_scale = full({1}, c.scale, {.dtype = DType::Float32});
+    const Tensor cpu_tracker = full({1}, c.tracker, {.dtype = DType::Int32});
     const Tensor gpu_scale = cpu_scale.to(kCuda), gpu_tracker = cpu_tracker.to(kCuda);
     const double flags[] = {0, 0, 1, 0, 0, 0, 0, 1, 1, 0, 0};
     for (size_t i = 0; i < std::size(flags); ++i) {
-      SCOPED_TRACE(::testing::Message() << "start " << start.scale << ", update " << i);
+      SCOPED_TRACE(::testing::Message() << "start " << c.scale << ", factors " << c.growth << "/" << c.backoff
+                                        << ", update " << i);
       const Scalar1 found_inf(flags[i]);
-      cpu_kernels().amp_update_scale(cpu_scale, cpu_tracker, found_inf.cpu, 2.0, 0.5, 2);
-      gpu_kernels().amp_update_scale(gpu_scale, gpu_tracker, found_inf.gpu, 2.0, 0.5, 2);
+      cpu_kernels().amp_update_scale(cpu_scale, cpu_tracker, found_inf.cpu, c.growth, c.backoff, 2);
+      gpu_kernels().amp_update_scale(gpu_scale, gpu_tracker, found_inf.gpu, c.growth, c.backoff, 2);
       EXPECT_TRUE(testing::all_equal(gpu_scale.to(Device::cpu()), cpu_scale));
       EXPECT_TRUE(testing::all_equal(gpu_tracker.to(Device::cpu()), cpu_tracker));
     }
