@@ -444,7 +444,9 @@ TEST(CudaMultiTensor, NormMatchesCpu) {
       for (double p : kNormOrders) {
         SCOPED_TRACE(::testing::Message() << "p = " << p << ", " << trace(dtype, placement, kOddSizes.size()));
         EXPECT_TRUE(norms_match(x.cpu, x.gpu, p, out_dtype));
-        if (dtype == DType::Float64) EXPECT_TRUE(norms_match(x.cpu, x.gpu, p, DType::Float32)) << "float32 out";
+        if (dtype == DType::Float64) {
+          EXPECT_TRUE(norms_match(x.cpu, x.gpu, p, DType::Float32)) << "float32 out";
+        }
       }
     }
   }
@@ -474,7 +476,7 @@ TEST(CudaMultiTensor, NormPropagatesNanAndIsZeroForNoTensors) {
   const TensorList x = make_list(kOddSizes, DType::Float32, 0, Placement::Mixed);
   x.gpu[3].narrow(0, 131072, 1).fill_(std::numeric_limits<double>::quiet_NaN());
   for (double p : kNormOrders) {
-    const Tensor out = testing::poisoned({}, DType::Float32, kCuda);
+    Tensor out = testing::poisoned({}, DType::Float32, kCuda);
     out.fill_(0.0);
     gpu_kernels().multi_tensor_norm(x.gpu, p, out);
     EXPECT_TRUE(std::isnan(out.to(Device::cpu()).item<float>())) << "p = " << p;
