@@ -5,9 +5,9 @@
 //
 // Math: v = src (in float, or double when src or dst is double) * scale, rounded to dst's
 // dtype; `scale` is a Float32 [1] tensor read on the device (undefined = 1). found_inf
-// (Float32 [1]) is set to 1 when a src element is Inf or NaN, by any thread that saw one,
-// and otherwise left alone (never cleared: GradScaler clears it between steps). dst may
-// alias src: each element is read and written by the same thread.
+// (Float32 [1]) is set to 1 when a src element is Inf or NaN, by any thread that saw one
+// (atomicExch), and otherwise left alone (never cleared: GradScaler clears it between
+// steps). dst may alias src: each element is read and written by the same thread.
 //
 // The list may mix dtypes (the float16 and float32 gradients of one model): tensors are
 // grouped by (src dtype, dst dtype) and each group is one multi-tensor apply
@@ -62,8 +62,9 @@ struct ScaleFunctor {
       }
       if (dst != nullptr) store_lanes(dst, r, lanes);
     });
-    // A plain store: every thread that writes, writes the same 1.
-    if (non_finite && found_inf != nullptr) *found_inf = 1.0f;
+    // Every thread that saw an Inf/NaN writes the same 1; atomically, so the concurrent
+    // writes are well defined.
+    if (non_finite && found_inf != nullptr) atomicExch(found_inf, 1.0f);
   }
 };
 
