@@ -123,6 +123,26 @@ TEST(Amp, CastModelO2KeepsBatchNormFloat32) {
   }
 }
 
+TEST(Amp, O1ModelRunsUnderAutocastWithFloat32Gradients) {
+  for (DType low : {DType::Float16, DType::BFloat16}) {
+    SmallNet net;
+    const AmpProperties amp = train::amp_properties(OptLevel::O1, low);
+    train::amp_cast_model(*net.model, amp);
+    const Tensor x = train::amp_cast_input(amp, random_nonzero({2, 2, 3, 3, 3}, DType::Float32, 1));
+    EXPECT_EQ(x.dtype(), DType::Float32);
+    AutocastGuard autocast(amp.low_dtype, amp.enabled_autocast);
+    const Tensor logits = net.model->forward(x);
+    EXPECT_EQ(logits.dtype(), low);
+    const Tensor loss = cross_entropy(logits, tensor<int64_t>({1, 0}, {2}));
+    EXPECT_EQ(loss.dtype(), DType::Float32);
+    loss.backward();
+    for (const auto& [name, p] : net.model->named_parameters()) {
+      ASSERT_TRUE(p.grad().defined()) << name;
+      EXPECT_EQ(p.grad().dtype(), DType::Float32) << name;
+    }
+  }
+}
+
 TEST(Amp, CastModelO3CastsEverythingButIntegers) {
   SmallNet net;
   const AmpProperties amp = train::amp_properties(OptLevel::O3);
