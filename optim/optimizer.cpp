@@ -1,11 +1,15 @@
 // Optimizer base: parameter groups and their options, zero_grad, per-parameter state,
-// and the step driver that groups parameters by device and dtype for the fused kernels.
+// master weights, GradScaler's unscale hooks, and the step driver that groups parameters
+// by device and dtype so that each group costs one fused multi-tensor call per bucket.
+// (The state dict lives in optimizer_state_dict.cpp.)
 #include "optim/optimizer.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "core/autograd/grad_mode.h"
 #include "core/error.h"
+#include "core/ops/factory.h"
 
 namespace kiln::optim {
 
@@ -33,36 +37,244 @@ void Optimizer::add_param_group(ParamGroup group) {
     KILN_CHECK(seen.insert(p.impl()).second, who, ": parameter ", i, " (", p.sizes(),
                ") appears in more than one parameter group (or twice in one)");
   }
-  for (const auto& [key, value] : group.options)
-    KILN_CHECK(defaults_.count(key) != 0 || key == "initial_lr" || key.rfind("base_", 0) == 0 ||
-                   key.rfind("max_", 0) == 0,
-               who, ": unknown option \"", key, "\" in a parameter group");
+  check_option_names(group.options);
   for (const auto& [key, value] : defaults_) group.options.emplace(key, value);
   check_options(group.options);
   groups_.push_back(std::move(group));
 }
 
-void Optimizer::zero_grad(bool set_to_none) {
-  NoGradGuard no_grad;
-  for (ParamGroup& group : groups_) {
-    for (const Tensor& p : group.params) {
-      Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      if (set_to_none) {
-        p.set_grad(Tensor());
-      } else {
-        grad.zero_();
-      }
-    }
-  }
+// The options a group may hold: the optimizer's own, and those learning-rate schedulers
+// add ("initial_lr", "base_lr", "max_lr", "base_momentum", ...).
+void Optimizer::check_option_names(const Options& options) const {
+  for (const auto& [key, value] : options)
+    KILN_CHECK(defaults_.count(key) != 0 || key == "initial_lr" || key.rfind("base_", 0) == 0 ||
+                   key.rfind("max_", 0) == 0,
+               name_, ": unknown option \"", key, "\" in a parameter group");
 }
 
+namespace {
+void clear_grad(const Tensor& t, bool set_to_none) {
+  Tensor grad = t.grad();
+  if (!grad.defined()) return;
+  if (set_to_none) {
+    t.set_grad(Tensor());
+  } else {
+    grad.zero_();
+  }
+}
+}  // namespace
+
+void Optimizer::zero_grad(bool set_to_none) {
+  NoGradGuard no_grad;
+  for (ParamGroup& group : groups_)
+    for (const Tensor& p : group.params) clear_grad(p, set_to_none);
+  for (auto& [param, master] : masters_) clear_grad(master, set_to_none);
+  grads_prepared_ = false;
+}
+
+// A parameter with a master weight keeps its state under the master (Note [Master
+// weights]): that is the tensor the kernels update, and the state has its dtype.
 const ParamState& Optimizer::state(const Tensor& param) const {
   static const ParamState kEmpty;
-  const auto it = state_.find(param.impl());
+  const Tensor* master = find_master(param);
+  const auto it = state_.find(master ? master->impl() : param.impl());
   return it == state_.end() ? kEmpty : it->second;
 }
 
 ParamState& Optimizer::mutable_state(const Tensor& param) { return state_[param.impl()]; }
+
+std::vector<Tensor> Optimizer::state_list(const std::vector<Tensor>& params, const std::string& name,
+                                          std::vector<bool>* is_new) {
+  std::vector<Tensor> list;
+  list.reserve(params.size());
+  if (is_new) is_new->assign(params.size(), false);
+  for (size_t i = 0; i < params.size(); ++i) {
+    ParamState& state = mutable_state(params[i]);
+    auto it = state.find(name);
+    if (it == state.end()) {
+      it = state.emplace(name, zeros_like(params[i])).first;
+      if (is_new) (*is_new)[i] = true;
+    }
+    list.push_back(it->second);
+  }
+  return list;
+}
+
+std::vector<Tensor> Optimizer::step_counters(const std::vector<Tensor>& params) {
+  std::vector<Tensor> steps;
+  steps.reserve(params.size());
+  for (const Tensor& p : params) {
+    ParamState& state = mutable_state(p);
+    auto it = state.find("step");
+    if (it == state.end())
+      it = state.emplace("step", zeros({}, TensorOptions{.dtype = DType::Float32, .device = p.device()})).first;
+    steps.push_back(it->second);
+  }
+  return steps;
+}
+
+// ---- master weights (Note [Master weights]) ---------------------------------------------
+
+void Optimizer::enable_master_weights() {
+  KILN_CHECK(state_.empty(), name_, ": enable_master_weights() must be called before the first step");
+  master_weights_ = true;
+}
+
+namespace {
+bool is_low_precision(DType dtype) { return dtype == DType::Float16 || dtype == DType::BFloat16; }
+}  // namespace
+
+const Tensor* Optimizer::find_master(const Tensor& param) const {
+  const auto it = masters_.find(param.impl());
+  return it == masters_.end() ? nullptr : &it->second;
+}
+
+Tensor Optimizer::master_of(const Tensor& param) {
+  if (!master_weights_ || !is_low_precision(param.dtype())) return Tensor();
+  auto it = masters_.find(param.impl());
+  if (it == masters_.end()) {
+    const Tensor master = param.detach().to(param.device(), DType::Float32, /*non_blocking=*/false, /*copy=*/true);
+    it = masters_.emplace(param.impl(), master.contiguous()).first;
+  }
+  return it->second;
+}
+
+std::vector<Tensor> Optimizer::master_params() {
+  std::vector<Tensor> out;
+  for (const ParamGroup& group : groups_) {
+    for (const Tensor& p : group.params) {
+      const Tensor master = master_of(p);
+      out.push_back(master.defined() ? master : p);
+    }
+  }
+  return out;
+}
+
+// ---- step ---------------------------------------------------------------------------------
+
+// The parameters of one group that step() updates with one kernel call: one device, one
+// dtype, and either all with master weights or none.
+struct Optimizer::Bucket {
+  Device device;
+  DType dtype = DType::Float32;
+  bool masters = false;
+  std::vector<Tensor> params;        // what the kernel writes: model parameters or masters
+  std::vector<Tensor> grads;         // what it reads: model or master gradients
+  std::vector<Tensor> model_params;  // with masters: the model's parameters
+  std::vector<Tensor> model_grads;   // with masters: the model's gradients
+};
+
+std::vector<Optimizer::Bucket> Optimizer::buckets(const ParamGroup& group) {
+  std::vector<Bucket> out;
+  for (const Tensor& p : group.params) {
+    Tensor grad = p.grad();
+    if (!grad.defined()) continue;  // no gradient: skipped, state does not advance
+    if (!grad.is_contiguous()) grad = grad.contiguous();
+    const Tensor master = master_of(p);
+    const Tensor& written = master.defined() ? master : p;
+    auto it = std::find_if(out.begin(), out.end(), [&](const Bucket& b) {
+      return b.device == p.device() && b.dtype == written.dtype() && b.masters == master.defined();
+    });
+    if (it == out.end()) {
+      it = out.insert(out.end(), Bucket{});
+      it->device = p.device();
+      it->dtype = written.dtype();
+      it->masters = master.defined();
+    }
+    it->params.push_back(written);
+    if (master.defined()) {
+      if (!master.grad().defined()) master.set_grad(empty_like(master));
+      it->grads.push_back(master.grad());
+      it->model_params.push_back(p);
+      it->model_grads.push_back(grad);
+    } else {
+      it->grads.push_back(grad);
+    }
+  }
+  return out;
+}
+
+namespace {
+// `t` on `device`, copied there without a host sync when it lives elsewhere (GradScaler's
+// tensors may sit on another device than some parameters).
+Tensor on_device(const Tensor& t, Device device) {
+  return !t.defined() || t.device() == device ? t : t.to(device, /*non_blocking=*/true);
+}
+
+AmpStepArgs amp_on(const AmpStepArgs& amp, Device device) {
+  return AmpStepArgs{.inv_scale = on_device(amp.inv_scale, device), .found_inf = on_device(amp.found_inf, device)};
+}
+}  // namespace
+
+void Optimizer::step(const AmpStepArgs& amp) {
+  NoGradGuard no_grad;
+  for (ParamGroup& group : groups_)
+    for (Bucket& bucket : buckets(group)) step_bucket(group, bucket, amp);
+  grads_prepared_ = false;
+}
+
+// With master weights: model gradients (times inv_scale) -> float32 master gradients,
+// the update of the masters, masters -> model parameters. When amp.found_inf skips the
+// update, the copy back writes the values the parameters already hold (each parameter
+// is its master rounded, Note [Master weights]), so it is harmless.
+void Optimizer::step_bucket(ParamGroup& group, Bucket& bucket, const AmpStepArgs& amp) {
+  AmpStepArgs local = amp_on(amp, bucket.device);
+  if (grads_prepared_) local.inv_scale = Tensor();  // Note [Unscaled once]
+  if (bucket.masters) {
+    if (!grads_prepared_) multi_tensor_scale_(bucket.model_grads, bucket.grads, local.inv_scale);
+    local.inv_scale = Tensor();
+  }
+  if (has_step_counter()) increment_steps_(step_counters(bucket.params), local.found_inf);
+  update(group, bucket.params, bucket.grads, local);
+  if (bucket.masters) multi_tensor_scale_(bucket.params, bucket.model_params);
+}
+
+// ---- GradScaler support -----------------------------------------------------------------
+
+std::vector<Tensor> Optimizer::unscale_grads_(const Tensor& inv_scale) { return scale_grads(inv_scale, true); }
+
+std::vector<Tensor> Optimizer::check_grads_finite_(const Tensor& inv_scale) {
+  return scale_grads(inv_scale, master_weights_);
+}
+
+// One multi_tensor_scale_ per device over every gradient there: in place (or into the
+// master gradients) when `write`, a check only otherwise.
+std::vector<Tensor> Optimizer::scale_grads(const Tensor& inv_scale, bool write) {
+  KILN_CHECK(inv_scale.defined(), name_, ": unscale_grads_ needs an inv_scale tensor");
+  NoGradGuard no_grad;
+  struct PerDevice {
+    Device device;
+    std::vector<Tensor> src, dst;
+  };
+  std::vector<PerDevice> devices;
+  for (const ParamGroup& group : groups_) {
+    for (const Tensor& p : group.params) {
+      auto it = std::find_if(devices.begin(), devices.end(), [&](const PerDevice& d) { return d.device == p.device(); });
+      if (it == devices.end()) {
+        it = devices.insert(devices.end(), PerDevice{});
+        it->device = p.device();
+      }
+      Tensor grad = p.grad();
+      if (!grad.defined()) continue;
+      if (!grad.is_contiguous()) {
+        grad = grad.contiguous();
+        p.set_grad(grad);
+      }
+      it->src.push_back(grad);
+      const Tensor master = write ? master_of(p) : Tensor();
+      if (master.defined() && !master.grad().defined()) master.set_grad(empty_like(master));
+      if (write) it->dst.push_back(master.defined() ? master.grad() : grad);
+    }
+  }
+  std::vector<Tensor> found_infs;
+  for (const PerDevice& d : devices) {
+    Tensor found_inf = zeros({1}, TensorOptions{.dtype = DType::Float32, .device = d.device});
+    const Tensor scale = write ? on_device(inv_scale, d.device) : Tensor();
+    if (!d.src.empty()) multi_tensor_scale_(d.src, d.dst, scale, found_inf);  // no gradients here: 0
+    found_infs.push_back(found_inf);
+  }
+  if (write) grads_prepared_ = true;
+  return found_infs;
+}
 
 }  // namespace kiln::optim

@@ -56,8 +56,9 @@ struct ParamGroup {
 using ParamState = std::map<std::string, Tensor>;
 
 struct OptimizerStateDict {
-  safetensors::NamedTensors tensors;  // "state.<index>.<name>"
+  safetensors::NamedTensors tensors;  // "state.<index>.<name>", "state.<index>.master_weight"
   json::Value param_groups;           // [{"lr": 0.1, ..., "params": [0, 1, ...]}, ...]
+  std::string source;                 // the file it was read from (named in load errors)
 };
 
 class Optimizer {
@@ -87,9 +88,15 @@ class Optimizer {
   const ParamState& state(const Tensor& param) const;
 
   // Note [Master weights]. Must be called before the first step; parameters already
-  // float32/float64 keep no copy.
+  // float32/float64 keep no copy. A master is made from its parameter's value at the
+  // parameter's first step (so model weights loaded before that are taken over).
   void enable_master_weights();
   bool has_master_weights() const { return master_weights_; }
+  // The tensors step() updates, as Apex's amp.master_params(optimizer): each parameter's
+  // float32 master (made now if missing) when it keeps one, else the parameter itself.
+  // After unscale_grads_, their .grad() is what step() will read: clip these, not the
+  // model's parameters, when master weights are on.
+  std::vector<Tensor> master_params();
 
   // ---- GradScaler support (optim/grad_scaler.h) ------------------------------------------
   // Multiplies every gradient step() will read by inv_scale (Float32 [1], any device) -
@@ -100,6 +107,9 @@ class Optimizer {
   // The same check without writing anything, for a step that unscales as it reads
   // (step(amp) with amp.inv_scale). With master weights this unscales as above, since the
   // master gradients must be written anyway.
+  // Note [Unscaled once]: after unscale_grads_ (or check_grads_finite_ with master
+  // weights) the next step() ignores amp.inv_scale, as the gradients it reads are
+  // unscaled already; zero_grad() and step() end that.
   std::vector<Tensor> check_grads_finite_(const Tensor& inv_scale);
 
   // PyTorch's layout (above). load_state_dict checks the group count, each group's
@@ -126,15 +136,34 @@ class Optimizer {
 
   // The state of a parameter the kernel writes (a master weight, when there is one).
   ParamState& mutable_state(const Tensor& param);
+  // The state tensors called `name` of `params` (tensors update() writes), created as
+  // zeros like each parameter when missing; `is_new`, when given, says which were created.
+  std::vector<Tensor> state_list(const std::vector<Tensor>& params, const std::string& name,
+                                 std::vector<bool>* is_new = nullptr);
+  // Optimizers with a "step" counter per parameter (Adam, RMSprop) return true: step()
+  // then creates the counters (Float32 [] zeros on the device) and increments them
+  // (increment_steps_, skipped on amp.found_inf) before update(), which finds them with
+  // step_counters().
+  virtual bool has_step_counter() const { return false; }
+  std::vector<Tensor> step_counters(const std::vector<Tensor>& params);
 
  private:
+  struct Bucket;
+  std::vector<Bucket> buckets(const ParamGroup& group);
+  void step_bucket(ParamGroup& group, Bucket& bucket, const AmpStepArgs& amp);
+  // The float32 master of `param` (made now if missing), or undefined when it keeps none.
+  Tensor master_of(const Tensor& param);
+  const Tensor* find_master(const Tensor& param) const;
+  std::vector<Tensor> scale_grads(const Tensor& inv_scale, bool write);
+  void check_option_names(const Options& options) const;
+
   std::string name_;
   std::vector<ParamGroup> groups_;
   Options defaults_;
   std::unordered_map<const TensorImpl*, ParamState> state_;
   bool master_weights_ = false;
   std::unordered_map<const TensorImpl*, Tensor> masters_;  // model parameter -> float32 copy
-  bool grads_prepared_ = false;  // unscale_grads_ filled the master gradients this step
+  bool grads_prepared_ = false;  // Note [Unscaled once]
 };
 
 // Writes / reads an optimizer state dict as a safetensors file (the param groups under

@@ -2,8 +2,10 @@
 //
 // Each family of kernels lives in its own file: elementwise.cpp (the engine's users),
 // copy.cpp (copy, fill, arange), reduce.cpp, softmax.cpp, matmul.cpp (Eigen), conv.cpp
-// (vol2col + Eigen), batch_norm.cpp, pool.cpp, index.cpp, random.cpp. Parallel loops use
-// OpenMP. Float16/BFloat16 compute in float32 and round on store (Note [Opmath]), so
+// (vol2col + Eigen), batch_norm.cpp, pool.cpp, index.cpp, random.cpp, multi_tensor.cpp
+// (fused optimizer steps) and multi_tensor_amp.cpp (scale/check, norm, scale update; both
+// on the chunked list loop of multi_tensor_apply.h). Parallel loops use OpenMP.
+// Float16/BFloat16 compute in float32 and round on store (Note [Opmath]), so
 // mixed-precision logic runs without a GPU.
 #pragma once
 

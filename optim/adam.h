@@ -1,0 +1,63 @@
+// Adam and AdamW, as torch.optim.Adam / torch.optim.AdamW:
+//   g = ±grad                                   (maximize negates the gradient)
+//   Adam:  g = g + weight_decay * p             (L2 penalty in the gradient)
+//   AdamW: p = p * (1 - lr * weight_decay)      (decoupled weight decay)
+//   m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
+//   v_max = max(v_max, v) with amsgrad, used in place of v below
+//   p = p - lr / (1 - beta1^t) * m / (sqrt(v / (1 - beta2^t)) + eps)
+// t is the parameter's step counter (state "step", Float32 [] on its device, Note [Step
+// counters on the device]). State: "step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"
+// (amsgrad). Group options: "lr", "beta1", "beta2", "eps", "weight_decay", "amsgrad",
+// "maximize" (CyclicLR's cycle_momentum drives "beta1").
+#pragma once
+
+#include "optim/optimizer.h"
+
+namespace kiln::optim {
+
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0;
+  bool amsgrad = false;
+  bool maximize = false;
+};
+
+// AdamW's defaults differ from Adam's in weight_decay only (PyTorch's 1e-2).
+struct AdamWOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 1e-2;
+  bool amsgrad = false;
+  bool maximize = false;
+};
+
+class Adam : public Optimizer {
+ public:
+  explicit Adam(std::vector<Tensor> params, AdamOptions options = {});
+  explicit Adam(std::vector<ParamGroup> groups, AdamOptions defaults = {});
+
+ protected:
+  // For AdamW: the name and the decoupled weight decay.
+  Adam(std::string name, bool decoupled_weight_decay, Options defaults);
+
+  void update(ParamGroup& group, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+              const AmpStepArgs& amp) override;
+  void check_options(const Options& options) const override;
+  bool has_step_counter() const override { return true; }
+
+ private:
+  bool decoupled_weight_decay_ = false;
+};
+
+class AdamW : public Adam {
+ public:
+  explicit AdamW(std::vector<Tensor> params, AdamWOptions options = {});
+  explicit AdamW(std::vector<ParamGroup> groups, AdamWOptions defaults = {});
+};
+
+}  // namespace kiln::optim

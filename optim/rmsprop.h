@@ -1,0 +1,36 @@
+// RMSprop, as torch.optim.RMSprop:
+//   g = ±grad + weight_decay * p                (maximize negates the gradient)
+//   v = alpha v + (1 - alpha) g^2
+//   centered: a = alpha a + (1 - alpha) g;  d = sqrt(v - a^2) + eps;  else d = sqrt(v) + eps
+//   momentum > 0: buf = momentum buf + g / d;  p = p - lr buf;  else p = p - lr g / d
+// State: "step" (Float32 [] on the device, counted as PyTorch does though the update does
+// not use it), "square_avg", "momentum_buffer" (momentum > 0), "grad_avg" (centered).
+#pragma once
+
+#include "optim/optimizer.h"
+
+namespace kiln::optim {
+
+struct RMSpropOptions {
+  double lr = 1e-2;
+  double alpha = 0.99;
+  double eps = 1e-8;
+  double weight_decay = 0;
+  double momentum = 0;
+  bool centered = false;
+  bool maximize = false;
+};
+
+class RMSprop : public Optimizer {
+ public:
+  explicit RMSprop(std::vector<Tensor> params, RMSpropOptions options = {});
+  explicit RMSprop(std::vector<ParamGroup> groups, RMSpropOptions defaults = {});
+
+ protected:
+  void update(ParamGroup& group, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+              const AmpStepArgs& amp) override;
+  void check_options(const Options& options) const override;
+  bool has_step_counter() const override { return true; }
+};
+
+}  // namespace kiln::optim

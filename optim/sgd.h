@@ -1,0 +1,36 @@
+// SGD: stochastic gradient descent with momentum, dampening, Nesterov momentum, weight
+// decay and maximize, as torch.optim.SGD:
+//   g = ±grad + weight_decay * p                          (maximize negates the gradient)
+//   buf = g at the first step, else momentum * buf + (1 - dampening) * g
+//   g = g + momentum * buf if nesterov, else buf           (when momentum != 0)
+//   p = p - lr * g
+// State "momentum_buffer" exists only when momentum != 0; SGD keeps no step counter.
+#pragma once
+
+#include "optim/optimizer.h"
+
+namespace kiln::optim {
+
+// PyTorch's defaults (lr = 1e-3 since PyTorch 2.x).
+struct SGDOptions {
+  double lr = 1e-3;
+  double momentum = 0;
+  double dampening = 0;
+  double weight_decay = 0;
+  bool nesterov = false;
+  bool maximize = false;
+};
+
+class SGD : public Optimizer {
+ public:
+  explicit SGD(std::vector<Tensor> params, SGDOptions options = {});
+  // Each group's options override the defaults by name ("lr", "momentum", ...).
+  explicit SGD(std::vector<ParamGroup> groups, SGDOptions defaults = {});
+
+ protected:
+  void update(ParamGroup& group, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+              const AmpStepArgs& amp) override;
+  void check_options(const Options& options) const override;
+};
+
+}  // namespace kiln::optim

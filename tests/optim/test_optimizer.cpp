@@ -1,0 +1,135 @@
+// The Optimizer base through SGD and Adam: parameters without a gradient are skipped (no
+// update, no state, no step), several groups with their own learning rates, a learning
+// rate changed between steps, zero_grad both ways, mixed dtypes in one group, and the
+// checks of add_param_group.
+#include <gtest/gtest.h>
+
+#include "tests/optim/optim_test_util.h"
+
+namespace kiln {
+namespace {
+
+using optim::Adam;
+using optim::AdamOptions;
+using optim::ParamGroup;
+using optim::SGD;
+using optim::SGDOptions;
+using testing::all_close;
+using testing::all_equal;
+using testing::make_params;
+
+TEST(Optimizer, ParamsWithoutGradAreSkippedAndTheirStateDoesNotAdvance) {
+  const std::vector<Tensor> params = make_params(DType::Float32);
+  Adam adam(params, AdamOptions{.lr = 0.1});
+  testing::set_step_grads(params, 0);
+  adam.step();
+  const Tensor before = params[1].detach().clone();
+  const Tensor exp_avg_before = adam.state(params[1]).at("exp_avg").clone();
+  params[1].set_grad(Tensor());
+  params[0].set_grad(testing::step_grad(params[0], 0, 1));
+  const Tensor other_before = params[0].detach().clone();
+  adam.step();
+  EXPECT_TRUE(all_equal(params[1].detach(), before));
+  EXPECT_TRUE(all_equal(adam.state(params[1]).at("exp_avg"), exp_avg_before));
+  EXPECT_EQ(adam.state(params[1]).at("step").item<double>(), 1.0);
+  EXPECT_EQ(adam.state(params[0]).at("step").item<double>(), 2.0);
+  EXPECT_FALSE(all_equal(params[0].detach(), other_before));
+
+  // A parameter that never had a gradient has no state at all.
+  const std::vector<Tensor> fresh = make_params(DType::Float32);
+  SGD sgd(fresh, SGDOptions{.lr = 0.1, .momentum = 0.9});
+  fresh[0].set_grad(testing::step_grad(fresh[0], 0, 0));
+  const Tensor untouched = fresh[2].detach().clone();
+  sgd.step();
+  EXPECT_TRUE(sgd.state(fresh[2]).empty());
+  EXPECT_TRUE(all_equal(fresh[2].detach(), untouched));
+  EXPECT_EQ(sgd.state(fresh[0]).count("momentum_buffer"), 1u);
+}
+
+TEST(Optimizer, GroupsUseTheirOwnOptions) {
+  const std::vector<Tensor> params = make_params(DType::Float64);
+  SGD sgd({ParamGroup{.params = {params[0], params[1]}, .options = {{"lr", 0.5}}},
+           ParamGroup{.params = {params[2]}, .options = {{"momentum", 0.9}}}},
+          SGDOptions{.lr = 0.1});
+  ASSERT_EQ(sgd.param_groups().size(), 2u);
+  EXPECT_EQ(sgd.param_groups()[0].lr(), 0.5);
+  EXPECT_EQ(sgd.param_groups()[1].lr(), 0.1);
+  EXPECT_EQ(sgd.param_groups()[1].get("momentum"), 0.9);
+  EXPECT_EQ(sgd.param_groups()[0].get("momentum"), 0.0);
+  const std::vector<Tensor> before = testing::clone_params(params);
+  testing::set_step_grads(params, 0);
+  sgd.step();
+  // Plain SGD: p - lr g, with each group's lr (momentum's first step is the gradient too).
+  for (size_t i = 0; i < params.size(); ++i) {
+    const double lr = i < 2 ? 0.5 : 0.1;
+    const Tensor expected = before[i].detach() - params[i].grad() * lr;
+    EXPECT_TRUE(all_close(params[i].detach(), expected)) << "parameter " << i;
+  }
+}
+
+TEST(Optimizer, ChangingTheLearningRateBetweenStepsTakesEffect) {
+  const SGDOptions options{.lr = 0.1, .momentum = 0.5};
+  const std::vector<Tensor> params = make_params(DType::Float64);
+  SGD sgd(params, options);
+  std::vector<testing::RefParam> ref(params.size());
+  for (size_t i = 0; i < params.size(); ++i) ref[i].value = params[i].to_vector<double>();
+  const testing::RefUpdate reference = testing::sgd_reference(options);
+  const std::vector<double> lrs = {0.1, 0.02, 0.3, 0.0};
+  for (size_t s = 0; s < lrs.size(); ++s) {
+    sgd.param_groups()[0].set_lr(lrs[s]);
+    testing::set_step_grads(params, static_cast<int64_t>(s));
+    for (size_t i = 0; i < params.size(); ++i) reference(ref[i], params[i].grad().to_vector<double>(), lrs[s]);
+    sgd.step();
+  }
+  for (size_t i = 0; i < params.size(); ++i)
+    EXPECT_TRUE(all_close(params[i].detach(), tensor<double>(ref[i].value, params[i].sizes())));
+}
+
+TEST(Optimizer, ZeroGradSetsToNoneOrFillsZeros) {
+  const std::vector<Tensor> params = make_params(DType::Float32);
+  SGD sgd(params, SGDOptions{.lr = 0.1});
+  testing::set_step_grads(params, 0);
+  sgd.zero_grad(/*set_to_none=*/false);
+  for (const Tensor& p : params) {
+    ASSERT_TRUE(p.grad().defined());
+    EXPECT_TRUE(all_equal(p.grad(), zeros_like(p)));
+  }
+  sgd.zero_grad();
+  for (const Tensor& p : params) EXPECT_FALSE(p.grad().defined());
+  // A backward after set-to-none assigns a fresh gradient (not added to stale zeros).
+  (params[0] * params[0]).sum().backward();
+  EXPECT_TRUE(all_close(params[0].grad(), params[0].detach() * 2.0));
+}
+
+TEST(Optimizer, OneGroupMayMixDtypes) {
+  std::vector<Tensor> params = make_params(DType::Float32);
+  Tensor double_param = testing::random_nonzero({4}, DType::Float64, 99);
+  double_param.requires_grad_(true);
+  params.push_back(double_param);
+  const SGDOptions options{.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01};
+  SGD sgd(params, options);
+  testing::expect_matches_reference(sgd, params, testing::sgd_reference(options), 3,
+                                    testing::optim_tolerance(DType::Float32));
+  EXPECT_EQ(sgd.state(double_param).at("momentum_buffer").dtype(), DType::Float64);
+}
+
+TEST(Optimizer, AddParamGroupChecksItsParameters) {
+  const std::vector<Tensor> params = make_params(DType::Float32);
+  SGD sgd(std::vector<Tensor>{params[0]}, SGDOptions{.lr = 0.1});
+  EXPECT_KILN_ERROR(sgd.add_param_group(ParamGroup{.params = {params[0]}, .options = {}}), "SGD",
+                    "more than one parameter group");
+  EXPECT_KILN_ERROR(sgd.add_param_group(ParamGroup{.params = {ones({2}, {.dtype = DType::Int64})}, .options = {}}),
+                    "SGD", "int64", "floating-point");
+  const Tensor non_leaf = params[1] * 2.0;
+  EXPECT_KILN_ERROR(sgd.add_param_group(ParamGroup{.params = {non_leaf}, .options = {}}), "SGD", "not a leaf");
+  EXPECT_KILN_ERROR(sgd.add_param_group(ParamGroup{.params = {params[1]}, .options = {{"lr", -2}}}), "SGD", "lr");
+  EXPECT_KILN_ERROR(sgd.add_param_group(ParamGroup{.params = {params[1]}, .options = {{"betas", 0.9}}}), "SGD",
+                    "unknown option", "betas");
+  EXPECT_EQ(sgd.param_groups().size(), 1u);  // none of the bad groups was added
+  sgd.add_param_group(ParamGroup{.params = {params[1]}, .options = {{"lr", 0.01}, {"initial_lr", 0.01}}});
+  EXPECT_EQ(sgd.param_groups()[1].lr(), 0.01);
+  EXPECT_KILN_ERROR(sgd.param_groups()[1].get("beta1"), "no option", "beta1");
+}
+
+}  // namespace
+}  // namespace kiln
