@@ -1,6 +1,6 @@
 // Apex opt levels (amp.h): parsing and naming them, their table of properties, casting a
-// model and its inputs for one. amp_initialize, which also touches the optimizer, is in
-// amp_initialize.cpp.
+// model, its inputs and its outputs for one. amp_initialize, which also touches the
+// optimizer, is in amp_initialize.cpp.
 #include "train/amp.h"
 
 #include <cctype>
@@ -78,6 +78,11 @@ void amp_cast_model(nn::Module& model, const AmpProperties& properties) {
 Tensor amp_cast_input(const AmpProperties& properties, const Tensor& x) {
   if (!properties.cast_model || !x.defined() || !x.is_floating_point()) return x;
   return x.to(properties.low_dtype);
+}
+
+Tensor amp_cast_output(const AmpProperties& properties, const Tensor& y) {
+  if (!properties.cast_model || !y.defined() || (y.dtype() != DType::Float16 && y.dtype() != DType::BFloat16)) return y;
+  return y.to(DType::Float32);
 }
 
 }  // namespace kiln::train

@@ -11,8 +11,17 @@
 // forward pass in `AutocastGuard autocast(amp.low_dtype, amp.enabled_autocast)`). O2 runs
 // the model itself in the low dtype, batch norm excepted (it computes in float32 from a
 // float16 input, core/ops/norm.h), with float32 master weights in the optimizer (Note
-// [Master weights] in optim/optimizer.h); its inputs go through amp_cast_input, as Apex
-// patches forward to do. O3 is everything in the low dtype: a speed baseline.
+// [Master weights] in optim/optimizer.h); its inputs go through amp_cast_input and its
+// outputs through amp_cast_output, as Apex patches forward to do. O3 is everything in
+// the low dtype: a speed baseline.
+//
+// Note [Loss in float32 under O2]: Apex casts a cast model's outputs back to float32 so
+// that the loss is computed, and scaled, in float32. A float16 loss would not survive
+// GradScaler: backward starts from d(loss * S)/d(loss) = S, and the default S = 2^16 is
+// above float16's largest value (65504), so the gradient entering the loss is Inf and
+// the first step is always skipped (then every step once the scale grows back); its
+// log-softmax would also lose digits. tests/train/test_amp_training.cpp trains through
+// this path.
 //
 // The low dtype is float16 by default, as in Apex; bfloat16 is allowed. bfloat16 has
 // float32's exponent range, so gradients do not underflow and a loss scale is not
@@ -64,5 +73,9 @@ AmpProperties amp_initialize(nn::Module& model, optim::Optimizer& optimizer, Opt
 // O2/O3: a floating input cast to the low dtype (float64 included, as Apex's patched
 // forward does); otherwise, and for non-floating inputs, x unchanged.
 Tensor amp_cast_input(const AmpProperties& properties, const Tensor& x);
+
+// O2/O3: a float16/bfloat16 output (the model's logits) cast to float32 for the loss,
+// differentiably (Note [Loss in float32 under O2]); otherwise y unchanged.
+Tensor amp_cast_output(const AmpProperties& properties, const Tensor& y);
 
 }  // namespace kiln::train

@@ -1,8 +1,8 @@
 // Apex opt levels (train/amp.h): parsing and names, the table of properties against
 // Apex's documented table, the model casts of each level on a small conv + batch-norm +
 // linear model (dtypes, identity, values, a forward and backward that run), the input
-// cast, and the errors. amp_initialize itself is not called here: it needs
-// Optimizer::enable_master_weights, which the optimizers land separately.
+// and output casts, and the errors. amp_initialize and training under each level are in
+// test_amp_training.cpp.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -173,6 +173,29 @@ TEST(Amp, CastInputOnlyForCastModels) {
     EXPECT_TRUE(all_equal(train::amp_cast_input(amp, x), x.to(DType::BFloat16)));
     EXPECT_EQ(train::amp_cast_input(amp, d).dtype(), DType::BFloat16);
     EXPECT_TRUE(train::amp_cast_input(amp, labels).is_same(labels));
+  }
+}
+
+// Note [Loss in float32 under O2]: O2/O3 outputs come back as float32, differentiably.
+TEST(Amp, CastOutputToFloat32OnlyForCastModels) {
+  const Tensor labels = tensor<int64_t>({1, 0}, {2});
+  for (DType low : {DType::Float16, DType::BFloat16}) {
+    const Tensor y = random_nonzero({2, 3}, low, 1).requires_grad_();
+    for (OptLevel level : {OptLevel::O0, OptLevel::O1}) {
+      EXPECT_TRUE(train::amp_cast_output(train::amp_properties(level, low), y).is_same(y));
+    }
+    for (OptLevel level : {OptLevel::O2, OptLevel::O3}) {
+      const AmpProperties amp = train::amp_properties(level, low);
+      const Tensor out = train::amp_cast_output(amp, y);
+      EXPECT_TRUE(all_equal(out, y.detach().to(DType::Float32)));
+      sum(out).backward();
+      EXPECT_EQ(y.grad().dtype(), low);
+      EXPECT_TRUE(all_equal(y.grad(), ones({2, 3}, {.dtype = low})));
+      y.set_grad(Tensor());
+      const Tensor d = random_nonzero({2, 3}, DType::Float64, 2);
+      EXPECT_TRUE(train::amp_cast_output(amp, d).is_same(d));
+      EXPECT_TRUE(train::amp_cast_output(amp, labels).is_same(labels));
+    }
   }
 }
 
