@@ -11,6 +11,7 @@
 #include "nn/layer.h"
 #include "nn/linear.h"
 #include "nn/loss.h"
+#include "nn/mixed_precision.h"
 #include "nn/module.h"
 #include "nn/pooling.h"
 #include "nn/serialize.h"

@@ -1,9 +1,10 @@
 // Activation checkpointing (see checkpoint.h): forward without a graph, recompute in
-// backward with the random generators rewound.
+// backward with the random generators rewound and the forward's autocast state.
 #include "core/autograd/checkpoint.h"
 
 #include <utility>
 
+#include "core/autocast.h"
 #include "core/autograd/engine.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
@@ -38,6 +39,7 @@ struct CheckpointBackward final : Node {
   std::vector<bool> input_requires_grad;
   std::vector<size_t> recorded_outputs;  // which of fn's outputs this node's slots are
   std::vector<std::pair<Device, PhiloxState>> rng_at_forward;
+  AutocastState autocast_at_forward;  // Note [Backward runs without autocast]
 
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
     std::vector<Tensor> detached;
@@ -54,6 +56,7 @@ struct CheckpointBackward final : Node {
     std::vector<Tensor> outputs;
     {
       EnableGradGuard enable_grad;
+      const AutocastGuard autocast(autocast_at_forward.dtype, autocast_at_forward.enabled);
       outputs = fn(detached);
     }
     restore_rng(rng_now);
@@ -95,6 +98,7 @@ std::vector<Tensor> checkpoint(const CheckpointFunction& fn, const std::vector<T
   auto node = std::make_shared<CheckpointBackward>();
   node->fn = fn;
   node->rng_at_forward = rng_at_forward;
+  node->autocast_at_forward = autocast_state();
   for (const Tensor& x : inputs) {
     node->inputs.emplace_back(x);
     node->input_requires_grad.push_back(x.defined() && x.requires_grad());

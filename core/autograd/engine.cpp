@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/autocast.h"
 #include "core/autograd/accumulate_grad.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
@@ -127,7 +128,15 @@ void run_node(GraphTask& task, Node& node, std::vector<Tensor> inputs,
   }
 }
 
+// Note [Backward runs without autocast]: each backward node runs in the dtypes its
+// forward saw (the forward's casts are ordinary to() nodes, whose backward casts the
+// gradient back), so autocast must not act again on the ops a backward function calls:
+// amax's backward counts ties with a sum over a float16 mask, and autocast would make
+// that sum, and so the gradient, float32. The engine turns autocast off for the whole
+// backward pass (hooks included); activation checkpointing's recompute switches the
+// forward's state back on for its own forward.
 void execute(GraphTask& task, const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots) {
+  const AutocastGuard no_autocast(autocast_state().dtype, /*enabled=*/false);
   KILN_CHECK(grad_roots.empty() || grad_roots.size() == roots.size(), "backward: got ",
              grad_roots.size(), " gradients for ", roots.size(), " tensors");
   std::vector<Edge> root_edges;

@@ -1,10 +1,12 @@
 // convolution and conv1d/conv2d/conv3d: argument checks, the backend's product plus the
 // bias, and a backward node that calls the backend's backward-input and backward-weight
-// kernels (conv.h; Note [Convolution layout] in core/backend.h).
+// kernels (conv.h; Note [Convolution layout] in core/backend.h). Under autocast the
+// operands are cast to the autocast dtype first (core/autocast.h).
 #include "core/ops/conv.h"
 
 #include <string>
 
+#include "core/autocast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/backend.h"
@@ -134,9 +136,12 @@ std::vector<int64_t> output_sizes(const char* op, const Tensor& input, const Ten
 // ---- the op -----------------------------------------------------------------------------
 
 // `spatial` = 1, 2 or 3 for the front doors; 0 = as many as the weight has.
-Tensor convolution_impl(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias,
+Tensor convolution_impl(const char* op, const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in,
                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                         const std::vector<int64_t>& dilation, int64_t groups, int64_t spatial) {
+  const Tensor input = autocast_input(input_in, AutocastPolicy::LowerPrecision);
+  const Tensor weight = autocast_input(weight_in, AutocastPolicy::LowerPrecision);
+  const Tensor bias = autocast_input(bias_in, AutocastPolicy::LowerPrecision);
   check_tensors(op, input, weight, bias);
   if (spatial == 0) {
     KILN_CHECK(weight.dim() >= 3 && weight.dim() <= 5, op,

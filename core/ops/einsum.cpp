@@ -9,10 +9,14 @@
 //      [batch, A-only, contracted] and B to [batch, contracted, B-only], both reshaped to
 //      3-d (size-1 dims broadcast by expand first) and multiplied with one bmm;
 //   3. the result sums out what the output does not keep and is permuted into its order.
+// Under autocast einsum is a lower-precision op (core/autocast.h): the operands are cast
+// once at the entry and the body runs with autocast off, so its inner sums stay in the
+// autocast dtype instead of bouncing through float32 on their way to bmm.
 #include <algorithm>
 #include <map>
 #include <numeric>
 
+#include "core/autocast.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/linalg.h"
 #include "core/ops/reduce.h"
@@ -111,6 +115,12 @@ Labeled contract(const Labeled& a, const Labeled& b, const std::string& needed_l
 }  // namespace
 
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) {
+  if (autocast_enabled()) {
+    std::vector<Tensor> cast;
+    for (const Tensor& t : operands) cast.push_back(autocast_input(t, AutocastPolicy::LowerPrecision));
+    const AutocastGuard off(autocast_state().dtype, /*enabled=*/false);
+    return einsum(equation, cast);
+  }
   std::string eq;
   for (char c : equation)
     if (c != ' ') eq.push_back(c);

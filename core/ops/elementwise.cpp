@@ -1,10 +1,12 @@
 // Elementwise ops: type promotion, broadcasting, dispatch to the backend's engine, and
-// each op's backward right under it (see elementwise.h).
+// each op's backward right under it (see elementwise.h). exp, log and pow are autocast's
+// float32 ops (core/autocast.h): under autocast float16/bfloat16 inputs become float32.
 #include "core/ops/elementwise.h"
 
 #include <cmath>
 #include <limits>
 
+#include "core/autocast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/ops/copy.h"
@@ -294,12 +296,14 @@ Tensor rsqrt(const Tensor& x) {
                             });
 }
 
-Tensor exp(const Tensor& x) {
+Tensor exp(const Tensor& x_in) {
+  const Tensor x = autocast_input(x_in, AutocastPolicy::Float32);
   return unary_with_formula(UnaryOp::Exp, x, "exp", Save::Output,
                             [](const Tensor& g, const Tensor&, const Tensor& y, double) { return mul(g, y); });
 }
 
-Tensor log(const Tensor& x) {
+Tensor log(const Tensor& x_in) {
+  const Tensor x = autocast_input(x_in, AutocastPolicy::Float32);
   return unary_with_formula(UnaryOp::Log, x, "log", Save::Input,
                             [](const Tensor& g, const Tensor& xv, const Tensor&, double) { return div(g, xv); });
 }
@@ -311,8 +315,9 @@ Tensor reciprocal(const Tensor& x) {
 }
 
 // pow(x, e) for a number e: g e x^(e-1). e = 0 gives a zero gradient everywhere.
-Tensor pow(const Tensor& base, Scalar exponent) {
-  KILN_CHECK(base.defined(), "pow: undefined tensor");
+Tensor pow(const Tensor& base_in, Scalar exponent) {
+  KILN_CHECK(base_in.defined(), "pow: undefined tensor");
+  const Tensor base = autocast_input(base_in, AutocastPolicy::Float32);
   const Tensor promoted = base.to(wrap_scalar(exponent, base).dtype());
   const double e = exponent.to_double();
   return unary_with_formula(
@@ -429,7 +434,9 @@ Tensor max_min(const Tensor& a, const Tensor& b, bool is_max) {
 
 }  // namespace
 
-Tensor pow(const Tensor& base, const Tensor& exponent) {
+Tensor pow(const Tensor& base_in, const Tensor& exponent_in) {
+  const Tensor base = autocast_input(base_in, AutocastPolicy::Float32);
+  const Tensor exponent = autocast_input(exponent_in, AutocastPolicy::Float32);
   Tensor out = binary_kernel(BinaryOp::Pow, base, exponent);
   if (autograd::any_requires_grad({&base, &exponent})) {
     auto node = std::make_shared<PowBackward>();

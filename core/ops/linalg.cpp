@@ -1,7 +1,10 @@
 // Matrix products: bmm is the primitive (Backend::bmm, with its own backward node);
 // matmul and linear are composed from views and bmm, so their gradients come for free.
+// All three are autocast's lower-precision ops (core/autocast.h): under autocast their
+// floating inputs are cast to the autocast dtype first.
 #include "core/ops/linalg.h"
 
+#include "core/autocast.h"
 #include "core/autograd/node.h"
 #include "core/backend.h"
 #include "core/ops/elementwise.h"
@@ -42,7 +45,9 @@ void check_same_dtype_and_device(const Tensor& a, const Tensor& b, const char* o
 
 }  // namespace
 
-Tensor bmm(const Tensor& a, const Tensor& b) {
+Tensor bmm(const Tensor& a_in, const Tensor& b_in) {
+  const Tensor a = autocast_input(a_in, AutocastPolicy::LowerPrecision);
+  const Tensor b = autocast_input(b_in, AutocastPolicy::LowerPrecision);
   check_same_dtype_and_device(a, b, "bmm");
   KILN_CHECK(a.dim() == 3 && b.dim() == 3, "bmm: expected 3-d tensors, got shapes ", a.sizes(), " and ",
              b.sizes());
@@ -70,7 +75,9 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 // right) and that dim is removed from the result; leading dims broadcast as batch dims.
 // When the right operand is a plain matrix, the left's batch dims fold into its rows, so
 // the whole product is one GEMM (the common x @ W case) and no operand is copied.
-Tensor matmul(const Tensor& a, const Tensor& b) {
+Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  const Tensor a = autocast_input(a_in, AutocastPolicy::LowerPrecision);
+  const Tensor b = autocast_input(b_in, AutocastPolicy::LowerPrecision);
   check_same_dtype_and_device(a, b, "matmul");
   KILN_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both arguments need at least 1 dimension, got shapes ",
              a.sizes(), " and ", b.sizes());
@@ -101,8 +108,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return product.reshape(out_shape);
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  KILN_CHECK(x.defined() && weight.defined(), "linear: undefined tensor");
+Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in) {
+  KILN_CHECK(x_in.defined() && weight_in.defined(), "linear: undefined tensor");
+  const Tensor x = autocast_input(x_in, AutocastPolicy::LowerPrecision);
+  const Tensor weight = autocast_input(weight_in, AutocastPolicy::LowerPrecision);
+  const Tensor bias = autocast_input(bias_in, AutocastPolicy::LowerPrecision);
   KILN_CHECK(weight.dim() == 2, "linear: weight must be 2-d [out_features, in_features], got shape ",
              weight.sizes());
   KILN_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), "linear: input's last dimension (shape ", x.sizes(),

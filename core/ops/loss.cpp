@@ -7,10 +7,15 @@
 // the sum of the losses divided by the sum of the weights of the targets that were not
 // ignored (PyTorch's definition); when every target is ignored that is 0 / 0 = NaN, as in
 // PyTorch.
+//
+// Every loss is an autocast float32 op (core/autocast.h): under autocast the public entry
+// casts float16/bfloat16 inputs, floating targets and weights to float32, and the ops it
+// is composed of then see float32 only (their own autocast casts are no-ops).
 #include "core/ops/loss.h"
 
 #include <string>
 
+#include "core/autocast.h"
 #include "core/ops/activation.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
@@ -21,6 +26,8 @@
 
 namespace kiln {
 namespace {
+
+Tensor float32_under_autocast(const Tensor& t) { return autocast_input(t, AutocastPolicy::Float32); }
 
 Tensor reduce_loss(const Tensor& loss, Reduction reduction) {
   switch (reduction) {
@@ -143,8 +150,11 @@ Tensor cross_entropy_probabilities(const Tensor& input, const Tensor& target,
 
 }  // namespace
 
-Tensor nll_loss(const Tensor& input, const Tensor& target, const NllLossOptions& options) {
+Tensor nll_loss(const Tensor& input_in, const Tensor& target, const NllLossOptions& options_in) {
   const char* op = "nll_loss";
+  const Tensor input = float32_under_autocast(input_in);
+  NllLossOptions options = options_in;
+  options.weight = float32_under_autocast(options.weight);
   check_floating_input(input, op);
   check_index_target(input, target, op);
   check_class_weight(input, options.weight, op);
@@ -159,8 +169,12 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const NllLossOptions&
 // Index targets with label smoothing ε (PyTorch's formula): (1 - ε) nll + ε / C * smooth,
 // where smooth = -sum_c w_c log p_c per kept target, reduced like nll (Mean divides by
 // the kept targets' weights).
-Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyOptions& options) {
+Tensor cross_entropy(const Tensor& input_in, const Tensor& target_in, const CrossEntropyOptions& options_in) {
   const char* op = "cross_entropy";
+  const Tensor input = float32_under_autocast(input_in);
+  const Tensor target = float32_under_autocast(target_in);
+  CrossEntropyOptions options = options_in;
+  options.weight = float32_under_autocast(options.weight);
   check_floating_input(input, op);
   KILN_CHECK(input.dim() >= 1, op, ": input must be [C] or [N, C, d...], got shape ", input.sizes());
   KILN_CHECK(options.label_smoothing >= 0.0 && options.label_smoothing <= 1.0, op,
@@ -190,9 +204,14 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
 // log(1 + exp(-|x|)) + max(-x, 0), computed by one stable functor (log1p, linear past its
 // threshold); unlike that two-term form it has no kink at x = 0, so its gradient there is
 // the true -sigmoid(-x) = -1/2 (a zero-initialised head outputs exactly 0).
-Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
-                                        const BceWithLogitsOptions& options) {
+Tensor binary_cross_entropy_with_logits(const Tensor& input_in, const Tensor& target_in,
+                                        const BceWithLogitsOptions& options_in) {
   const char* op = "binary_cross_entropy_with_logits";
+  const Tensor input = float32_under_autocast(input_in);
+  const Tensor target = float32_under_autocast(target_in);
+  BceWithLogitsOptions options = options_in;
+  options.weight = float32_under_autocast(options.weight);
+  options.pos_weight = float32_under_autocast(options.pos_weight);
   check_floating_input(input, op);
   KILN_CHECK(target.defined(), op, ": undefined target");
   KILN_CHECK(target.sizes() == input.sizes(), op, ": target shape ", target.sizes(),
@@ -223,19 +242,25 @@ void check_regression(const Tensor& input, const Tensor& target, const char* op)
 
 }  // namespace
 
-Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+Tensor mse_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction) {
+  const Tensor input = float32_under_autocast(input_in);
+  const Tensor target = float32_under_autocast(target_in);
   check_regression(input, target, "mse_loss");
   return reduce_loss(square(sub(input, target)), reduction);
 }
 
-Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+Tensor l1_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction) {
+  const Tensor input = float32_under_autocast(input_in);
+  const Tensor target = float32_under_autocast(target_in);
   check_regression(input, target, "l1_loss");
   return reduce_loss(abs(sub(input, target)), reduction);
 }
 
 // Both branches are computed and where picks one, so each element's gradient is its
 // branch's: d / beta inside, sign(d) outside (0 at d = 0, abs's subgradient).
-Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, double beta) {
+Tensor smooth_l1_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction, double beta) {
+  const Tensor input = float32_under_autocast(input_in);
+  const Tensor target = float32_under_autocast(target_in);
   check_regression(input, target, "smooth_l1_loss");
   KILN_CHECK(beta >= 0, "smooth_l1_loss: beta must be non-negative, got ", beta);
   const Tensor d = sub(input, target);

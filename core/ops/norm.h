@@ -6,6 +6,10 @@
 // running = (1 - momentum) running + momentum batch, using the unbiased variance.
 // Eval: normalise with the running statistics. eps is added to the variance.
 // Gradient: input (fused backward-reduce + backward-input kernels), weight, bias.
+// Mixed precision: a float16/bfloat16 input may come with float32 weight, bias and
+// running statistics; statistics are computed in float32 and the output has the input's
+// dtype (as cuDNN's mixed batch norm in PyTorch). So autocast leaves batch_norm alone: it
+// is on neither autocast list (core/autocast.h) and casts nothing.
 #pragma once
 
 #include "core/tensor.h"

@@ -6,11 +6,16 @@
 // the result viewed in keepdim form (size 1 in each reduced dim), so keepdim=false costs
 // nothing. Backward formulas reshape the incoming gradient to that keepdim form too, where
 // it broadcasts against the input.
+//
+// sum, mean, var, std, var_mean, norm and logsumexp are autocast's float32 ops (core/
+// autocast.h): under autocast a float16/bfloat16 input is cast to float32 first, so long
+// sums do not lose precision or overflow. max/min/argmax are exact in any dtype and stay.
 #include "core/ops/reduce.h"
 
 #include <algorithm>
 #include <cmath>
 
+#include "core/autocast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/backend.h"
@@ -316,6 +321,8 @@ struct NormBackward final : Node {
   std::string name() const override { return "norm"; }
 };
 
+Tensor float32_under_autocast(const Tensor& x) { return autocast_input(x, AutocastPolicy::Float32); }
+
 Tensor bool_reduce(const Tensor& x, bool is_all) {
   const char* op = is_all ? "all" : "any";
   KILN_CHECK(x.defined(), op, ": undefined tensor");
@@ -328,9 +335,13 @@ Tensor bool_reduce(const Tensor& x, bool is_all) {
 
 }  // namespace
 
-Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim) { return sum_or_mean(x, dims, keepdim, false); }
+Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
+  return sum_or_mean(float32_under_autocast(x), dims, keepdim, false);
+}
 
-Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim) { return sum_or_mean(x, dims, keepdim, true); }
+Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
+  return sum_or_mean(float32_under_autocast(x), dims, keepdim, true);
+}
 
 Tensor amax(const Tensor& x, std::vector<int64_t> dims, bool keepdim) { return extremum(x, dims, keepdim, true, "amax"); }
 
@@ -352,13 +363,15 @@ Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) { retur
 
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return arg_extremum(x, dim, keepdim, false); }
 
-Tensor var(const Tensor& x, std::vector<int64_t> dims, int64_t correction, bool keepdim) {
+Tensor var(const Tensor& x_in, std::vector<int64_t> dims, int64_t correction, bool keepdim) {
+  const Tensor x = float32_under_autocast(x_in);
   Moments m = moments(x, dims, correction, keepdim, "var");
   if (autograd::any_requires_grad({&x})) autograd::record(var_mean_node(x, m, correction, "var"), {x}, {m.var});
   return m.var;
 }
 
-Tensor std(const Tensor& x, std::vector<int64_t> dims, int64_t correction, bool keepdim) {
+Tensor std(const Tensor& x_in, std::vector<int64_t> dims, int64_t correction, bool keepdim) {
+  const Tensor x = float32_under_autocast(x_in);
   Moments m = moments(x, dims, correction, keepdim, "std");
   Tensor out;
   {
@@ -373,7 +386,9 @@ Tensor std(const Tensor& x, std::vector<int64_t> dims, int64_t correction, bool 
   return out;
 }
 
-std::tuple<Tensor, Tensor> var_mean(const Tensor& x, std::vector<int64_t> dims, int64_t correction, bool keepdim) {
+std::tuple<Tensor, Tensor> var_mean(const Tensor& x_in, std::vector<int64_t> dims, int64_t correction,
+                                    bool keepdim) {
+  const Tensor x = float32_under_autocast(x_in);
   Moments m = moments(x, dims, correction, keepdim, "var_mean");
   if (autograd::any_requires_grad({&x})) {
     auto node = var_mean_node(x, m, correction, "var_mean");
@@ -383,7 +398,8 @@ std::tuple<Tensor, Tensor> var_mean(const Tensor& x, std::vector<int64_t> dims, 
   return {m.var, m.mean};
 }
 
-Tensor norm(const Tensor& x, double p, std::vector<int64_t> dims, bool keepdim) {
+Tensor norm(const Tensor& x_in, double p, std::vector<int64_t> dims, bool keepdim) {
+  const Tensor x = float32_under_autocast(x_in);
   const ReductionPlan plan = plan_reduction(x, dims, keepdim, "norm");
   require_floating(x, "norm");
   KILN_CHECK(p > 0.0, "norm: p must be positive (1, 2, any p > 0, or INFINITY for max |x|), got ", p);
@@ -406,7 +422,8 @@ Tensor norm(const Tensor& x, double p, std::vector<int64_t> dims, bool keepdim) 
 // differentiable ops, so the gradient (softmax(x) g) comes for free, and m only keeps exp
 // from overflowing. Where m is +-inf (or NaN) the shift is 0, as PyTorch: an all -inf slice
 // gives -inf, not NaN. Integer inputs compute in float32.
-Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
+Tensor logsumexp(const Tensor& x_in, std::vector<int64_t> dims, bool keepdim) {
+  const Tensor x = float32_under_autocast(x_in);
   const ReductionPlan plan = plan_reduction(x, dims, keepdim, "logsumexp");
   const Tensor xf = x.is_floating_point() ? x : x.to(kDefaultFloat);
   Tensor shift;

@@ -1,7 +1,9 @@
 // softmax and log_softmax: validation, the fused forward kernel, and a backward node that
-// calls the fused backward kernel (see softmax.h and Backend::softmax).
+// calls the fused backward kernel (see softmax.h and Backend::softmax). Both are autocast
+// float32 ops: under autocast a float16/bfloat16 input is cast to float32 first.
 #include "core/ops/softmax.h"
 
+#include "core/autocast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/backend.h"
@@ -60,8 +62,12 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, /*log=*/false); }
+Tensor softmax(const Tensor& x, int64_t dim) {
+  return softmax_impl(autocast_input(x, AutocastPolicy::Float32), dim, /*log=*/false);
+}
 
-Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, /*log=*/true); }
+Tensor log_softmax(const Tensor& x, int64_t dim) {
+  return softmax_impl(autocast_input(x, AutocastPolicy::Float32), dim, /*log=*/true);
+}
 
 }  // namespace kiln

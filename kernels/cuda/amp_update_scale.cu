@@ -1,0 +1,65 @@
+// CudaBackend::amp_update_scale: GradScaler's loss-scale update on the device (PyTorch's
+// _amp_update_scale_), so that a training step never waits for the GPU to decide whether
+// the step was skipped (core/backend.h).
+//
+// Math, with scale (Float32 [1]), growth_tracker (Int32 [1]) and found_inf (Float32 [1]):
+//   found_inf != 0:  scale *= backoff_factor;  growth_tracker = 0
+//   otherwise:       growth_tracker += 1; when it reaches growth_interval:
+//                      scale *= growth_factor unless that overflows to inf;
+//                      growth_tracker = 0
+// Products are taken in double and rounded to float, as the CPU backend (and PyTorch's
+// CPU kernel) do, so both devices follow the same scale sequence for any factor.
+//
+// Launch shape: one thread (three scalars; the kernel exists so the values stay on the
+// device). Current stream, no host sync.
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/runtime.h"
+#include "kernels/cuda/stream.h"
+
+namespace kiln::cuda {
+namespace {
+
+// ==== kernels ===================================================================================
+
+__global__ void amp_update_scale_kernel(float* scale, int32_t* growth_tracker, const float* found_inf,
+                                        double growth_factor, double backoff_factor, int64_t growth_interval) {
+  if (*found_inf != 0.0f) {
+    *scale = static_cast<float>(*scale * backoff_factor);
+    *growth_tracker = 0;
+    return;
+  }
+  const int64_t successful = static_cast<int64_t>(*growth_tracker) + 1;
+  if (successful == growth_interval) {
+    const float grown = static_cast<float>(*scale * growth_factor);
+    if (std::isfinite(grown)) *scale = grown;
+    *growth_tracker = 0;
+  } else {
+    *growth_tracker = static_cast<int32_t>(successful);
+  }
+}
+
+}  // namespace
+
+// ==== launchers =================================================================================
+
+void CudaBackend::amp_update_scale(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf,
+                                   double growth_factor, double backoff_factor, int64_t growth_interval) {
+  KILN_ASSERT(scale.dtype() == DType::Float32 && growth_tracker.dtype() == DType::Int32 &&
+                  found_inf.dtype() == DType::Float32 && scale.numel() == 1 && growth_tracker.numel() == 1 &&
+                  found_inf.numel() == 1,
+              "amp_update_scale: scale ", scale.dtype(), " ", scale.sizes(), ", growth_tracker ",
+              growth_tracker.dtype(), " ", growth_tracker.sizes(), ", found_inf ", found_inf.dtype(), " ",
+              found_inf.sizes());
+  const int device = scale.device().index;
+  DeviceGuard guard(device);
+  amp_update_scale_kernel<<<1, 1, 0, current_stream(device).handle()>>>(
+      static_cast<float*>(scale.data_ptr()), static_cast<int32_t*>(growth_tracker.data_ptr()),
+      static_cast<const float*>(found_inf.data_ptr()), growth_factor, backoff_factor, growth_interval);
+  KILN_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,138 @@
+// The launch planning of the multi-tensor kernels (kernels/cuda/multi_tensor_plan.h) on
+// the host: every chunk of every tensor goes to exactly one block, in list order; no
+// launch holds more tensors or blocks than its kernel argument has slots for; a tensor cut
+// between launches carries on with the right chunk numbers; every list's addresses (or
+// nullptr for an unused list) follow their tensor; blocks are numbered across launches.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "bench/resnet50_params.h"
+#include "core/ops.h"
+#include "kernels/cuda/multi_tensor_plan.h"
+
+namespace kiln::cuda::multi_tensor {
+namespace {
+
+// One list of 1-d UInt8 tensors (the plan only looks at numel and addresses).
+std::vector<Tensor> list_of(const std::vector<int64_t>& sizes) {
+  std::vector<Tensor> list;
+  for (int64_t n : sizes) list.push_back(empty({n}, {.dtype = DType::UInt8}));
+  return list;
+}
+
+struct Launch {
+  int tensors_used = 0;  // highest slot referenced + 1
+  int blocks = 0;
+  int64_t first_block = 0;
+};
+
+// Plans `lists`, checks each launch against the lists, and returns the launches.
+template <int kDepth>
+std::vector<Launch> checked_plan(const std::array<const std::vector<Tensor>*, kDepth>& lists, int64_t first_block = 0) {
+  const std::vector<Tensor>& tensors = *lists[0];
+  std::vector<std::pair<size_t, int64_t>> expected, seen;  // (tensor, chunk) in order
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    for (int64_t c = 0; c < chunks_of(tensors[t].numel()); ++c) expected.emplace_back(t, c);
+  }
+  std::vector<Launch> launches;
+  size_t next = 0;  // the tensor the next block should be in, found by its address
+  const int64_t end = plan_launches<kDepth>(lists, first_block, [&](const TensorListMeta<kDepth>& meta, int blocks) {
+    EXPECT_GE(blocks, 1);
+    EXPECT_LE(blocks, kMaxBlocks);
+    EXPECT_EQ(meta.first_block, launches.empty() ? first_block : launches.back().first_block + launches.back().blocks);
+    Launch launch{.tensors_used = 0, .blocks = blocks, .first_block = meta.first_block};
+    for (int b = 0; b < blocks; ++b) {
+      const int slot = meta.block_to_tensor[b];
+      ASSERT_LT(slot, TensorListMeta<kDepth>::kMaxTensors);
+      launch.tensors_used = std::max(launch.tensors_used, slot + 1);
+      while (next < tensors.size() && meta.addresses[0][slot] != tensors[next].data_ptr()) ++next;
+      ASSERT_LT(next, tensors.size()) << "block " << b << " points at no tensor of the list";
+      EXPECT_EQ(meta.sizes[slot], tensors[next].numel());
+      for (int d = 1; d < kDepth; ++d) {
+        const void* want = lists[d]->empty() ? nullptr : (*lists[d])[next].data_ptr();
+        EXPECT_EQ(meta.addresses[d][slot], want) << "list " << d << ", tensor " << next;
+      }
+      seen.emplace_back(next, meta.block_to_chunk[b]);
+    }
+    launches.push_back(launch);
+  });
+  EXPECT_EQ(seen, expected);
+  EXPECT_EQ(end, first_block + static_cast<int64_t>(expected.size()));
+  return launches;
+}
+
+TEST(MultiTensorPlan, OddSizesOneLaunch) {
+  const std::vector<Tensor> a = list_of({1, 3, 65537, 200000, 7, 65536, 4099}), b = list_of({1, 3, 65537, 200000, 7, 65536, 4099});
+  const std::vector<Tensor> none;
+  const std::vector<Launch> launches = checked_plan<3>({&a, &none, &b}, 5);
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].blocks, 1 + 1 + 2 + 4 + 1 + 1 + 1);
+  EXPECT_EQ(launches[0].tensors_used, 7);
+}
+
+// More tensors than slots: a new launch when the slots are full, after the last chunk
+// of the tensor in the last slot.
+TEST(MultiTensorPlan, TensorSlotsOverflow) {
+  constexpr int kSlots = TensorListMeta<6>::kMaxTensors;
+  std::vector<int64_t> sizes;
+  for (int i = 0; i < 2 * kSlots + 3; ++i) sizes.push_back(i % 4 == 0 ? 65537 : 1 + i);
+  const std::vector<Tensor> l0 = list_of(sizes), l1 = list_of(sizes), l2 = list_of(sizes), l3 = list_of(sizes);
+  const std::vector<Tensor> none, steps = list_of(std::vector<int64_t>(sizes.size(), 1));
+  const std::vector<Launch> launches = checked_plan<6>({&l0, &l1, &l2, &l3, &none, &steps});
+  ASSERT_EQ(launches.size(), 3u);
+  EXPECT_EQ(launches[0].tensors_used, kSlots);
+  EXPECT_EQ(launches[1].tensors_used, kSlots);
+  EXPECT_EQ(launches[2].tensors_used, 3);
+}
+
+// More chunks than blocks: one tensor of 700 chunks goes over three launches, carried
+// on in slot 0, with its chunk numbers continuing.
+TEST(MultiTensorPlan, BlockSlotsOverflowInsideATensor) {
+  const std::vector<Tensor> big = list_of({3, 700 * kChunkSize - 5, 9});
+  const std::vector<Launch> launches = checked_plan<1>({&big});
+  ASSERT_EQ(launches.size(), 3u);
+  EXPECT_EQ(launches[0].blocks, kMaxBlocks);
+  EXPECT_EQ(launches[1].blocks, kMaxBlocks);
+  EXPECT_EQ(launches[2].blocks, 1 + 700 + 1 - 2 * kMaxBlocks);
+  EXPECT_EQ(launches[1].tensors_used, 1);  // only the big tensor, in slot 0
+  EXPECT_EQ(launches[2].tensors_used, 2);
+}
+
+// A tensor that ends exactly where the blocks run out starts no empty launch, and the
+// next tensor starts in slot 0.
+TEST(MultiTensorPlan, BlocksFullAtATensorsEnd) {
+  const std::vector<Tensor> l = list_of({kMaxBlocks * kChunkSize, 1});
+  const std::vector<Launch> launches = checked_plan<2>({&l, &l});
+  ASSERT_EQ(launches.size(), 2u);
+  EXPECT_EQ(launches[1].blocks, 1);
+  EXPECT_EQ(launches[1].tensors_used, 1);
+}
+
+TEST(MultiTensorPlan, EmptyListPlansNothing) {
+  const std::vector<Tensor> none;
+  int calls = 0;
+  EXPECT_EQ(plan_launches<1>({&none}, 4, [&](const TensorListMeta<1>&, int) { ++calls; }), 4);
+  EXPECT_EQ(calls, 0);
+}
+
+// A 3D ResNet-50 Adam step (depth 6: 161 tensors, ~47 M values) is a handful of launches.
+TEST(MultiTensorPlan, ResNet50AdamIsAHandfulOfLaunches) {
+  std::vector<int64_t> sizes;
+  for (const std::vector<int64_t>& shape : bench::resnet3d50_param_shapes()) {
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    sizes.push_back(n);
+  }
+  const std::vector<Tensor> p = list_of(sizes);
+  const std::vector<Tensor> steps = list_of(std::vector<int64_t>(sizes.size(), 1));
+  const std::vector<Launch> launches = checked_plan<6>({&p, &p, &p, &p, &p, &steps});
+  EXPECT_LE(launches.size(), 6u);
+}
+
+}  // namespace
+}  // namespace kiln::cuda::multi_tensor
