@@ -299,11 +299,13 @@ void CudaBackend::rmsprop_step(const std::vector<Tensor>& params, const std::vec
                               .weight_decay = static_cast<V>(options.weight_decay),
                               .momentum = static_cast<V>(options.momentum),
                               .centered = options.centered,
-                              .has_momentum = options.momentum != 0,
+                              .has_momentum = options.momentum > 0,
                               .maximize = options.maximize,
                               .amp = amp_pointers(amp)};
+    // momentum > 0, as the op layer (which then requires the buffers) and the CPU backend
+    // decide it: a negative momentum has no buffers, and must not read list 3's nullptr.
     const std::vector<Tensor> none;
-    const std::vector<Tensor>& buffers = options.momentum != 0 ? momentum_buffers : none;
+    const std::vector<Tensor>& buffers = options.momentum > 0 ? momentum_buffers : none;
     const std::vector<Tensor>& averages = options.centered ? grad_avgs : none;
     multi_tensor::multi_tensor_apply<5>({&params, &grads, &square_avgs, &buffers, &averages}, f, ctx.stream);
   });

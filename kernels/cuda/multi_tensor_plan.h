@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/half.h"  // KILN_HOST_DEVICE
 #include "core/tensor.h"
 
 namespace kiln::cuda::multi_tensor {
@@ -110,6 +111,35 @@ int64_t plan_launches(const std::array<const std::vector<Tensor>*, kDepth>& list
     }
   }
   return meta.first_block;
+}
+
+// ==== the walk of a chunk =======================================================================
+
+// kIlp elements of a thread: element k sits at first + k * stride; those at or past n are
+// masked. kVector: stride 1, none masked, `first` a multiple of kIlp (one vector access).
+template <bool kVector>
+struct Lanes {
+  int64_t first, stride, n;
+};
+
+// Calls body(lanes) for every group of kIlp elements that thread `thread` of a block of
+// `threads` handles in a chunk of n elements. `aligned` (every list's address in the chunk
+// is a multiple of kIlp elements): adjacent groups, one vector access each, the last
+// n % kIlp elements as one masked group of thread 0; otherwise groups of elements
+// `threads` apart (each loaded alone, still coalesced across a warp), masked at n.
+template <typename Body>
+KILN_HOST_DEVICE inline void walk_chunk(unsigned thread, unsigned threads, int64_t n, bool aligned, Body&& body) {
+  if (aligned) {
+    const int64_t whole = n / kIlp * kIlp;
+    for (int64_t i = static_cast<int64_t>(thread) * kIlp; i < whole; i += static_cast<int64_t>(threads) * kIlp) {
+      body(Lanes<true>{i, 1, n});
+    }
+    if (thread == 0 && whole < n) body(Lanes<false>{whole, 1, n});
+  } else {
+    for (int64_t i = thread; i < n; i += static_cast<int64_t>(threads) * kIlp) {
+      body(Lanes<false>{i, static_cast<int64_t>(threads), n});
+    }
+  }
 }
 
 }  // namespace kiln::cuda::multi_tensor

@@ -241,6 +241,8 @@ const RmspropCase kRmspropCases[] = {
     {{.lr = 1e-2, .alpha = 0.9, .eps = 1e-6, .centered = true}, 0},
     {{.lr = 1e-2, .weight_decay = 1e-2, .momentum = 0.9}, 0},
     {{.lr = 1e-2, .weight_decay = 1e-2, .momentum = 0.9, .centered = true, .maximize = true}, 1.0 / 128},
+    // torch.optim's `if momentum > 0`: a negative momentum has no buffers and is ignored.
+    {{.lr = 1e-2, .momentum = -0.5}, 0},
 };
 
 void check_rmsprop(const std::vector<int64_t>& sizes, DType dtype, Placement placement, const RmspropCase& c) {
@@ -249,7 +251,7 @@ void check_rmsprop(const std::vector<int64_t>& sizes, DType dtype, Placement pla
   TensorList sq = make_list(sizes, dtype, 2, placement, uniform_values(2.5, 3.0));
   TensorList buf = make_list(sizes, dtype, 3, placement);
   TensorList ga = make_list(sizes, dtype, 4, placement, uniform_values(-1.0, 1.0));
-  if (c.params.momentum == 0) buf = {};
+  if (c.params.momentum <= 0) buf = {};
   if (!c.params.centered) ga = {};
   const Scalar1 inv_scale(c.inv_scale), found_inf(0);
   const AmpStepArgs cpu_amp = c.inv_scale != 0 ? AmpStepArgs{inv_scale.cpu, found_inf.cpu} : AmpStepArgs{};

@@ -3,11 +3,16 @@
 // launch holds more tensors or blocks than its kernel argument has slots for; a tensor cut
 // between launches carries on with the right chunk numbers; every list's addresses (or
 // nullptr for an unused list) follow their tensor; blocks are numbered across launches.
+// Then the kernel side, on the host: every thread of every planned block walks its chunk
+// (walk_chunk, as multi_tensor_kernel and for_each_lane_group do on the device), for
+// random lists whose tensors start aligned or not, and every element of every tensor is
+// visited exactly once, vector groups only where every list's address is aligned.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -132,6 +137,137 @@ TEST(MultiTensorPlan, ResNet50AdamIsAHandfulOfLaunches) {
   const std::vector<Tensor> steps = list_of(std::vector<int64_t>(sizes.size(), 1));
   const std::vector<Launch> launches = checked_plan<6>({&p, &p, &p, &p, &p, &steps});
   EXPECT_LE(launches.size(), 6u);
+}
+
+// ==== the walk of the chunks ====================================================================
+
+// Random lists for the walk: tensor i of list d has the same numel in every list and
+// starts 0 to 3 elements past an aligned address (the Mixed placement of the CUDA tests,
+// at random), in a dtype of 2, 4 or 8 bytes per list (multi_tensor_scale's src and dst
+// differ). Sizes: tiny, around one and two chunks (+-1), and up to several chunks.
+struct WalkLists {
+  std::vector<std::vector<Tensor>> lists;
+  std::vector<Tensor> buffers;  // the allocations the views live in
+};
+
+WalkLists random_lists(int depth, int count, std::mt19937_64& rng) {
+  const DType kDTypes[] = {DType::Float16, DType::Float32, DType::Float64};
+  std::vector<int64_t> sizes;
+  for (int t = 0; t < count; ++t) {
+    switch (rng() % 4) {
+      case 0: sizes.push_back(1 + static_cast<int64_t>(rng() % 9)); break;
+      case 1: sizes.push_back(kChunkSize * (1 + static_cast<int64_t>(rng() % 2)) - 1 + static_cast<int64_t>(rng() % 3)); break;
+      default: sizes.push_back(1 + static_cast<int64_t>(rng() % (3 * kChunkSize))); break;
+    }
+  }
+  WalkLists w;
+  for (int d = 0; d < depth; ++d) {
+    const DType dtype = kDTypes[rng() % 3];
+    std::vector<Tensor> list;
+    for (int64_t n : sizes) {
+      const int64_t shift = rng() % 2 == 0 ? 0 : static_cast<int64_t>(rng() % 4);
+      const Tensor buffer = empty({n + 4}, {.dtype = dtype});
+      w.buffers.push_back(buffer);
+      list.push_back(buffer.narrow(0, shift, n));
+    }
+    w.lists.push_back(list);
+  }
+  return w;
+}
+
+// What the walks of one call did.
+struct WalkCounts {
+  int64_t vector_chunks = 0, scalar_chunks = 0;
+};
+
+// Plans `w` and walks every block of every launch with every thread; checks each element
+// is visited once and each vector group is whole, in range and aligned in every list.
+template <int kDepth>
+WalkCounts walk_every_thread(const WalkLists& w) {
+  std::array<const std::vector<Tensor>*, kDepth> lists;
+  for (int d = 0; d < kDepth; ++d) lists[d] = &w.lists[d];
+  const std::vector<Tensor>& tensors = w.lists[0];
+  std::vector<std::vector<uint8_t>> visits;
+  for (const Tensor& t : tensors) visits.emplace_back(static_cast<size_t>(t.numel()), 0);
+  WalkCounts counts;
+  plan_launches<kDepth>(lists, 0, [&](const TensorListMeta<kDepth>& meta, int blocks) {
+    for (int b = 0; b < blocks; ++b) {
+      // The block's chunk, as multi_tensor_kernel finds it.
+      const int slot = meta.block_to_tensor[b];
+      const int64_t begin = static_cast<int64_t>(meta.block_to_chunk[b]) * kChunkSize;
+      const int64_t n = std::min(meta.sizes[slot] - begin, kChunkSize);
+      size_t t = 0;
+      while (t < tensors.size() && tensors[t].data_ptr() != meta.addresses[0][slot]) ++t;
+      ASSERT_LT(t, tensors.size());
+      ASSERT_GE(n, 1);
+      // Whether every list's chunk is aligned for vectors, as the functors decide it.
+      std::array<uintptr_t, kDepth> chunk_address;
+      std::array<size_t, kDepth> element_size;
+      bool aligned = true;
+      for (int d = 0; d < kDepth; ++d) {
+        element_size[d] = itemsize(w.lists[d][t].dtype());
+        chunk_address[d] = reinterpret_cast<uintptr_t>(meta.addresses[d][slot]) + static_cast<uintptr_t>(begin) * element_size[d];
+        aligned = aligned && chunk_address[d] % (element_size[d] * kIlp) == 0;
+      }
+      ++(aligned ? counts.vector_chunks : counts.scalar_chunks);
+      std::vector<uint8_t>& seen = visits[t];
+      for (unsigned thread = 0; thread < static_cast<unsigned>(kThreads); ++thread) {
+        walk_chunk(thread, kThreads, n, aligned, [&]<bool kVector>(Lanes<kVector> lanes) {
+          EXPECT_EQ(lanes.n, n);
+          if constexpr (kVector) {
+            ASSERT_TRUE(aligned);
+            ASSERT_EQ(lanes.first % kIlp, 0);
+            ASSERT_LE(lanes.first + kIlp, n);
+            for (int d = 0; d < kDepth; ++d) {
+              ASSERT_EQ((chunk_address[d] + static_cast<uintptr_t>(lanes.first) * element_size[d]) % (element_size[d] * kIlp), 0u)
+                  << "misaligned vector access in list " << d;
+            }
+          }
+          for (int k = 0; k < kIlp; ++k) {
+            const int64_t i = lanes.first + (kVector ? k : k * lanes.stride);
+            ASSERT_GE(i, 0);
+            if (i < n) ++seen[static_cast<size_t>(begin + i)];
+          }
+        });
+      }
+    }
+  });
+  for (size_t t = 0; t < visits.size(); ++t) {
+    const auto wrong = std::find_if(visits[t].begin(), visits[t].end(), [](uint8_t v) { return v != 1; });
+    EXPECT_TRUE(wrong == visits[t].end()) << "tensor " << t << " of " << visits[t].size() << " elements: element "
+                                          << (wrong - visits[t].begin()) << " visited " << int(wrong == visits[t].end() ? 1 : *wrong)
+                                          << " times";
+  }
+  return counts;
+}
+
+TEST(MultiTensorPlan, EveryThreadWalkVisitsEveryElementOnce) {
+  std::mt19937_64 rng(20261123);
+  WalkCounts total;
+  for (int round = 0; round < 6; ++round) {
+    const int count = 1 + static_cast<int>(rng() % 60);
+    const WalkCounts one = walk_every_thread<1>(random_lists(1, count, rng));
+    const WalkCounts two = walk_every_thread<2>(random_lists(2, count, rng));
+    const WalkCounts six = walk_every_thread<6>(random_lists(6, count, rng));
+    total.vector_chunks += one.vector_chunks + two.vector_chunks + six.vector_chunks;
+    total.scalar_chunks += one.scalar_chunks + two.scalar_chunks + six.scalar_chunks;
+  }
+  EXPECT_GT(total.vector_chunks, 0);  // both paths taken
+  EXPECT_GT(total.scalar_chunks, 0);
+}
+
+// A chunk of fewer than kIlp elements, aligned: no vector group, thread 0's masked group.
+TEST(MultiTensorPlan, ShortAlignedChunkIsOneMaskedGroupOfThreadZero) {
+  for (unsigned thread = 0; thread < static_cast<unsigned>(kThreads); ++thread) {
+    int groups = 0;
+    walk_chunk(thread, kThreads, 3, true, [&]<bool kVector>(Lanes<kVector> lanes) {
+      EXPECT_FALSE(kVector);
+      EXPECT_EQ(lanes.first, 0);
+      EXPECT_EQ(lanes.stride, 1);
+      ++groups;
+    });
+    EXPECT_EQ(groups, thread == 0 ? 1 : 0) << "thread " << thread;
+  }
 }
 
 }  // namespace
