@@ -2,12 +2,12 @@
 // from the caching allocator at each use (cublas_handle.h).
 #include "kernels/cuda/cublas/cublas_handle.h"
 
-#include <memory>
 #include <vector>
 
 #include "core/error.h"
 #include "kernels/cuda/caching_allocator.h"
 #include "kernels/cuda/runtime.h"
+#include "kernels/cuda/thread_local_per_device.h"
 
 namespace kiln::cuda {
 
@@ -86,12 +86,7 @@ class ThreadHandle {
 }  // namespace
 
 cublasHandle_t cublas_handle(Stream stream) {
-  thread_local std::vector<std::unique_ptr<ThreadHandle>> handles;  // indexed by device
-  const int device = stream.device();
-  check_device_index(device);
-  if (handles.size() <= static_cast<size_t>(device)) handles.resize(static_cast<size_t>(device) + 1);
-  if (!handles[device]) handles[device] = std::make_unique<ThreadHandle>(device);
-  return handles[device]->bind(stream);
+  return thread_local_per_device<ThreadHandle>(stream.device()).bind(stream);
 }
 
 }  // namespace kiln::cuda
