@@ -8,7 +8,7 @@
 #if defined(KILN_WITH_CUDA)
 #include "bench/cuda/bench_cuda_util.h"
 #endif
-#include "kernels/init.h"
+#include "kiln/init.h"
 
 int main(int argc, char** argv) {
   kiln::init();

@@ -53,7 +53,7 @@ Backend& backend(Device device) {
   Backend* b = r.backends[static_cast<size_t>(device.type)];
   if (b == nullptr) {
     KILN_CHECK(device.is_cuda(), "no backend registered for ", device,
-               ": call kiln::init() once at program start (kernels/init.h)");
+               ": call kiln::init() once at program start (kiln/init.h)");
     KILN_CHECK(false, "CUDA is not available: ", r.cuda_unavailable_reason, " (asked for ", device, ")");
   }
   return *b;

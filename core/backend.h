@@ -7,7 +7,7 @@
 // with arbitrary strides. A backend must handle any strides, including outputs that
 // alias an input elementwise (in-place ops pass `out` == `a`).
 //
-// Backends are registered explicitly by kiln::init() (kernels/init.h), never by static
+// Backends are registered explicitly by kiln::init() (kiln/init.h), never by static
 // initializers; `backend(device)` looks them up (core/backend.cpp).
 #pragma once
 

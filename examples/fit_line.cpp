@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "core/ops.h"
-#include "kernels/init.h"
+#include "kiln/init.h"
 
 using namespace kiln;
 

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "core/ops.h"
-#include "kernels/init.h"
+#include "kiln/init.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/ops.h"
-#include "kernels/init.h"
+#include "kiln/init.h"
 
 using namespace kiln;
 

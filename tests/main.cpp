@@ -1,7 +1,7 @@
 // The test binary's main: registers the backends (kiln::init), then runs GoogleTest.
 #include <gtest/gtest.h>
 
-#include "kernels/init.h"
+#include "kiln/init.h"
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);

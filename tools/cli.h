@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/safetensors.h"
-#include "kernels/build_info.h"
+#include "kiln/build_info.h"
 
 namespace kiln::tools {
 
@@ -27,7 +27,7 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// `kiln info`: versions and devices (kernels/build_info.h).
+// `kiln info`: versions and devices (kiln/build_info.h).
 int run_info(const std::vector<std::string>& args, std::ostream& out);
 std::string format_info(const BuildInfo& build, const CudaInfo& cuda);
 

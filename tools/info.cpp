@@ -1,6 +1,6 @@
 // `kiln info`: what this Kiln is (version, build type, compiler, Eigen, OpenMP, the CUDA
 // backend and its architectures) and what it runs on (CUDA runtime and driver, cuBLAS,
-// cuDNN, NCCL, each GPU), from kernels/build_info.h.
+// cuDNN, NCCL, each GPU), from kiln/build_info.h.
 #include <iomanip>
 #include <sstream>
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/init.h"
+#include "kiln/init.h"
 #include "tools/cli.h"
 
 int main(int argc, char** argv) {

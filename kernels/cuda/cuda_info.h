@@ -1,5 +1,5 @@
 // Versions of the CUDA libraries the backend was built with, for `kiln info`
-// (kernels/build_info.h). Each query is one function, so whoever links a library
+// (kiln/build_info.h). Each query is one function, so whoever links a library
 // (cuDNN: KILN_WITH_CUDNN, NCCL: KILN_WITH_NCCL) only has to define its macro for
 // kiln_cuda. None of them needs a GPU.
 #pragma once

@@ -3,8 +3,8 @@
 // build_info() is fixed at compile time (version, build type, compiler, Eigen, which
 // backends were built) plus the OpenMP thread count. cuda_info() asks the CUDA runtime
 // and libraries at run time (kernels/cuda/cuda_info.h); in a build without CUDA, or on a
-// machine without a driver or GPU, it says so instead of failing. Lives in kernels/
-// because core knows nothing of backends.
+// machine without a driver or GPU, it says so instead of failing. Lives in kiln/, beside
+// init(), because core knows nothing of backends.
 #pragma once
 
 #include <cstddef>

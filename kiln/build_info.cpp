@@ -1,6 +1,6 @@
-// build_info() from compile definitions set in kernels/CMakeLists.txt, and cuda_info()
+// build_info() from compile definitions set in kiln/CMakeLists.txt, and cuda_info()
 // from the CUDA backend's runtime queries (kernels/cuda/runtime.h, cuda_info.h).
-#include "kernels/build_info.h"
+#include "kiln/build_info.h"
 
 #include <omp.h>
 
@@ -12,7 +12,7 @@
 #endif
 
 #ifndef KILN_VERSION
-#error "KILN_VERSION must be defined by the build (kernels/CMakeLists.txt)"
+#error "KILN_VERSION must be defined by the build (kiln/CMakeLists.txt)"
 #endif
 
 namespace kiln {

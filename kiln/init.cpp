@@ -1,7 +1,7 @@
 // Registers CpuBackend (always) and, in a CUDA build on a machine with a driver and a GPU,
 // CudaBackend and its cuDNN algorithm cache (core/cudnn.h). Without one, Device::cuda()
 // stays unregistered and using it explains why (the reason the CUDA runtime gave).
-#include "kernels/init.h"
+#include "kiln/init.h"
 
 #include <mutex>
 #include <string>

@@ -1,0 +1,19 @@
+// Kiln in one include: every public op of the core (tensors, autograd, autocast,
+// safetensors), kiln::nn, kiln::optim, Apex-style mixed precision (train/amp.h), and
+// kiln::init() with build_info(). Link the umbrella target Kiln::kiln (CMake) or `kiln`
+// (pkg-config) and write:
+//
+//   #include <kiln/kiln.h>
+//   int main() {
+//     kiln::init();                               // register the backends, once
+//     kiln::Tensor x = kiln::randn({2, 3});
+//   }
+#pragma once
+
+#include "core/ops.h"
+#include "core/safetensors.h"
+#include "kiln/build_info.h"
+#include "kiln/init.h"
+#include "nn/nn.h"
+#include "optim/optim.h"
+#include "train/amp.h"
