@@ -65,23 +65,6 @@ int cuda_device_count() { return cuda_is_available() ? backend(Device::cuda()).d
 
 void synchronize(Device device) { backend(device).synchronize(device.index); }
 
-const char* op_name(UnaryOp op) {
-  static constexpr const char* kNames[] = {
-      "neg", "abs", "sign", "square", "sqrt", "rsqrt", "exp", "log", "reciprocal", "sigmoid",
-      "tanh", "relu", "silu", "gelu", "gelu_tanh", "elu", "leaky_relu", "softplus", "clamp",
-      "pow", "logical_not", "isnan", "isinf", "isfinite"};
-  return kNames[static_cast<int>(op)];
-}
-
-const char* op_name(BinaryOp op) {
-  static constexpr const char* kNames[] = {
-      "add", "sub", "mul", "div", "maximum", "minimum", "pow", "eq", "ne", "lt", "le", "gt",
-      "ge", "logical_and", "logical_or", "relu_backward", "sigmoid_backward", "tanh_backward",
-      "silu_backward", "gelu_backward", "gelu_tanh_backward", "elu_backward",
-      "leaky_relu_backward", "softplus_backward", "clamp_backward"};
-  return kNames[static_cast<int>(op)];
-}
-
 const char* op_name(ReduceOp op) {
   static constexpr const char* kNames[] = {"sum", "mean", "amax", "amin", "norm", "norm"};
   return kNames[static_cast<int>(op)];

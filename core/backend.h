@@ -18,49 +18,15 @@
 #include "core/allocator.h"
 #include "core/device.h"
 #include "core/generator.h"
+#include "core/op_table.h"
 #include "core/scalar.h"
 #include "core/tensor.h"
 
 namespace kiln {
 
-// ---- elementwise op codes ---------------------------------------------------------------
-// Each code is one functor in each backend (kernels/<backend>/elementwise_functors.h).
-
-enum class UnaryOp : uint8_t {
-  // any numeric dtype, out dtype = in dtype
-  Neg, Abs, Sign, Square,
-  // floating dtypes only
-  Sqrt, Rsqrt, Exp, Log, Reciprocal, Sigmoid, Tanh, Relu, Silu, Gelu, GeluTanh, Elu,
-  LeakyRelu, Softplus, Clamp, PowScalar,
-  // out dtype Bool
-  LogicalNot, IsNan, IsInf, IsFinite,
-};
-
-enum class BinaryOp : uint8_t {
-  // any numeric dtype, out dtype = in dtype. Add computes a + alpha * b.
-  Add, Sub, Mul, Div, Maximum, Minimum, Pow,
-  // out dtype Bool, any dtype in
-  Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr,
-  // backward functors, floating only: f(grad_out, saved) = grad_in
-  ReluBackward,      // saved = output: grad * (out > 0)
-  SigmoidBackward,   // saved = output: grad * out * (1 - out)
-  TanhBackward,      // saved = output: grad * (1 - out^2)
-  SiluBackward,      // saved = input
-  GeluBackward,      // saved = input (erf form)
-  GeluTanhBackward,  // saved = input (tanh approximation)
-  EluBackward,       // saved = input; alpha
-  LeakyReluBackward, // saved = input; negative_slope
-  SoftplusBackward,  // saved = input; beta, threshold
-  ClampBackward,     // saved = input: grad where min <= x <= max, else 0
-};
-
-// Scalar parameters of the parameterised functors; each op documents which it reads.
-struct ElementwiseParams {
-  double alpha = 1.0;  // Add/Sub: scale of b; Elu: alpha; LeakyRelu: slope; Softplus: beta
-  double beta = 0.0;   // Softplus: threshold; PowScalar: exponent
-  double lower = 0.0;  // Clamp: lower bound (-inf when absent)
-  double upper = 0.0;  // Clamp: upper bound (+inf when absent)
-};
+// ---- op codes -----------------------------------------------------------------------------
+// The elementwise codes (UnaryOp, BinaryOp), their ElementwiseParams and the table saying
+// each code's name, dtypes and result kind are core/op_table.h.
 
 enum class ReduceOp : uint8_t {
   Sum,     // out = sum x (integers and bool accumulate in int64)
@@ -77,7 +43,6 @@ struct ReduceParams {
 
 enum class ArgReduceOp : uint8_t { ArgMax, ArgMin };
 
-// Names for error messages ("add", "relu_backward").
 // Convolution geometry (Note [Convolution layout]): one entry per spatial dim (1, 2 or 3).
 struct ConvParams {
   std::vector<int64_t> stride;
@@ -100,8 +65,7 @@ struct PoolParams {
   int64_t divisor_override = 0;   // avg: divide by this instead, when > 0
 };
 
-const char* op_name(UnaryOp op);
-const char* op_name(BinaryOp op);
+// Name of a reduction for error messages ("sum", "amax").
 const char* op_name(ReduceOp op);
 
 class Backend {

@@ -19,6 +19,7 @@ struct DTypeSet {
   uint32_t bits;
   constexpr bool has(DType t) const { return bits & (1u << static_cast<int>(t)); }
   constexpr DTypeSet operator|(DTypeSet o) const { return {bits | o.bits}; }
+  constexpr bool operator==(const DTypeSet&) const = default;
 };
 
 constexpr DTypeSet dtype_set(DType t) { return {1u << static_cast<int>(t)}; }

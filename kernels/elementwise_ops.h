@@ -1,34 +1,44 @@
-// Op code -> functor -> supported dtypes: the one table both elementwise engines use.
+// Op code -> functor: the one map both elementwise engines use.
 //
-// dispatch_unary / dispatch_binary switch on the op code and call
+// Everything about a code but its math is a row of the op table (core/op_table.h: name,
+// dtypes, Bool result). This header adds the math: unary_functor<kOp, M>(params) /
+// binary_functor<kOp, M>(params) build the code's functor (kernels/elementwise_functors.h)
+// for opmath type M with its ElementwiseParams converted to M. A backend runs an op as
 //
-//   visit.template operator()<kSet, kOp>(make)
+//   with_op_code(op, [&]<UnaryOp kOp>() {             // the runtime code as a constant
+//     visit_unary<kOp>(in.dtype(), params, [&]<typename Out, typename In>(const auto& f) {
+//       my_engine<Out, In>(loop, f);                  // out[i] = f(in[i])
+//     });
+//   });
 //
-// where kSet is the DTypeSet the op supports (anything else is the same kiln::Error on
-// every backend, from visit_dtype), kOp the op code as a compile-time constant, and
-// `make` a functor maker: `make.template operator()<M>()` builds the op's functor for
-// opmath type M with its parameters (ElementwiseParams) converted to M. A backend's
-// visitor picks the C++ type for the dtype and runs its engine. kOp lets a visitor
-// instantiate only some ops (`if constexpr`), so that the CUDA backend can compile the
-// table's families in separate files (unary.cu, unary_math.cu, binary.cu, ...) while the
-// mapping itself is written once, here.
+// visit_unary / visit_binary pick the C++ storage type T for the dtype (only the dtypes of
+// the code's row are instantiated; any other is the same kiln::Error on every backend),
+// build the functor for opmath_t<T>, and call the engine with the storage types: Out is
+// bool for the table's bool_result codes, else T. The CUDA backend compiles the codes in
+// several files (kernels/cuda/elementwise_families.h) from the same map.
 #pragma once
 
 #include <limits>
 #include <type_traits>
+#include <utility>
 
-#include "core/backend.h"
 #include "core/dispatch.h"
+#include "core/op_table.h"
 #include "kernels/elementwise_functors.h"
 
 namespace kiln::elementwise {
 
-// A functor with no parameters.
-template <template <typename> class F>
-struct Plain {
-  template <typename M>
-  F<M> operator()() const { return F<M>{}; }
-};
+// Calls visit.template operator()<kOp>() with kOp == op, for a code of any op enum with a
+// kCount sentinel.
+template <typename Code, typename Visit>
+void with_op_code(Code op, Visit&& visit) {
+  constexpr size_t kCount = static_cast<size_t>(Code::kCount);
+  KILN_ASSERT(static_cast<size_t>(op) < kCount, "unknown op code ", static_cast<int>(op));
+  [&]<size_t... kCodes>(std::index_sequence<kCodes...>) {
+    (void)((op == static_cast<Code>(kCodes) && (visit.template operator()<static_cast<Code>(kCodes)>(), true)) ||
+           ...);
+  }(std::make_index_sequence<kCount>{});
+}
 
 // Bounds of clamp in M: +-inf for floating M, saturated to M's range for integers.
 template <typename M>
@@ -42,128 +52,95 @@ M clamp_bound(double v) {
   }
 }
 
-// Ops whose result is Bool whatever the input dtype.
-constexpr bool returns_bool(UnaryOp op) {
-  return op == UnaryOp::LogicalNot || op == UnaryOp::IsNan || op == UnaryOp::IsInf || op == UnaryOp::IsFinite;
-}
-constexpr bool returns_bool(BinaryOp op) {
-  return op >= BinaryOp::Eq && op <= BinaryOp::LogicalOr;
-}
-// Backward functors f(grad_out, saved).
-constexpr bool is_backward(BinaryOp op) { return op >= BinaryOp::ReluBackward; }
+template <auto kOp>
+inline constexpr bool kNoFunctorFor = false;
 
-// The storage types of an op on dtype `dtype` (an element of kSet): the functor from
-// `make` for opmath_t<T>, and Out = Bool when it returns bool (predicates, comparisons),
-// else T. Calls run.template operator()<Out, T>(functor) (visit_unary) or
-// <Out, T, T>(functor) (visit_binary); each engine's run_unary / run_binary is this plus
-// its own loop.
-template <DTypeSet kSet, typename MakeFunctor, typename Run>
-void visit_unary(DType dtype, const char* name, const MakeFunctor& make, const Run& run) {
-  visit_dtype<kSet>(dtype, name, [&]<typename T>() {
-    const auto functor = make.template operator()<opmath_t<T>>();
-    using R = decltype(functor(opmath_t<T>{}));
-    run.template operator()<std::conditional_t<std::is_same_v<R, bool>, bool, T>, T>(functor);
+template <UnaryOp kOp, typename M>
+auto unary_functor(const ElementwiseParams& p) {
+  namespace f = functors;
+  using enum UnaryOp;
+  if constexpr (kOp == Neg) return f::Neg<M>{};
+  else if constexpr (kOp == Abs) return f::Abs<M>{};
+  else if constexpr (kOp == Sign) return f::Sign<M>{};
+  else if constexpr (kOp == Square) return f::Square<M>{};
+  else if constexpr (kOp == Sqrt) return f::Sqrt<M>{};
+  else if constexpr (kOp == Rsqrt) return f::Rsqrt<M>{};
+  else if constexpr (kOp == Exp) return f::Exp<M>{};
+  else if constexpr (kOp == Log) return f::Log<M>{};
+  else if constexpr (kOp == Reciprocal) return f::Reciprocal<M>{};
+  else if constexpr (kOp == Sigmoid) return f::Sigmoid<M>{};
+  else if constexpr (kOp == Tanh) return f::Tanh<M>{};
+  else if constexpr (kOp == Relu) return f::Relu<M>{};
+  else if constexpr (kOp == Silu) return f::Silu<M>{};
+  else if constexpr (kOp == Gelu) return f::Gelu<M>{};
+  else if constexpr (kOp == GeluTanh) return f::GeluTanh<M>{};
+  else if constexpr (kOp == Elu) return f::Elu<M>{M(p.alpha)};
+  else if constexpr (kOp == LeakyRelu) return f::LeakyRelu<M>{M(p.alpha)};
+  else if constexpr (kOp == Softplus) return f::Softplus<M>{M(p.alpha), M(p.beta)};
+  else if constexpr (kOp == Clamp) return f::Clamp<M>{clamp_bound<M>(p.lower), clamp_bound<M>(p.upper)};
+  else if constexpr (kOp == PowScalar) return f::PowScalar<M>{M(p.beta)};
+  else if constexpr (kOp == LogicalNot) return f::LogicalNot<M>{};
+  else if constexpr (kOp == IsNan) return f::IsNan<M>{};
+  else if constexpr (kOp == IsInf) return f::IsInf<M>{};
+  else if constexpr (kOp == IsFinite) return f::IsFinite<M>{};
+  else static_assert(kNoFunctorFor<kOp>, "a UnaryOp code without a functor: add it here");
+}
+
+template <BinaryOp kOp, typename M>
+auto binary_functor(const ElementwiseParams& p) {
+  namespace f = functors;
+  using enum BinaryOp;
+  if constexpr (kOp == Add) return f::Add<M>{M(p.alpha)};
+  else if constexpr (kOp == Sub) return f::Sub<M>{};
+  else if constexpr (kOp == Mul) return f::Mul<M>{};
+  else if constexpr (kOp == Div) return f::Div<M>{};
+  else if constexpr (kOp == Maximum) return f::Maximum<M>{};
+  else if constexpr (kOp == Minimum) return f::Minimum<M>{};
+  else if constexpr (kOp == Pow) return f::Pow<M>{};
+  else if constexpr (kOp == Eq) return f::Eq<M>{};
+  else if constexpr (kOp == Ne) return f::Ne<M>{};
+  else if constexpr (kOp == Lt) return f::Lt<M>{};
+  else if constexpr (kOp == Le) return f::Le<M>{};
+  else if constexpr (kOp == Gt) return f::Gt<M>{};
+  else if constexpr (kOp == Ge) return f::Ge<M>{};
+  else if constexpr (kOp == LogicalAnd) return f::LogicalAnd<M>{};
+  else if constexpr (kOp == LogicalOr) return f::LogicalOr<M>{};
+  else if constexpr (kOp == ReluBackward) return f::ReluBackward<M>{};
+  else if constexpr (kOp == SigmoidBackward) return f::SigmoidBackward<M>{};
+  else if constexpr (kOp == TanhBackward) return f::TanhBackward<M>{};
+  else if constexpr (kOp == SiluBackward) return f::SiluBackward<M>{};
+  else if constexpr (kOp == GeluBackward) return f::GeluBackward<M>{};
+  else if constexpr (kOp == GeluTanhBackward) return f::GeluTanhBackward<M>{};
+  else if constexpr (kOp == EluBackward) return f::EluBackward<M>{M(p.alpha)};
+  else if constexpr (kOp == LeakyReluBackward) return f::LeakyReluBackward<M>{M(p.alpha)};
+  else if constexpr (kOp == SoftplusBackward) return f::SoftplusBackward<M>{M(p.alpha), M(p.beta)};
+  else if constexpr (kOp == ClampBackward) return f::ClampBackward<M>{M(p.lower), M(p.upper)};
+  else static_assert(kNoFunctorFor<kOp>, "a BinaryOp code without a functor: add it here");
+}
+
+// The storage types of code kOp on `dtype`: calls run.template operator()<Out, T>(functor)
+// with the functor built for opmath_t<T>, Out = bool for bool_result codes, else T.
+template <UnaryOp kOp, typename Run>
+void visit_unary(DType dtype, const ElementwiseParams& params, const Run& run) {
+  constexpr bool kBoolResult = op_info(kOp).bool_result;
+  visit_dtype<op_info(kOp).dtypes>(dtype, op_name(kOp), [&]<typename T>() {
+    const auto functor = unary_functor<kOp, opmath_t<T>>(params);
+    static_assert(std::is_same_v<decltype(functor(opmath_t<T>{})), bool> == kBoolResult,
+                  "the functor's result type disagrees with the op table's bool_result");
+    run.template operator()<std::conditional_t<kBoolResult, bool, T>, T>(functor);
   });
 }
 
-template <DTypeSet kSet, typename MakeFunctor, typename Run>
-void visit_binary(DType dtype, const char* name, const MakeFunctor& make, const Run& run) {
-  visit_dtype<kSet>(dtype, name, [&]<typename T>() {
-    const auto functor = make.template operator()<opmath_t<T>>();
-    using R = decltype(functor(opmath_t<T>{}, opmath_t<T>{}));
-    run.template operator()<std::conditional_t<std::is_same_v<R, bool>, bool, T>, T, T>(functor);
+// As visit_unary, calling run.template operator()<Out, T, T>(functor).
+template <BinaryOp kOp, typename Run>
+void visit_binary(DType dtype, const ElementwiseParams& params, const Run& run) {
+  constexpr bool kBoolResult = op_info(kOp).bool_result;
+  visit_dtype<op_info(kOp).dtypes>(dtype, op_name(kOp), [&]<typename T>() {
+    const auto functor = binary_functor<kOp, opmath_t<T>>(params);
+    static_assert(std::is_same_v<decltype(functor(opmath_t<T>{}, opmath_t<T>{})), bool> == kBoolResult,
+                  "the functor's result type disagrees with the op table's bool_result");
+    run.template operator()<std::conditional_t<kBoolResult, bool, T>, T, T>(functor);
   });
-}
-
-template <typename Visit>
-void dispatch_unary(UnaryOp op, const ElementwiseParams& p, Visit&& visit) {
-  namespace f = functors;
-  using U = UnaryOp;
-  switch (op) {
-    case U::Neg: return visit.template operator()<kNumericTypes, U::Neg>(Plain<f::Neg>{});
-    case U::Abs: return visit.template operator()<kNumericTypes, U::Abs>(Plain<f::Abs>{});
-    case U::Sign: return visit.template operator()<kNumericTypes, U::Sign>(Plain<f::Sign>{});
-    case U::Square: return visit.template operator()<kNumericTypes, U::Square>(Plain<f::Square>{});
-    case U::Sqrt: return visit.template operator()<kFloatingTypes, U::Sqrt>(Plain<f::Sqrt>{});
-    case U::Rsqrt: return visit.template operator()<kFloatingTypes, U::Rsqrt>(Plain<f::Rsqrt>{});
-    case U::Exp: return visit.template operator()<kFloatingTypes, U::Exp>(Plain<f::Exp>{});
-    case U::Log: return visit.template operator()<kFloatingTypes, U::Log>(Plain<f::Log>{});
-    case U::Reciprocal: return visit.template operator()<kFloatingTypes, U::Reciprocal>(Plain<f::Reciprocal>{});
-    case U::Sigmoid: return visit.template operator()<kFloatingTypes, U::Sigmoid>(Plain<f::Sigmoid>{});
-    case U::Tanh: return visit.template operator()<kFloatingTypes, U::Tanh>(Plain<f::Tanh>{});
-    case U::Relu: return visit.template operator()<kNumericTypes, U::Relu>(Plain<f::Relu>{});
-    case U::Silu: return visit.template operator()<kFloatingTypes, U::Silu>(Plain<f::Silu>{});
-    case U::Gelu: return visit.template operator()<kFloatingTypes, U::Gelu>(Plain<f::Gelu>{});
-    case U::GeluTanh: return visit.template operator()<kFloatingTypes, U::GeluTanh>(Plain<f::GeluTanh>{});
-    case U::Elu:
-      return visit.template operator()<kFloatingTypes, U::Elu>([&]<typename M>() { return f::Elu<M>{M(p.alpha)}; });
-    case U::LeakyRelu:
-      return visit.template operator()<kFloatingTypes, U::LeakyRelu>(
-          [&]<typename M>() { return f::LeakyRelu<M>{M(p.alpha)}; });
-    case U::Softplus:
-      return visit.template operator()<kFloatingTypes, U::Softplus>(
-          [&]<typename M>() { return f::Softplus<M>{M(p.alpha), M(p.beta)}; });
-    case U::Clamp:
-      return visit.template operator()<kNumericTypes, U::Clamp>(
-          [&]<typename M>() { return f::Clamp<M>{clamp_bound<M>(p.lower), clamp_bound<M>(p.upper)}; });
-    case U::PowScalar:
-      return visit.template operator()<kNumericTypes, U::PowScalar>(
-          [&]<typename M>() { return f::PowScalar<M>{M(p.beta)}; });
-    case U::LogicalNot: return visit.template operator()<kAllTypes, U::LogicalNot>(Plain<f::LogicalNot>{});
-    case U::IsNan: return visit.template operator()<kAllTypes, U::IsNan>(Plain<f::IsNan>{});
-    case U::IsInf: return visit.template operator()<kAllTypes, U::IsInf>(Plain<f::IsInf>{});
-    case U::IsFinite: return visit.template operator()<kAllTypes, U::IsFinite>(Plain<f::IsFinite>{});
-  }
-  KILN_ASSERT(false, "unknown unary op ", static_cast<int>(op));
-}
-
-template <typename Visit>
-void dispatch_binary(BinaryOp op, const ElementwiseParams& p, Visit&& visit) {
-  namespace f = functors;
-  using B = BinaryOp;
-  switch (op) {
-    case B::Add:
-      return visit.template operator()<kNumericTypes, B::Add>([&]<typename M>() { return f::Add<M>{M(p.alpha)}; });
-    case B::Sub: return visit.template operator()<kNumericTypes, B::Sub>(Plain<f::Sub>{});
-    case B::Mul: return visit.template operator()<kNumericTypes, B::Mul>(Plain<f::Mul>{});
-    case B::Div: return visit.template operator()<kFloatingTypes, B::Div>(Plain<f::Div>{});
-    case B::Maximum: return visit.template operator()<kNumericTypes, B::Maximum>(Plain<f::Maximum>{});
-    case B::Minimum: return visit.template operator()<kNumericTypes, B::Minimum>(Plain<f::Minimum>{});
-    case B::Pow: return visit.template operator()<kNumericTypes, B::Pow>(Plain<f::Pow>{});
-    case B::Eq: return visit.template operator()<kAllTypes, B::Eq>(Plain<f::Eq>{});
-    case B::Ne: return visit.template operator()<kAllTypes, B::Ne>(Plain<f::Ne>{});
-    case B::Lt: return visit.template operator()<kAllTypes, B::Lt>(Plain<f::Lt>{});
-    case B::Le: return visit.template operator()<kAllTypes, B::Le>(Plain<f::Le>{});
-    case B::Gt: return visit.template operator()<kAllTypes, B::Gt>(Plain<f::Gt>{});
-    case B::Ge: return visit.template operator()<kAllTypes, B::Ge>(Plain<f::Ge>{});
-    case B::LogicalAnd: return visit.template operator()<kAllTypes, B::LogicalAnd>(Plain<f::LogicalAnd>{});
-    case B::LogicalOr: return visit.template operator()<kAllTypes, B::LogicalOr>(Plain<f::LogicalOr>{});
-    case B::ReluBackward:
-      return visit.template operator()<kFloatingTypes, B::ReluBackward>(Plain<f::ReluBackward>{});
-    case B::SigmoidBackward:
-      return visit.template operator()<kFloatingTypes, B::SigmoidBackward>(Plain<f::SigmoidBackward>{});
-    case B::TanhBackward:
-      return visit.template operator()<kFloatingTypes, B::TanhBackward>(Plain<f::TanhBackward>{});
-    case B::SiluBackward:
-      return visit.template operator()<kFloatingTypes, B::SiluBackward>(Plain<f::SiluBackward>{});
-    case B::GeluBackward:
-      return visit.template operator()<kFloatingTypes, B::GeluBackward>(Plain<f::GeluBackward>{});
-    case B::GeluTanhBackward:
-      return visit.template operator()<kFloatingTypes, B::GeluTanhBackward>(Plain<f::GeluTanhBackward>{});
-    case B::EluBackward:
-      return visit.template operator()<kFloatingTypes, B::EluBackward>(
-          [&]<typename M>() { return f::EluBackward<M>{M(p.alpha)}; });
-    case B::LeakyReluBackward:
-      return visit.template operator()<kFloatingTypes, B::LeakyReluBackward>(
-          [&]<typename M>() { return f::LeakyReluBackward<M>{M(p.alpha)}; });
-    case B::SoftplusBackward:
-      return visit.template operator()<kFloatingTypes, B::SoftplusBackward>(
-          [&]<typename M>() { return f::SoftplusBackward<M>{M(p.alpha), M(p.beta)}; });
-    case B::ClampBackward:
-      return visit.template operator()<kFloatingTypes, B::ClampBackward>(
-          [&]<typename M>() { return f::ClampBackward<M>{M(p.lower), M(p.upper)}; });
-  }
-  KILN_ASSERT(false, "unknown binary op ", static_cast<int>(op));
 }
 
 }  // namespace kiln::elementwise

@@ -36,20 +36,6 @@ Device common_device(const Tensor& a, const Tensor& b, const char* op) {
   return a.device();
 }
 
-bool has_bool_result(BinaryOp op) { return op >= BinaryOp::Eq && op <= BinaryOp::LogicalOr; }
-bool has_bool_result(UnaryOp op) { return op >= UnaryOp::LogicalNot; }
-bool is_floating_only(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::Sqrt: case UnaryOp::Rsqrt: case UnaryOp::Exp: case UnaryOp::Log:
-    case UnaryOp::Reciprocal: case UnaryOp::Sigmoid: case UnaryOp::Tanh: case UnaryOp::Silu:
-    case UnaryOp::Gelu: case UnaryOp::GeluTanh: case UnaryOp::Elu: case UnaryOp::LeakyRelu:
-    case UnaryOp::Softplus:
-      return true;
-    default:
-      return false;
-  }
-}
-
 Tensor wrapped(Scalar value, DType dtype, Device device) {
   Tensor t = scalar_tensor(value, {.dtype = dtype, .device = device});
   t.impl()->wrapped_number = true;
@@ -68,8 +54,8 @@ Tensor binary_kernel(BinaryOp op, const Tensor& a, const Tensor& b, const Elemen
   const char* name = op_name(op);
   KILN_CHECK(a.defined() && b.defined(), name, ": undefined tensor");
   DType compute = result_type({promotion_operand(a), promotion_operand(b)});
-  if (op == BinaryOp::Div && !is_floating(compute)) compute = kDefaultFloat;
-  const DType out_dtype = has_bool_result(op) ? DType::Bool : compute;
+  if (floating_only(op) && !is_floating(compute)) compute = kDefaultFloat;  // div of integers
+  const DType out_dtype = op_info(op).bool_result ? DType::Bool : compute;
   const Device device = common_device(a, b, name);
   const std::vector<int64_t> shape = broadcast_shapes(a.sizes(), b.sizes(), name);
   NoGradGuard no_grad;
@@ -84,8 +70,8 @@ Tensor unary_kernel(UnaryOp op, const Tensor& x, const ElementwiseParams& params
   const char* name = op_name(op);
   KILN_CHECK(x.defined(), name, ": undefined tensor");
   DType compute = x.dtype();
-  if (is_floating_only(op) && !is_floating(compute)) compute = kDefaultFloat;
-  const DType out_dtype = has_bool_result(op) ? DType::Bool : compute;
+  if (floating_only(op) && !is_floating(compute)) compute = kDefaultFloat;  // exp of integers
+  const DType out_dtype = op_info(op).bool_result ? DType::Bool : compute;
   NoGradGuard no_grad;
   const Tensor xc = to(x, x.device(), compute);
   Tensor out = empty(x.sizes(), {.dtype = out_dtype, .device = x.device()});

@@ -32,12 +32,14 @@
 #include <cuda/std/tuple>
 
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "core/dispatch.h"
 #include "core/tensor.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_types.cuh"
+#include "kernels/cuda/elementwise_families.h"
 #include "kernels/cuda/elementwise_plan.h"
 #include "kernels/cuda/runtime.h"
 #include "kernels/cuda/stream.h"
@@ -153,22 +155,56 @@ void run_elementwise(const StridedLoop& loop, int device, const F& f) {
     launch_piece<Out, In...>(piece, f, device, stream, std::index_sequence_for<In...>{});
 }
 
-// The op families' common shapes: out (T, or Bool for predicates) = f(in) / f(a, b),
-// with the functor from `make` (kernels/elementwise_ops.h) for opmath_t<T>.
-template <DTypeSet kSet, typename MakeFunctor>
-void run_unary(const Tensor& in, const Tensor& out, const char* name, const MakeFunctor& make) {
+// The launcher of op code kOp: out (T, or Bool for the table's bool_result codes) =
+// f(in) / f(a, b), with the functor of kernels/elementwise_ops.h for opmath_t<T>.
+template <UnaryOp kOp>
+void launch_unary(const Tensor& in, const Tensor& out, const ElementwiseParams& params) {
   const StridedLoop loop = make_strided_loop({&out, &in});
-  elementwise::visit_unary<kSet>(in.dtype(), name, make, [&]<typename Out, typename... In>(const auto& functor) {
+  elementwise::visit_unary<kOp>(in.dtype(), params, [&]<typename Out, typename... In>(const auto& functor) {
     run_elementwise<Out, In...>(loop, out.device().index, functor);
   });
 }
 
-template <DTypeSet kSet, typename MakeFunctor>
-void run_binary(const Tensor& a, const Tensor& b, const Tensor& out, const char* name, const MakeFunctor& make) {
+template <BinaryOp kOp>
+void launch_binary(const Tensor& a, const Tensor& b, const Tensor& out, const ElementwiseParams& params) {
   const StridedLoop loop = make_strided_loop({&out, &a, &b});
-  elementwise::visit_binary<kSet>(a.dtype(), name, make, [&]<typename Out, typename... In>(const auto& functor) {
+  elementwise::visit_binary<kOp>(a.dtype(), params, [&]<typename Out, typename... In>(const auto& functor) {
     run_elementwise<Out, In...>(loop, out.device().index, functor);
   });
+}
+
+// The launcher tables of one family (elementwise_families.h): launch_unary<kOp> /
+// launch_binary<kOp> for the family's codes, null for the others, which are therefore
+// not instantiated in this file.
+template <auto kOp, ElementwiseFamily kFamily>
+constexpr auto launcher_if_in_family() {
+  if constexpr (std::is_same_v<decltype(kOp), UnaryOp>) {
+    if constexpr (family_of(kOp) == kFamily) return UnaryLauncher{&launch_unary<kOp>};
+    else return UnaryLauncher{nullptr};
+  } else {
+    if constexpr (family_of(kOp) == kFamily) return BinaryLauncher{&launch_binary<kOp>};
+    else return BinaryLauncher{nullptr};
+  }
+}
+
+template <ElementwiseFamily kFamily, size_t... kCodes>
+constexpr UnaryLaunchers unary_launchers(std::index_sequence<kCodes...>) {
+  return {launcher_if_in_family<static_cast<UnaryOp>(kCodes), kFamily>()...};
+}
+
+template <ElementwiseFamily kFamily, size_t... kCodes>
+constexpr BinaryLaunchers binary_launchers(std::index_sequence<kCodes...>) {
+  return {launcher_if_in_family<static_cast<BinaryOp>(kCodes), kFamily>()...};
+}
+
+template <ElementwiseFamily kFamily>
+constexpr UnaryLaunchers unary_launchers() {
+  return unary_launchers<kFamily>(std::make_index_sequence<kNumUnaryOps>{});
+}
+
+template <ElementwiseFamily kFamily>
+constexpr BinaryLaunchers binary_launchers() {
+  return binary_launchers<kFamily>(std::make_index_sequence<kNumBinaryOps>{});
 }
 
 }  // namespace kiln::cuda
