@@ -5,8 +5,9 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
-# Debian packages the build needs (compiler, CMake, Eigen, GoogleTest, Google Benchmark).
-PACKAGES := g++ make cmake libeigen3-dev libgtest-dev libbenchmark-dev
+# Debian packages the build needs (compiler, CMake, Eigen, GoogleTest, Google Benchmark),
+# and pkg-config for the test of the installed kiln.pc (tests/install/).
+PACKAGES := g++ make cmake libeigen3-dev libgtest-dev libbenchmark-dev pkg-config
 
 .PHONY: all deps configure build test demo bench clean
 
