@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/backend.h"
-#include "core/ops/pool_shape.h"
+#include "core/pool_geometry.h"
 
 namespace kiln::bench {
 

@@ -54,7 +54,7 @@ struct ConvParams {
 // Pooling geometry: one entry per spatial dim. Output size along a dim is
 // floor_or_ceil((s + 2 p - d (k - 1) - 1) / stride) + 1, where with ceil_mode the last
 // window must still start inside the input or its left padding (PyTorch's rule); see
-// pool_output_size and the Notes in core/ops/pool_shape.h.
+// pool_output_size and the Notes in core/pool_geometry.h.
 struct PoolParams {
   std::vector<int64_t> kernel;
   std::vector<int64_t> stride;

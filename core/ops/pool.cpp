@@ -11,7 +11,7 @@
 #include "core/autograd/node.h"
 #include "core/backend.h"
 #include "core/ops/factory.h"
-#include "core/ops/pool_shape.h"
+#include "core/pool_geometry.h"
 
 namespace kiln {
 namespace {

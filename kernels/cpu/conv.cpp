@@ -48,7 +48,7 @@
 #include <memory>
 
 #include "core/dispatch.h"
-#include "core/ops/factory.h"
+#include "core/kernel_memory.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/vol2col.h"
 
@@ -341,11 +341,11 @@ bool is_half_type(DType dtype) { return dtype == DType::Float16 || dtype == DTyp
 template <typename Kernel>
 void run_in_float32(Backend& cpu, const Tensor& a, const Tensor& b, const Tensor& out, const Kernel& kernel) {
   const auto widen = [&](const Tensor& t) {
-    Tensor wide = empty(t.sizes(), {.dtype = DType::Float32});
+    Tensor wide = allocate_tensor(t.sizes(), DType::Float32, Device::cpu());
     cpu.copy(t, wide, /*non_blocking=*/false);
     return wide;
   };
-  const Tensor out32 = empty(out.sizes(), {.dtype = DType::Float32});
+  const Tensor out32 = allocate_tensor(out.sizes(), DType::Float32, Device::cpu());
   kernel(widen(a), widen(b), out32);
   cpu.copy(out32, out, /*non_blocking=*/false);
 }

@@ -1,7 +1,7 @@
 // CpuBackend pooling: max (with argmax indices), average and adaptive average, forward
 // and backward, over 1-3 spatial dims.
 //
-// Math, per output window W (Note [Pool geometry] in core/ops/pool_shape.h: every pooling
+// Math, per output window W (Note [Pool geometry] in core/pool_geometry.h: every pooling
 // is seen as 3-d over planes = N C volumes):
 //   max:      y = max_{i in W} x_i, index = argmax (a flat offset in the plane's volume).
 //             A NaN wins (the first NaN in window order); among equal values the first
@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "core/dispatch.h"
-#include "core/ops/pool_shape.h"
+#include "core/pool_geometry.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/elementwise_engine.h"  // parallel_for, kGrain
 

@@ -17,8 +17,7 @@
 
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/runtime.h"
-#include "kernels/cuda/stream.h"
+#include "kernels/cuda/launch.h"
 
 namespace kiln::cuda {
 namespace {
@@ -55,8 +54,8 @@ void CudaBackend::amp_update_scale(const Tensor& scale, const Tensor& growth_tra
               growth_tracker.dtype(), " ", growth_tracker.sizes(), ", found_inf ", found_inf.dtype(), " ",
               found_inf.sizes());
   const int device = scale.device().index;
-  DeviceGuard guard(device);
-  amp_update_scale_kernel<<<1, 1, 0, current_stream(device).handle()>>>(
+  const OnDevice on(device);
+  amp_update_scale_kernel<<<1, 1, 0, on.stream.handle()>>>(
       static_cast<float*>(scale.data_ptr()), static_cast<int32_t*>(growth_tracker.data_ptr()),
       static_cast<const float*>(found_inf.data_ptr()), growth_factor, backoff_factor, growth_interval);
   KILN_CUDA_CHECK_LAUNCH();

@@ -39,33 +39,27 @@
 #include <limits>
 
 #include "core/dispatch.h"
-#include "core/ops/factory.h"
+#include "core/kernel_memory.h"
+#include "kernels/cuda/aligned_vector.cuh"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_types.cuh"
-#include "kernels/cuda/runtime.h"
-#include "kernels/cuda/stream.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/warp_shuffle.cuh"
 #include "kernels/reduce_ops.h"  // WelfordState, WelfordOp::combine
 
 namespace kiln::cuda {
 namespace {
 
-inline constexpr int kThreads = 256;
 inline constexpr int64_t kMinBlockWork = 4096;  // values a split block reduces at least
 inline constexpr int kBlocksPerSm = 4;
-
-template <typename T, int kVec>
-struct alignas(sizeof(T) * kVec) Pack {
-  T v[kVec];
-};
 
 // ==== block shape and reduction plan ==========================================================
 
 // [N, C, S] in units of kVec-value vectors along S, and how a block tiles rows and columns.
 struct RowTiles {
   int64_t n = 1, c = 1, vectors = 1;  // vectors per row (S / kVec)
-  int tx = 1, ty = kThreads;
+  int tx = 1, ty = kBlockThreads;
   // Reductions only: each channel's rows split in n_splits ranges of rows_per_split, and
   // its columns in s_splits ranges of cols_per_split vectors; grid.y = n_splits * s_splits.
   int64_t rows_per_split = 1, cols_per_split = 1, n_splits = 1, s_splits = 1;
@@ -80,14 +74,14 @@ __device__ __forceinline__ int64_t smaller(int64_t a, int64_t b) { return a < b 
 template <typename R>
 __device__ typename R::State block_reduce(const R& r, typename R::State state) {
   using State = typename R::State;
-  __shared__ State warp_states[kThreads / 32];
+  __shared__ State warp_states[kBlockThreads / kWarpSize];
   const int tid = threadIdx.y * blockDim.x + threadIdx.x, lane = tid % 32, warp = tid / 32;
 #pragma unroll
   for (int delta = 16; delta > 0; delta /= 2) state = r.combine(state, shuffle_down(state, delta));
   if (lane == 0) warp_states[warp] = state;
   __syncthreads();
   if (tid == 0) {
-    for (int w = 1; w < kThreads / 32; ++w) state = r.combine(state, warp_states[w]);
+    for (int w = 1; w < kBlockThreads / kWarpSize; ++w) state = r.combine(state, warp_states[w]);
   }
   return state;
 }
@@ -108,11 +102,11 @@ struct StatsReducer {
   __device__ State identity() const { return {}; }
   __device__ State combine(State a, State b) const { return reduce_ops::WelfordOp<T, V>{}.combine(a, b); }
   __device__ State add(State s, int64_t i) const {
-    const Pack<T, kVec> p = reinterpret_cast<const Pack<T, kVec>*>(x)[i];
+    const AlignedVector<T, kVec> p = reinterpret_cast<const AlignedVector<T, kVec>*>(x)[i];
     V values[kVec], sum = 0;
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
-      values[k] = to_opmath(p.v[k]);
+      values[k] = to_opmath(p.values[k]);
       sum += values[k];
     }
     const V mean = sum / V(kVec);
@@ -146,13 +140,13 @@ struct GradSumsReducer {
   __device__ State identity() const { return {}; }
   __device__ State combine(State a, State b) const { return {a.dy + b.dy, a.dy_xmu + b.dy_xmu}; }
   __device__ State add(State s, int64_t i) const {
-    const Pack<T, kVec> g = reinterpret_cast<const Pack<T, kVec>*>(dy)[i];
-    const Pack<T, kVec> p = reinterpret_cast<const Pack<T, kVec>*>(x)[i];
+    const AlignedVector<T, kVec> g = reinterpret_cast<const AlignedVector<T, kVec>*>(dy)[i];
+    const AlignedVector<T, kVec> p = reinterpret_cast<const AlignedVector<T, kVec>*>(x)[i];
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
-      const V gk = to_opmath(g.v[k]);
+      const V gk = to_opmath(g.values[k]);
       s.dy += gk;
-      s.dy_xmu += gk * (to_opmath(p.v[k]) - channel_mean);
+      s.dy_xmu += gk * (to_opmath(p.values[k]) - channel_mean);
     }
     return s;
   }
@@ -167,7 +161,7 @@ struct GradSumsReducer {
 // Block (c, split) reduces its part of channel c: written out when the channel is not
 // split, else parked in partials[c * splits + split] for channel_finalize.
 template <typename R>
-__global__ void __launch_bounds__(kThreads) channel_reduce(R r, RowTiles t, typename R::State* partials) {
+__global__ void __launch_bounds__(kBlockThreads) channel_reduce(R r, RowTiles t, typename R::State* partials) {
   const int64_t c = blockIdx.x;
   const int64_t split = blockIdx.y;
   const int64_t n_begin = split / t.s_splits * t.rows_per_split;
@@ -204,11 +198,11 @@ __global__ void channel_finalize(R r, const typename R::State* partials, int64_t
 
 // y = (x - mean) * scale + shift, scale = invstd * weight, shift = bias.
 template <typename T, int kVec>
-__global__ void __launch_bounds__(kThreads) batch_norm_apply_fwd(const T* x, T* y, const opmath_t<T>* mean,
+__global__ void __launch_bounds__(kBlockThreads) batch_norm_apply_fwd(const T* x, T* y, const opmath_t<T>* mean,
                                                                   const opmath_t<T>* invstd, const opmath_t<T>* weight,
                                                                   const opmath_t<T>* bias, RowTiles t) {
   using V = opmath_t<T>;
-  using P = Pack<T, kVec>;
+  using P = AlignedVector<T, kVec>;
   const int64_t rows = t.n * t.c;
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; r < rows;
        r += static_cast<int64_t>(gridDim.x) * blockDim.y) {
@@ -221,7 +215,7 @@ __global__ void __launch_bounds__(kThreads) batch_norm_apply_fwd(const T* x, T* 
       const P p = xr[v];
       P out;
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) out.v[k] = from_opmath<T>((to_opmath(p.v[k]) - m) * scale + shift);
+      for (int k = 0; k < kVec; ++k) out.values[k] = from_opmath<T>((to_opmath(p.values[k]) - m) * scale + shift);
       yr[v] = out;
     }
   }
@@ -230,13 +224,13 @@ __global__ void __launch_bounds__(kThreads) batch_norm_apply_fwd(const T* x, T* 
 // dx = (dy - sum_dy / count - (x - mean) * proj) * scale, proj = sum_dy_xmu / count * invstd^2,
 // scale = invstd * weight.
 template <typename T, int kVec>
-__global__ void __launch_bounds__(kThreads) batch_norm_input_bwd(const T* dy, const T* x, T* dx,
+__global__ void __launch_bounds__(kBlockThreads) batch_norm_input_bwd(const T* dy, const T* x, T* dx,
                                                                   const opmath_t<T>* mean, const opmath_t<T>* invstd,
                                                                   const opmath_t<T>* weight, const opmath_t<T>* sum_dy,
                                                                   const opmath_t<T>* sum_dy_xmu, opmath_t<T> inv_count,
                                                                   RowTiles t) {
   using V = opmath_t<T>;
-  using P = Pack<T, kVec>;
+  using P = AlignedVector<T, kVec>;
   const int64_t rows = t.n * t.c;
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; r < rows;
        r += static_cast<int64_t>(gridDim.x) * blockDim.y) {
@@ -253,7 +247,7 @@ __global__ void __launch_bounds__(kThreads) batch_norm_input_bwd(const T* dy, co
       P out;
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
-        out.v[k] = from_opmath<T>((to_opmath(g.v[k]) - mean_dy - (to_opmath(p.v[k]) - m) * proj) * scale);
+        out.values[k] = from_opmath<T>((to_opmath(g.values[k]) - mean_dy - (to_opmath(p.values[k]) - m) * proj) * scale);
       }
       dxr[v] = out;
     }
@@ -261,8 +255,6 @@ __global__ void __launch_bounds__(kThreads) batch_norm_input_bwd(const T* dy, co
 }
 
 // ==== launchers ================================================================================
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 unsigned grid_size(int64_t n, int64_t limit) {
   KILN_ASSERT(n >= 1, "batch_norm: grid dimension ", n);
@@ -291,8 +283,8 @@ RowTiles row_tiles(const Tensor& input, int vec) {
   for (int64_t d = 2; d < input.dim(); ++d) s *= input.sizes()[d];
   t.vectors = s / vec;
   t.tx = 1;
-  while (t.tx < kThreads && t.tx < t.vectors) t.tx *= 2;
-  t.ty = kThreads / t.tx;
+  while (t.tx < kBlockThreads && t.tx < t.vectors) t.tx *= 2;
+  t.ty = kBlockThreads / t.tx;
   return t;
 }
 
@@ -322,7 +314,7 @@ void launch_channel_reduce(const R& r, const RowTiles& t, int device, cudaStream
   State* partials = nullptr;
   if (splits > 1) {
     const int64_t bytes = t.c * splits * static_cast<int64_t>(sizeof(State));
-    workspace = empty({bytes}, {.dtype = DType::UInt8, .device = Device::cuda(device)});
+    workspace = allocate_workspace(bytes, Device::cuda(device));
     partials = static_cast<State*>(workspace.data_ptr());
   }
   const dim3 grid(static_cast<unsigned>(t.c), static_cast<unsigned>(splits));
@@ -389,15 +381,14 @@ void CudaBackend::batch_norm_stats(const Tensor& input, const Tensor& mean, cons
   check_layout(kOp, input, {}, {&mean, &var});
   if (input.sizes()[1] == 0) return;
   const int device = input.device().index;
-  DeviceGuard guard(device);
-  const cudaStream_t stream = current_stream(device).handle();
+  const OnDevice on(device);
   visit_vectorized(input, {&input}, kOp, [&]<typename T, int kVec>() {
     using V = opmath_t<T>;
     RowTiles t = row_tiles(input, kVec);
     plan_splits(t, device, kVec);
     const StatsReducer<T, kVec> r{static_cast<const T*>(input.data_ptr()), static_cast<V*>(mean.data_ptr()),
                                   static_cast<V*>(var.data_ptr())};
-    launch_channel_reduce(r, t, device, stream);
+    launch_channel_reduce(r, t, device, on.stream.handle());
   });
 }
 
@@ -407,12 +398,11 @@ void CudaBackend::batch_norm_apply(const Tensor& input, const Tensor& mean, cons
   check_layout(kOp, input, {&out}, {&mean, &invstd, &weight, &bias});
   if (input.numel() == 0) return;
   const int device = input.device().index;
-  DeviceGuard guard(device);
-  const cudaStream_t stream = current_stream(device).handle();
+  const OnDevice on(device);
   visit_vectorized(input, {&input, &out}, kOp, [&]<typename T, int kVec>() {
     using V = opmath_t<T>;
     const RowTiles t = row_tiles(input, kVec);
-    batch_norm_apply_fwd<T, kVec><<<elementwise_grid(t), dim3(t.tx, t.ty), 0, stream>>>(
+    batch_norm_apply_fwd<T, kVec><<<elementwise_grid(t), dim3(t.tx, t.ty), 0, on.stream.handle()>>>(
         static_cast<const T*>(input.data_ptr()), static_cast<T*>(out.data_ptr()), data_or_null<V>(mean),
         data_or_null<V>(invstd), data_or_null<V>(weight), data_or_null<V>(bias), t);
     KILN_CUDA_CHECK_LAUNCH();
@@ -425,8 +415,7 @@ void CudaBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tenso
   check_layout(kOp, input, {&grad_out}, {&mean, &sum_dy, &sum_dy_xmu});
   if (input.sizes()[1] == 0) return;
   const int device = input.device().index;
-  DeviceGuard guard(device);
-  const cudaStream_t stream = current_stream(device).handle();
+  const OnDevice on(device);
   visit_vectorized(input, {&input, &grad_out}, kOp, [&]<typename T, int kVec>() {
     using V = opmath_t<T>;
     RowTiles t = row_tiles(input, kVec);
@@ -434,7 +423,7 @@ void CudaBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tenso
     const GradSumsReducer<T, kVec> r{static_cast<const T*>(grad_out.data_ptr()),
                                      static_cast<const T*>(input.data_ptr()), static_cast<const V*>(mean.data_ptr()),
                                      static_cast<V*>(sum_dy.data_ptr()), static_cast<V*>(sum_dy_xmu.data_ptr())};
-    launch_channel_reduce(r, t, device, stream);
+    launch_channel_reduce(r, t, device, on.stream.handle());
   });
 }
 
@@ -446,12 +435,11 @@ void CudaBackend::batch_norm_backward_input(const Tensor& grad_out, const Tensor
   KILN_ASSERT(count > 0, kOp, ": count ", count);
   if (input.numel() == 0) return;
   const int device = input.device().index;
-  DeviceGuard guard(device);
-  const cudaStream_t stream = current_stream(device).handle();
+  const OnDevice on(device);
   visit_vectorized(input, {&input, &grad_out, &grad_in}, kOp, [&]<typename T, int kVec>() {
     using V = opmath_t<T>;
     const RowTiles t = row_tiles(input, kVec);
-    batch_norm_input_bwd<T, kVec><<<elementwise_grid(t), dim3(t.tx, t.ty), 0, stream>>>(
+    batch_norm_input_bwd<T, kVec><<<elementwise_grid(t), dim3(t.tx, t.ty), 0, on.stream.handle()>>>(
         static_cast<const T*>(grad_out.data_ptr()), static_cast<const T*>(input.data_ptr()),
         static_cast<T*>(grad_in.data_ptr()), data_or_null<V>(mean), data_or_null<V>(invstd), data_or_null<V>(weight),
         data_or_null<V>(sum_dy), data_or_null<V>(sum_dy_xmu), V(1) / static_cast<V>(count), t);

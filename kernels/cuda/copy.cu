@@ -12,10 +12,11 @@
 //   arange          dst[i] = start + i * step, dst contiguous; floating dtypes compute it
 //                   in double and round through opmath, integers in int64, as the CPU.
 #include "core/dispatch.h"
+#include "kernels/copy_cast.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/elementwise_families.h"
-#include "kernels/copy_cast.h"
+#include "kernels/cuda/launch.h"
 
 namespace kiln::cuda {
 namespace {
@@ -71,16 +72,14 @@ void CudaBackend::arange(const Tensor& dst, Scalar start, Scalar step) {
   const int64_t n = dst.numel();
   if (n == 0) return;
   const int device = dst.device().index;
-  DeviceGuard guard(device);
-  const cudaStream_t stream = current_stream(device).handle();
-  const int64_t resident = int64_t{device_properties(device).multiprocessors} * 8;
-  const auto blocks = static_cast<unsigned>(std::min(resident, (n + kBlockThreads - 1) / kBlockThreads));
+  const OnDevice on(device);
+  const unsigned blocks = grid_stride_blocks(n, device, /*blocks_per_sm=*/8);
   visit_dtype<kNumericTypes>(dst.dtype(), "arange", [&]<typename T>() {
     T* out = static_cast<T*>(dst.data_ptr());
     if constexpr (is_floating_v<T>) {
-      arange_floating<T><<<blocks, kBlockThreads, 0, stream>>>(n, start.to_double(), step.to_double(), out);
+      arange_floating<T><<<blocks, kBlockThreads, 0, on.stream.handle()>>>(n, start.to_double(), step.to_double(), out);
     } else {
-      arange_integral<T><<<blocks, kBlockThreads, 0, stream>>>(n, start.to_int(), step.to_int(), out);
+      arange_integral<T><<<blocks, kBlockThreads, 0, on.stream.handle()>>>(n, start.to_int(), step.to_int(), out);
     }
     KILN_CUDA_CHECK_LAUNCH();
   });

@@ -16,7 +16,7 @@
 //                     through temporaries otherwise, ordered by events
 //                     (Note [Copies between GPUs]).
 // Everything runs on the current streams; temporaries come from the caching allocator
-// (core's empty()), which is stream-ordered, so freeing one at the end of a call while
+// (core/kernel_memory.h), which is stream-ordered, so freeing one at the end of a call while
 // the copy is still queued is safe.
 //
 // Note [Blocking host copies]: a copy from or into pinned host memory with non_blocking
@@ -28,14 +28,13 @@
 // and a caller who did not ask for non_blocking expects to read dst, or reuse src, right
 // after the call, as with torch's copy_. A host temporary of ours is pageable too, so
 // staged copies always wait.
-#include "core/ops/factory.h"
+#include "core/kernel_memory.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/elementwise_families.h"
 #include "kernels/cuda/event.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/pinned_allocator.h"
-#include "kernels/cuda/runtime.h"
-#include "kernels/cuda/stream.h"
 
 namespace kiln::cuda {
 namespace {
@@ -48,11 +47,11 @@ bool same_bytes(const Tensor& src, const Tensor& dst) {
 }
 
 Tensor host_temporary(const Tensor& like, DType dtype) {
-  return empty(like.sizes(), {.dtype = dtype, .device = Device::cpu()});
+  return allocate_tensor(like.sizes(), dtype, Device::cpu());
 }
 
 Tensor device_temporary(const Tensor& like, DType dtype, Device device) {
-  return empty(like.sizes(), {.dtype = dtype, .device = device});
+  return allocate_tensor(like.sizes(), dtype, device);
 }
 
 // After a host<->device cudaMemcpyAsync of `host_ptr` on `stream`: Note [Blocking host copies].
@@ -71,20 +70,18 @@ void copy_host_to_device(const Tensor& src, const Tensor& dst, bool non_blocking
     backend(Device::cpu()).copy(src, host, false);
   }
   const int device = dst.device().index;
-  DeviceGuard guard(device);
-  const Stream stream = current_stream(device);
+  const OnDevice on(device);
   const bool direct = same_bytes(host, dst);
   const Tensor target = direct ? dst : device_temporary(src, src.dtype(), dst.device());
   KILN_CUDA_CHECK(cudaMemcpyAsync(target.data_ptr(), host.data_ptr(), byte_size(host), cudaMemcpyHostToDevice,
-                                  stream.handle()));
+                                  on.stream.handle()));
   if (!direct) copy_on_device(target, dst);
-  finish_host_copy(host.data_ptr(), stream, non_blocking);
+  finish_host_copy(host.data_ptr(), on.stream, non_blocking);
 }
 
 void copy_device_to_host(const Tensor& src, const Tensor& dst, bool non_blocking) {
   const int device = src.device().index;
-  DeviceGuard guard(device);
-  const Stream stream = current_stream(device);
+  const OnDevice on(device);
   Tensor packed = src;
   if (src.dtype() != dst.dtype() || !src.is_contiguous()) {
     packed = device_temporary(src, dst.dtype(), src.device());
@@ -92,17 +89,17 @@ void copy_device_to_host(const Tensor& src, const Tensor& dst, bool non_blocking
   }
   const Tensor target = dst.is_contiguous() ? dst : host_temporary(dst, dst.dtype());
   KILN_CUDA_CHECK(cudaMemcpyAsync(target.data_ptr(), packed.data_ptr(), byte_size(packed), cudaMemcpyDeviceToHost,
-                                  stream.handle()));
-  finish_host_copy(target.data_ptr(), stream, non_blocking && target.is_same(dst));
+                                  on.stream.handle()));
+  finish_host_copy(target.data_ptr(), on.stream, non_blocking && target.is_same(dst));
   if (!target.is_same(dst)) backend(Device::cpu()).copy(target, dst, false);
 }
 
 void copy_within_device(const Tensor& src, const Tensor& dst) {
   if (!same_bytes(src, dst)) return copy_on_device(src, dst);
   const int device = dst.device().index;
-  DeviceGuard guard(device);
+  const OnDevice on(device);
   KILN_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), byte_size(src), cudaMemcpyDeviceToDevice,
-                                  current_stream(device).handle()));
+                                  on.stream.handle()));
 }
 
 // Note [Copies between GPUs]: the copy runs on the destination's current stream, after

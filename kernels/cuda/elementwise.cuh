@@ -37,36 +37,29 @@
 
 #include "core/dispatch.h"
 #include "core/tensor.h"
+#include "kernels/cuda/aligned_vector.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_types.cuh"
 #include "kernels/cuda/elementwise_families.h"
 #include "kernels/cuda/elementwise_plan.h"
-#include "kernels/cuda/runtime.h"
-#include "kernels/cuda/stream.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/elementwise_ops.h"
 
 namespace kiln::cuda {
 
-inline constexpr int kBlockThreads = 256;
 inline constexpr int kStridedIlp = 4;
 inline constexpr int kWavesPerSm = 4;
-
-// kVec elements of T, aligned so one load or store moves them all.
-template <typename T, int kVec>
-struct alignas(sizeof(T) * kVec) Vector {
-  T values[kVec];
-};
 
 // ---- kernels --------------------------------------------------------------------------------
 
 template <int kVec, typename F, typename Out, typename... In, size_t... I>
 __device__ __forceinline__ void apply_vector(const F& f, Out* out, int64_t v,
-                                             const ::cuda::std::tuple<Vector<In, kVec>...>& in,
+                                             const ::cuda::std::tuple<AlignedVector<In, kVec>...>& in,
                                              std::index_sequence<I...>) {
-  Vector<Out, kVec> result;
+  AlignedVector<Out, kVec> result;
 #pragma unroll
   for (int j = 0; j < kVec; ++j) result.values[j] = from_opmath<Out>(f(to_opmath(::cuda::std::get<I>(in).values[j])...));
-  reinterpret_cast<Vector<Out, kVec>*>(out)[v] = result;
+  reinterpret_cast<AlignedVector<Out, kVec>*>(out)[v] = result;
 }
 
 template <int kVec, typename F, typename Out, typename... In>
@@ -76,7 +69,7 @@ elementwise_vectorized(int64_t n, F f, Out* out, const In*... in) {
   const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t v = first; v < vectors; v += step) {
-    const ::cuda::std::tuple<Vector<In, kVec>...> loaded{reinterpret_cast<const Vector<In, kVec>*>(in)[v]...};
+    const ::cuda::std::tuple<AlignedVector<In, kVec>...> loaded{reinterpret_cast<const AlignedVector<In, kVec>*>(in)[v]...};
     apply_vector<kVec>(f, out, v, loaded, std::index_sequence_for<In...>{});
   }
   const int64_t tail = vectors * kVec + first;
@@ -126,17 +119,14 @@ void launch_piece(const StridedLoop& piece, const F& f, int device, cudaStream_t
   const ElementSizes sizes{static_cast<int64_t>(sizeof(Out)), static_cast<int64_t>(sizeof(In))...};
   Out* out = reinterpret_cast<Out*>(piece.data[0]);
   if (choose_path(piece, sizes, kVec) == ElementwisePath::Vectorized) {
-    const int64_t vectors = piece.numel / kVec;
-    const DeviceProperties& props = device_properties(device);
-    const int64_t resident = int64_t{props.multiprocessors} * (props.max_threads_per_multiprocessor / kBlockThreads) * kWavesPerSm;
-    const int64_t blocks = std::max<int64_t>(1, std::min(resident, (vectors + kBlockThreads - 1) / kBlockThreads));
-    elementwise_vectorized<kVec, F, Out, In...><<<static_cast<unsigned>(blocks), kBlockThreads, 0, stream>>>(
+    const unsigned blocks =
+        grid_stride_blocks(piece.numel / kVec, device, resident_blocks_per_sm(device) * kWavesPerSm);
+    elementwise_vectorized<kVec, F, Out, In...><<<blocks, kBlockThreads, 0, stream>>>(
         piece.numel, f, out, reinterpret_cast<const In*>(piece.data[I + 1])...);
   } else {
     const auto calc = make_offset_calculator<1 + sizeof...(In)>(piece, sizes);
-    const int64_t per_block = int64_t{kBlockThreads} * kStridedIlp;
-    const int64_t blocks = (piece.numel + per_block - 1) / per_block;
-    elementwise_strided<F, Out, In...><<<static_cast<unsigned>(blocks), kBlockThreads, 0, stream>>>(
+    const unsigned blocks = grid_dim(ceil_div(piece.numel, int64_t{kBlockThreads} * kStridedIlp));
+    elementwise_strided<F, Out, In...><<<blocks, kBlockThreads, 0, stream>>>(
         static_cast<uint32_t>(piece.numel), calc, f, out, reinterpret_cast<const In*>(piece.data[I + 1])...);
   }
   KILN_CUDA_CHECK_LAUNCH();
@@ -149,10 +139,9 @@ void run_elementwise(const StridedLoop& loop, int device, const F& f) {
   if (loop.numel == 0) return;
   KILN_ASSERT(loop.noperands == 1 + static_cast<int>(sizeof...(In)), "elementwise: operand count mismatch");
   const ElementSizes sizes{static_cast<int64_t>(sizeof(Out)), static_cast<int64_t>(sizeof(In))...};
-  DeviceGuard guard(device);
-  const cudaStream_t stream = current_stream(device).handle();
+  const OnDevice on(device);
   for (const StridedLoop& piece : split_for_32bit_indexing(loop, sizes))
-    launch_piece<Out, In...>(piece, f, device, stream, std::index_sequence_for<In...>{});
+    launch_piece<Out, In...>(piece, f, device, on.stream.handle(), std::index_sequence_for<In...>{});
 }
 
 // The launcher of op code kOp: out (T, or Bool for the table's bool_result codes) =

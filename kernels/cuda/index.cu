@@ -33,13 +33,12 @@
 #include <optional>
 
 #include "core/dispatch.h"
-#include "core/ops/factory.h"
+#include "core/kernel_memory.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_types.cuh"
 #include "kernels/cuda/index_plan.h"
-#include "kernels/cuda/runtime.h"
-#include "kernels/cuda/stream.h"
+#include "kernels/cuda/launch.h"
 
 namespace kiln::cuda {
 namespace {
@@ -72,7 +71,7 @@ __device__ __forceinline__ void record_bad_index(BadIndexFlag* flag, int64_t val
 class DeviceBadIndex {
  public:
   DeviceBadIndex(int device, Stream stream)
-      : buffer_(empty({2}, {.dtype = DType::Int64, .device = Device::cuda(device)})), stream_(stream) {
+      : buffer_(allocate_tensor({2}, DType::Int64, Device::cuda(device))), stream_(stream) {
     KILN_CUDA_CHECK(cudaMemsetAsync(flag(), 0, sizeof(BadIndexFlag), stream_.handle()));
   }
   BadIndexFlag* flag() const { return static_cast<BadIndexFlag*>(buffer_.data_ptr()); }
@@ -93,7 +92,8 @@ class DeviceBadIndex {
 
 // ---- kernels -------------------------------------------------------------------------------
 
-constexpr int kThreads = 256;
+// A grid-stride loop of 8 blocks per SM: every SM full, the loop strides the rest.
+inline constexpr int64_t kGridStrideBlocksPerSm = 8;
 
 // Operands (for both ops): 0 = the written/read element, 1 = index, 2 = the other.
 
@@ -168,12 +168,6 @@ struct ScatterAddElement {
 
 // ---- launchers ------------------------------------------------------------------------------
 
-unsigned int grid_for(int64_t n, int device) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  const int64_t cap = int64_t{8} * device_properties(device).multiprocessors;
-  return static_cast<unsigned int>(std::max<int64_t>(1, std::min(blocks, cap)));
-}
-
 // `t`'s strides with 0 along dim: the walk visits its row 0 (the kernel adds the index).
 std::vector<int64_t> row_zero_strides(const Tensor& t, int64_t dim) {
   std::vector<int64_t> strides = t.strides();
@@ -204,13 +198,12 @@ index_plan::StridedOperands<3> operands(const std::vector<int64_t>& sizes, const
 template <typename ElementOf>
 void launch_index_kernel(const index_plan::StridedOperands<3>& ops, int device, int64_t dim, int64_t size,
                          const char* op, Backend::IndexBounds bounds, const ElementOf& element_of) {
-  DeviceGuard guard(device);
-  const Stream stream = current_stream(device);
+  const OnDevice on(device);
   std::optional<DeviceBadIndex> bad;
-  if (bounds == Backend::IndexBounds::Check) bad.emplace(device, stream);
+  if (bounds == Backend::IndexBounds::Check) bad.emplace(device, on.stream);
   index_plan::for_each_32bit_piece(ops, [&](const index_plan::StridedOperands<3>& piece) {
     const int64_t n = piece.numel();
-    index_kernel<<<grid_for(n, device), kThreads, 0, stream.handle()>>>(
+    index_kernel<<<grid_stride_blocks(n, device, kGridStrideBlocksPerSm), kBlockThreads, 0, on.stream.handle()>>>(
         reinterpret_cast<const int64_t*>(piece.data[1]), index_plan::make_offset_calculator(piece, op), size, n,
         bad ? bad->flag() : nullptr, element_of(piece));
     KILN_CUDA_CHECK_LAUNCH();

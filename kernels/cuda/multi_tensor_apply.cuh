@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "kernels/cuda/aligned_vector.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_types.cuh"
 #include "kernels/cuda/multi_tensor_plan.h"
@@ -45,14 +46,12 @@ struct Chunk {
 };
 
 template <typename T>
-struct alignas(sizeof(T) * kIlp) Vec {
-  T v[kIlp];
-};
+using Vec = AlignedVector<T, kIlp>;
 
 // True when p is aligned for Vec<T> accesses.
 template <typename T>
 __device__ __forceinline__ bool vector_aligned(const T* p) {
-  return reinterpret_cast<uintptr_t>(p) % sizeof(Vec<T>) == 0;
+  return is_vector_aligned<kIlp>(p);
 }
 
 // r[k] = element k of `lanes` in p, in opmath (masked elements read as 0).
@@ -60,7 +59,7 @@ template <typename T, typename V>
 __device__ __forceinline__ void load_lanes(V (&r)[kIlp], const T* p, Lanes<true> lanes) {
   const Vec<T> v = *reinterpret_cast<const Vec<T>*>(p + lanes.first);
 #pragma unroll
-  for (int k = 0; k < kIlp; ++k) r[k] = static_cast<V>(to_opmath(v.v[k]));
+  for (int k = 0; k < kIlp; ++k) r[k] = static_cast<V>(to_opmath(v.values[k]));
 }
 template <typename T, typename V>
 __device__ __forceinline__ void load_lanes(V (&r)[kIlp], const T* p, Lanes<false> lanes) {
@@ -76,7 +75,7 @@ template <typename T, typename V>
 __device__ __forceinline__ void store_lanes(T* p, const V (&r)[kIlp], Lanes<true> lanes) {
   Vec<T> v;
 #pragma unroll
-  for (int k = 0; k < kIlp; ++k) v.v[k] = from_opmath<T>(r[k]);
+  for (int k = 0; k < kIlp; ++k) v.values[k] = from_opmath<T>(r[k]);
   *reinterpret_cast<Vec<T>*>(p + lanes.first) = v;
 }
 template <typename T, typename V>

@@ -21,11 +21,10 @@
 #include <vector>
 
 #include "core/dispatch.h"
-#include "core/ops/factory.h"
+#include "core/kernel_memory.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/multi_tensor_apply.cuh"
-#include "kernels/cuda/runtime.h"
-#include "kernels/cuda/stream.h"
 #include "kernels/cuda/warp_shuffle.cuh"
 #include "kernels/reduce_ops.h"  // NormKind
 
@@ -132,8 +131,7 @@ void CudaBackend::multi_tensor_norm(const std::vector<Tensor>& tensors, double p
               "multi_tensor_norm: out must be a Float32 or Float64 scalar, got ", out.dtype(), " ", out.sizes());
   KILN_ASSERT(p > 0, "multi_tensor_norm: p = ", p);
   const int device = out.device().index;
-  DeviceGuard guard(device);
-  const cudaStream_t stream = current_stream(device).handle();
+  const OnDevice on(device);
   // Tensors grouped by dtype, list order kept within a group.
   std::map<DType, std::vector<Tensor>> groups;
   int64_t blocks = 0;
@@ -144,18 +142,18 @@ void CudaBackend::multi_tensor_norm(const std::vector<Tensor>& tensors, double p
   visit_dtype<dtype_set(DType::Float32) | dtype_set(DType::Float64)>(out.dtype(), "multi_tensor_norm", [&]<typename A>() {
     const NormFold<A> fold{norm_kind(p), static_cast<A>(p)};
     // The partials, freed (stream-ordered) on return.
-    const Tensor scratch = empty({blocks}, {.dtype = out.dtype(), .device = out.device()});
+    const Tensor scratch = allocate_tensor({blocks}, out.dtype(), out.device());
     A* partials = static_cast<A*>(scratch.data_ptr());
     int64_t first_block = 0;
     for (const auto& [dtype, group] : groups) {
       const std::vector<Tensor>& list = group;
       visit_dtype<kFloatingTypes>(dtype, "multi_tensor_norm", [&]<typename T>() {
-        first_block = multi_tensor::multi_tensor_apply<1>({&list}, NormPartialFunctor<T, A>{fold, partials}, stream,
+        first_block = multi_tensor::multi_tensor_apply<1>({&list}, NormPartialFunctor<T, A>{fold, partials}, on.stream.handle(),
                                                           first_block);
       });
     }
     KILN_ASSERT(first_block == blocks, "multi_tensor_norm: ", first_block, " partials of ", blocks);
-    norm_finalize<A><<<1, kThreads, 0, stream>>>(fold, partials, blocks, static_cast<A*>(out.data_ptr()));
+    norm_finalize<A><<<1, kThreads, 0, on.stream.handle()>>>(fold, partials, blocks, static_cast<A*>(out.data_ptr()));
     KILN_CUDA_CHECK_LAUNCH();
   });
 }

@@ -28,9 +28,8 @@
 
 #include "core/dispatch.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/multi_tensor_apply.cuh"
-#include "kernels/cuda/runtime.h"
-#include "kernels/cuda/stream.h"
 
 namespace kiln::cuda {
 namespace {
@@ -223,14 +222,6 @@ struct IncrementStepsFunctor {
 
 // ==== launchers =================================================================================
 
-// The device and current stream of a call on `list`'s tensors, with the device made current.
-struct CallContext {
-  DeviceGuard guard;
-  cudaStream_t stream;
-  explicit CallContext(const Tensor& first)
-      : guard(first.device().index), stream(current_stream(first.device().index).handle()) {}
-};
-
 template <typename F>
 void visit_floating(const Tensor& first, const char* op, const F& fn) {
   visit_dtype<kFloatingTypes>(first.dtype(), op, fn);
@@ -242,7 +233,7 @@ void CudaBackend::sgd_step(const std::vector<Tensor>& params, const std::vector<
                            const std::vector<Tensor>& momentum_buffers, const SgdStepParams& options,
                            const AmpStepArgs& amp) {
   if (params.empty()) return;
-  const CallContext ctx(params[0]);
+  const OnDevice on(params[0].device().index);
   visit_floating(params[0], "sgd_step", [&]<typename T>() {
     using V = opmath_t<T>;
     const SgdFunctor<T> f{.lr = static_cast<V>(options.lr),
@@ -256,7 +247,7 @@ void CudaBackend::sgd_step(const std::vector<Tensor>& params, const std::vector<
                           .amp = amp_pointers(amp)};
     const std::vector<Tensor> none;
     const std::vector<Tensor>& buffers = options.momentum != 0 ? momentum_buffers : none;
-    multi_tensor::multi_tensor_apply<3>({&params, &grads, &buffers}, f, ctx.stream);
+    multi_tensor::multi_tensor_apply<3>({&params, &grads, &buffers}, f, on.stream.handle());
   });
 }
 
@@ -267,7 +258,7 @@ void CudaBackend::adam_step(const std::vector<Tensor>& params, const std::vector
   if (params.empty()) return;
   KILN_ASSERT(steps.size() == params.size(), "adam_step: ", steps.size(), " step counters for ", params.size(),
               " params");
-  const CallContext ctx(params[0]);
+  const OnDevice on(params[0].device().index);
   visit_floating(params[0], "adam_step", [&]<typename T>() {
     const AdamFunctor<T> f{.lr = options.lr,
                            .beta1 = options.beta1,
@@ -280,7 +271,7 @@ void CudaBackend::adam_step(const std::vector<Tensor>& params, const std::vector
                            .amp = amp_pointers(amp)};
     const std::vector<Tensor> none;
     const std::vector<Tensor>& maxes = options.amsgrad ? max_exp_avg_sqs : none;
-    multi_tensor::multi_tensor_apply<6>({&params, &grads, &exp_avgs, &exp_avg_sqs, &maxes, &steps}, f, ctx.stream);
+    multi_tensor::multi_tensor_apply<6>({&params, &grads, &exp_avgs, &exp_avg_sqs, &maxes, &steps}, f, on.stream.handle());
   });
 }
 
@@ -289,7 +280,7 @@ void CudaBackend::rmsprop_step(const std::vector<Tensor>& params, const std::vec
                                const std::vector<Tensor>& grad_avgs, const RmspropStepParams& options,
                                const AmpStepArgs& amp) {
   if (params.empty()) return;
-  const CallContext ctx(params[0]);
+  const OnDevice on(params[0].device().index);
   visit_floating(params[0], "rmsprop_step", [&]<typename T>() {
     using V = opmath_t<T>;
     const RmspropFunctor<T> f{.lr = static_cast<V>(options.lr),
@@ -307,19 +298,19 @@ void CudaBackend::rmsprop_step(const std::vector<Tensor>& params, const std::vec
     const std::vector<Tensor> none;
     const std::vector<Tensor>& buffers = options.momentum > 0 ? momentum_buffers : none;
     const std::vector<Tensor>& averages = options.centered ? grad_avgs : none;
-    multi_tensor::multi_tensor_apply<5>({&params, &grads, &square_avgs, &buffers, &averages}, f, ctx.stream);
+    multi_tensor::multi_tensor_apply<5>({&params, &grads, &square_avgs, &buffers, &averages}, f, on.stream.handle());
   });
 }
 
 void CudaBackend::increment_steps(const std::vector<Tensor>& steps, const Tensor& found_inf) {
   if (steps.empty()) return;
-  const CallContext ctx(steps[0]);
+  const OnDevice on(steps[0].device().index);
   for (const Tensor& step : steps) {
     KILN_ASSERT(step.dtype() == DType::Float32 && step.numel() == 1, "increment_steps: a step counter is ",
                 step.dtype(), " ", step.sizes());
   }
   const IncrementStepsFunctor f{found_inf.defined() ? static_cast<const float*>(found_inf.data_ptr()) : nullptr};
-  multi_tensor::multi_tensor_apply<1>({&steps}, f, ctx.stream);
+  multi_tensor::multi_tensor_apply<1>({&steps}, f, on.stream.handle());
 }
 
 }  // namespace kiln::cuda

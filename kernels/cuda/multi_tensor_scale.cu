@@ -22,9 +22,8 @@
 
 #include "core/dispatch.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/multi_tensor_apply.cuh"
-#include "kernels/cuda/runtime.h"
-#include "kernels/cuda/stream.h"
 
 namespace kiln::cuda {
 namespace {
@@ -84,8 +83,7 @@ void CudaBackend::multi_tensor_scale(const std::vector<Tensor>& src, const std::
   KILN_ASSERT(dst.empty() || dst.size() == src.size(), "multi_tensor_scale: ", src.size(), " sources and ",
               dst.size(), " destinations");
   const int device = src[0].device().index;
-  DeviceGuard guard(device);
-  const cudaStream_t stream = current_stream(device).handle();
+  const OnDevice on(device);
   const float* scale_ptr = scale.defined() ? static_cast<const float*>(scale.data_ptr()) : nullptr;
   float* found_inf_ptr = found_inf.defined() ? static_cast<float*>(found_inf.data_ptr()) : nullptr;
   // Group by (src dtype, dst dtype), keeping list order within a group; check-only calls
@@ -102,7 +100,7 @@ void CudaBackend::multi_tensor_scale(const std::vector<Tensor>& src, const std::
     const std::vector<Tensor>& group_dst = group.second.second;
     visit_dtype<kFloatingTypes>(src_dtype, "multi_tensor_scale", [&]<typename S>() {
       visit_dtype<kFloatingTypes>(dst_dtype, "multi_tensor_scale", [&]<typename D>() {
-        launch_scale<S, D>(group_src, group_dst, scale_ptr, found_inf_ptr, stream);
+        launch_scale<S, D>(group_src, group_dst, scale_ptr, found_inf_ptr, on.stream.handle());
       });
     });
   }

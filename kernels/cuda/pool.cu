@@ -1,7 +1,7 @@
 // CudaBackend pooling: max (with argmax indices), average and adaptive average, forward
 // and backward, over 1-3 spatial dims.
 //
-// Math (as the CPU, kernels/cpu/pool.cpp; Note [Pool geometry] in core/ops/pool_shape.h:
+// Math (as the CPU, kernels/cpu/pool.cpp; Note [Pool geometry] in core/pool_geometry.h:
 // every pooling is seen as 3-d over planes = N C volumes):
 //   max:      y = max over the window, index = its flat offset in the plane's volume. A NaN
 //             wins (the first in window order), ties keep the first in window order
@@ -31,17 +31,16 @@
 #include <limits>
 
 #include "core/dispatch.h"
-#include "core/ops/pool_shape.h"
+#include "core/pool_geometry.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_types.cuh"
-#include "kernels/cuda/runtime.h"
-#include "kernels/cuda/stream.h"
+#include "kernels/cuda/launch.h"
+#include "kernels/cuda/warp_shuffle.cuh"
 
 namespace kiln::cuda {
 namespace {
 
-inline constexpr int kThreads = 256;
 inline constexpr int64_t kBlocksPerSm = 32;  // enough resident blocks; the loops stride the rest
 inline constexpr int64_t kWarpWindow = 64;   // average windows this large get a warp each
 
@@ -151,10 +150,10 @@ __global__ void avg_pool_fwd(const T* __restrict__ x, T* __restrict__ y, PoolGeo
 template <typename T, bool kAdaptive>
 __global__ void avg_pool_fwd_warp(const T* __restrict__ x, T* __restrict__ y, PoolGeometry g, int64_t total) {
   using V = opmath_t<T>;
-  const int lane = static_cast<int>(threadIdx.x % 32);
-  const int64_t warps = int64_t{gridDim.x} * (blockDim.x / 32);
+  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+  const int64_t warps = int64_t{gridDim.x} * (blockDim.x / kWarpSize);
   const int64_t in_volume = g.in_volume();
-  for (int64_t t = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32; t < total; t += warps) {
+  for (int64_t t = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / kWarpSize; t < total; t += warps) {
     int64_t o[3];
     const int64_t plane = split_position(t, g.out, o);
     PoolRange r[3];
@@ -163,11 +162,11 @@ __global__ void avg_pool_fwd_warp(const T* __restrict__ x, T* __restrict__ y, Po
     const int64_t count = (r[0].end - r[0].begin) * eh * ew;  // 0 when any range is empty
     const T* xp = x + plane * in_volume;
     V sum = 0;
-    for (int64_t e = lane; e < count; e += 32) {
+    for (int64_t e = lane; e < count; e += kWarpSize) {
       const int64_t d = r[0].begin + e / (eh * ew), h = r[1].begin + e / ew % eh, w = r[2].begin + e % ew;
       sum += load(xp + (d * g.in[1] + h) * g.in[2] + w);
     }
-    for (int mask = 16; mask > 0; mask /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, mask);
+    sum = warp_allreduce(sum, [](V a, V b) { return a + b; });
     if (lane == 0) store(y + t, count > 0 ? sum / static_cast<V>(avg_pool_divisor(g, r)) : V(0));
   }
 }
@@ -208,13 +207,6 @@ __global__ void avg_pool_bwd(const T* __restrict__ gy, T* __restrict__ gx, PoolG
 
 // ==== launchers ================================================================================
 
-// Blocks for a grid-stride loop over `total` elements on the current device.
-unsigned blocks_for(int64_t total, int device) {
-  const int64_t wanted = (total + kThreads - 1) / kThreads;
-  const int64_t cap = kBlocksPerSm * std::max(1, device_properties(device).multiprocessors);
-  return static_cast<unsigned>(std::max<int64_t>(1, std::min(wanted, cap)));
-}
-
 // The elements of the largest window: the kernel's volume, or for adaptive pooling
 // ceil(s / o) + 1 per dim (a window spans at most that many).
 int64_t largest_window(const PoolGeometry& g, bool adaptive) {
@@ -235,10 +227,9 @@ template <typename Fn>
 void launch_on(const Tensor& t, int64_t total, const char* op, const Fn& fn) {
   if (total == 0) return;
   const int device = t.device().index;
-  DeviceGuard guard(device);
-  const cudaStream_t stream = current_stream(device).handle();
-  const unsigned blocks = blocks_for(total, device);
-  visit_dtype<kFloatingTypes>(t.dtype(), op, [&]<typename T>() { fn.template operator()<T>(stream, blocks); });
+  const OnDevice on(device);
+  const unsigned blocks = grid_stride_blocks(total, device, kBlocksPerSm);
+  visit_dtype<kFloatingTypes>(t.dtype(), op, [&]<typename T>() { fn.template operator()<T>(on.stream.handle(), blocks); });
   KILN_CUDA_CHECK_LAUNCH();
 }
 
@@ -247,14 +238,14 @@ void avg_forward(const Tensor& input, const Tensor& out, const PoolGeometry& g, 
   check_operands(input, out, op);
   const int64_t total = g.planes * g.out_volume();
   if (largest_window(g, kAdaptive) >= kWarpWindow) {  // a warp per output: launch 32 threads for each
-    launch_on(input, total * 32, op, [&]<typename T>(cudaStream_t stream, unsigned blocks) {
-      avg_pool_fwd_warp<T, kAdaptive><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(input.data_ptr()),
+    launch_on(input, total * kWarpSize, op, [&]<typename T>(cudaStream_t stream, unsigned blocks) {
+      avg_pool_fwd_warp<T, kAdaptive><<<blocks, kBlockThreads, 0, stream>>>(static_cast<const T*>(input.data_ptr()),
                                                                        static_cast<T*>(out.data_ptr()), g, total);
     });
     return;
   }
   launch_on(input, total, op, [&]<typename T>(cudaStream_t stream, unsigned blocks) {
-    avg_pool_fwd<T, kAdaptive><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(input.data_ptr()),
+    avg_pool_fwd<T, kAdaptive><<<blocks, kBlockThreads, 0, stream>>>(static_cast<const T*>(input.data_ptr()),
                                                                 static_cast<T*>(out.data_ptr()), g, total);
   });
 }
@@ -264,7 +255,7 @@ void avg_backward(const Tensor& grad_out, const Tensor& grad_in, const PoolGeome
   check_operands(grad_in, grad_out, op);
   const int64_t total = g.planes * g.in_volume();
   launch_on(grad_in, total, op, [&]<typename T>(cudaStream_t stream, unsigned blocks) {
-    avg_pool_bwd<T, kAdaptive><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(grad_out.data_ptr()),
+    avg_pool_bwd<T, kAdaptive><<<blocks, kBlockThreads, 0, stream>>>(static_cast<const T*>(grad_out.data_ptr()),
                                                                 static_cast<T*>(grad_in.data_ptr()), g, total);
   });
 }
@@ -279,7 +270,7 @@ void CudaBackend::max_pool_forward(const Tensor& input, const PoolParams& params
   const PoolGeometry g = pool_geometry(input.sizes(), out.sizes(), params);
   const int64_t total = g.planes * g.out_volume();
   launch_on(input, total, "max_pool_forward", [&]<typename T>(cudaStream_t stream, unsigned blocks) {
-    max_pool_fwd<T><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(input.data_ptr()),
+    max_pool_fwd<T><<<blocks, kBlockThreads, 0, stream>>>(static_cast<const T*>(input.data_ptr()),
                                                      static_cast<T*>(out.data_ptr()),
                                                      static_cast<int64_t*>(indices.data_ptr()), g, total);
   });
@@ -293,7 +284,7 @@ void CudaBackend::max_pool_backward(const Tensor& grad_out, const Tensor& indice
   const PoolGeometry g = pool_geometry(grad_in.sizes(), grad_out.sizes(), params);
   const int64_t total = g.planes * g.in_volume();
   launch_on(grad_in, total, "max_pool_backward", [&]<typename T>(cudaStream_t stream, unsigned blocks) {
-    max_pool_bwd<T><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(grad_out.data_ptr()),
+    max_pool_bwd<T><<<blocks, kBlockThreads, 0, stream>>>(static_cast<const T*>(grad_out.data_ptr()),
                                                      static_cast<const int64_t*>(indices.data_ptr()),
                                                      static_cast<T*>(grad_in.data_ptr()), g, total);
   });

@@ -29,12 +29,11 @@
 #include <type_traits>
 
 #include "core/dispatch.h"
-#include "core/ops/factory.h"
+#include "core/kernel_memory.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_types.cuh"
-#include "kernels/cuda/runtime.h"
-#include "kernels/cuda/stream.h"
+#include "kernels/cuda/launch.h"
 
 namespace kiln::cuda {
 namespace {
@@ -90,7 +89,8 @@ struct KeyDraw {
 
 // ---- kernels -------------------------------------------------------------------------------
 
-constexpr int kThreads = 256;
+// A grid-stride loop of 8 blocks per SM: every SM full, the loop strides the rest.
+inline constexpr int64_t kGridStrideBlocksPerSm = 8;
 
 // out[i] = draw(words of element i) for i < n; thread p computes Philox block offset + p
 // once, for elements 2p (lanes 0, 1) and 2p + 1 (lanes 2, 3).
@@ -117,60 +117,55 @@ __global__ void iota_kernel(int64_t* out, int64_t n) {
 
 // ---- launchers ------------------------------------------------------------------------------
 
-unsigned int grid_for(int64_t threads, int device) {
-  const int64_t blocks = (threads + kThreads - 1) / kThreads;
-  const int64_t cap = int64_t{8} * device_properties(device).multiprocessors;
-  return static_cast<unsigned int>(std::max<int64_t>(1, std::min(blocks, cap)));
-}
-
-// Fills `n` elements at `data` on the current stream of `device`.
+// Fills `n` elements at `data` on `device` (current) and `stream`, one thread per pair.
 template <typename T, typename Draw>
-void philox_fill(T* data, int64_t n, int device, PhiloxState state, Draw draw) {
+void philox_fill(T* data, int64_t n, int device, cudaStream_t stream, PhiloxState state, Draw draw) {
   if (n == 0) return;
-  const cudaStream_t stream = current_stream(device).handle();
-  philox_fill_kernel<<<grid_for((n + 1) / 2, device), kThreads, 0, stream>>>(data, n, state, draw);
+  const unsigned blocks = grid_stride_blocks((n + 1) / 2, device, kGridStrideBlocksPerSm);
+  philox_fill_kernel<<<blocks, kBlockThreads, 0, stream>>>(data, n, state, draw);
   KILN_CUDA_CHECK_LAUNCH();
 }
 
-// Runs fill<T>() for out's dtype (in `kSet`) on out's device.
+// Runs fill<T>(data, n, device, stream) for out's dtype (in `kSet`) on out's device.
 template <DTypeSet kSet, typename Fill>
 void fill_random(const Tensor& out, const char* op, const Fill& fill) {
   KILN_ASSERT(out.is_contiguous(), op, ": random kernels write contiguous outputs");
-  DeviceGuard guard(out.device().index);
+  const int device = out.device().index;
+  const OnDevice on(device);
   visit_dtype<kSet>(out.dtype(), op, [&]<typename T>() {
-    fill.template operator()<T>(static_cast<T*>(out.data_ptr()), out.numel(), out.device().index);
+    fill.template operator()<T>(static_cast<T*>(out.data_ptr()), out.numel(), device, on.stream.handle());
   });
 }
 
 }  // namespace
 
 void CudaBackend::uniform(const Tensor& out, double low, double high, PhiloxState state) {
-  fill_random<kFloatingTypes>(out, "rand", [&]<typename T>(T* data, int64_t n, int device) {
+  fill_random<kFloatingTypes>(out, "rand", [&]<typename T>(T* data, int64_t n, int device, cudaStream_t stream) {
     if constexpr (std::is_same_v<T, double>) {
-      philox_fill(data, n, device, state, UniformDraw<double>{low, high - low});
+      philox_fill(data, n, device, stream, state, UniformDraw<double>{low, high - low});
     } else {
-      philox_fill(data, n, device, state,
+      philox_fill(data, n, device, stream, state,
                   UniformDraw<T>{static_cast<float>(low), static_cast<float>(high - low)});
     }
   });
 }
 
 void CudaBackend::normal(const Tensor& out, double mean, double std, PhiloxState state) {
-  fill_random<kFloatingTypes>(out, "randn", [&]<typename T>(T* data, int64_t n, int device) {
-    philox_fill(data, n, device, state, NormalDraw<T>{mean, std});
+  fill_random<kFloatingTypes>(out, "randn", [&]<typename T>(T* data, int64_t n, int device, cudaStream_t stream) {
+    philox_fill(data, n, device, stream, state, NormalDraw<T>{mean, std});
   });
 }
 
 void CudaBackend::randint(const Tensor& out, int64_t low, int64_t high, PhiloxState state) {
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
-  fill_random<kNumericTypes>(out, "randint", [&]<typename T>(T* data, int64_t n, int device) {
-    philox_fill(data, n, device, state, RandintDraw<T>{static_cast<uint64_t>(low), range});
+  fill_random<kNumericTypes>(out, "randint", [&]<typename T>(T* data, int64_t n, int device, cudaStream_t stream) {
+    philox_fill(data, n, device, stream, state, RandintDraw<T>{static_cast<uint64_t>(low), range});
   });
 }
 
 void CudaBackend::bernoulli(const Tensor& out, double p, PhiloxState state) {
-  fill_random<kAllTypes>(out, "bernoulli", [&]<typename T>(T* data, int64_t n, int device) {
-    philox_fill(data, n, device, state, BernoulliDraw<T>{static_cast<float>(p)});
+  fill_random<kAllTypes>(out, "bernoulli", [&]<typename T>(T* data, int64_t n, int device, cudaStream_t stream) {
+    philox_fill(data, n, device, stream, state, BernoulliDraw<T>{static_cast<float>(p)});
   });
 }
 
@@ -182,14 +177,15 @@ void CudaBackend::randperm(const Tensor& out, PhiloxState state) {
              " is too large for the CUDA sort (CUB's radix sort takes at most 2^31 - 1 items); "
              "make the permutation on the CPU and copy it");
   const int device = out.device().index;
-  DeviceGuard guard(device);
-  const cudaStream_t stream = current_stream(device).handle();
-  const TensorOptions on_device = {.dtype = DType::Int64, .device = out.device()};
-  const Tensor keys_in = empty({n}, on_device), keys_out = empty({n}, on_device), values_in = empty({n}, on_device);
+  const OnDevice on(device);
+  const Tensor keys_in = allocate_tensor({n}, DType::Int64, out.device());
+  const Tensor keys_out = allocate_tensor({n}, DType::Int64, out.device());
+  const Tensor values_in = allocate_tensor({n}, DType::Int64, out.device());
   auto* keys = static_cast<uint64_t*>(keys_in.data_ptr());
   auto* sorted_keys = static_cast<uint64_t*>(keys_out.data_ptr());
-  philox_fill(keys, n, device, state, KeyDraw{});
-  iota_kernel<<<grid_for(n, device), kThreads, 0, stream>>>(static_cast<int64_t*>(values_in.data_ptr()), n);
+  philox_fill(keys, n, device, on.stream.handle(), state, KeyDraw{});
+  const unsigned blocks = grid_stride_blocks(n, device, kGridStrideBlocksPerSm);
+  iota_kernel<<<blocks, kBlockThreads, 0, on.stream.handle()>>>(static_cast<int64_t*>(values_in.data_ptr()), n);
   KILN_CUDA_CHECK_LAUNCH();
 
   const auto* values = static_cast<const int64_t*>(values_in.data_ptr());
@@ -198,13 +194,13 @@ void CudaBackend::randperm(const Tensor& out, PhiloxState state) {
   constexpr int kKeyBits = 64;
   size_t temp_bytes = 0;  // first call: how much temporary storage the sort needs
   KILN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys, sorted_keys, values, permutation, items,
-                                                  0, kKeyBits, stream));
+                                                  0, kKeyBits, on.stream.handle()));
   // At least one byte: a null temporary would make the second call a size query too, and
   // leave `out` unsorted and unwritten.
   const int64_t temp_size = std::max<int64_t>(static_cast<int64_t>(temp_bytes), 1);
-  const Tensor temp = empty({temp_size}, {.dtype = DType::UInt8, .device = out.device()});
+  const Tensor temp = allocate_workspace(temp_size, out.device());
   KILN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data_ptr(), temp_bytes, keys, sorted_keys, values,
-                                                  permutation, items, 0, kKeyBits, stream));
+                                                  permutation, items, 0, kKeyBits, on.stream.handle()));
 }
 
 }  // namespace kiln::cuda

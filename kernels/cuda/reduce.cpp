@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "core/ops.h"
+#include "core/tensor.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/offset_calculator.h"
 #include "kernels/cuda/runtime.h"

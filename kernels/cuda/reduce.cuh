@@ -35,14 +35,14 @@
 #include <type_traits>
 
 #include "core/error.h"
-#include "core/ops.h"
+#include "core/kernel_memory.h"
+#include "kernels/cuda/aligned_vector.cuh"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/warp_shuffle.cuh"
 #include "kernels/cuda/cuda_types.cuh"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/offset_calculator.h"
 #include "kernels/cuda/reduce_plan.h"
-#include "kernels/cuda/runtime.h"
-#include "kernels/cuda/stream.h"
+#include "kernels/cuda/warp_shuffle.cuh"
 
 namespace kiln::cuda {
 
@@ -89,11 +89,6 @@ __device__ __forceinline__ Acc* shared_states() {
   return reinterpret_cast<Acc*>(reduce_shared);
 }
 
-template <typename T, int kVec>
-struct alignas(sizeof(T) * kVec) Vector {
-  T v[kVec];
-};
-
 // Folds reduced indices [begin, end) of the row at `row` into acc, this thread taking
 // every `lanes`-th load from `lane` on. kVec > 1: the row is contiguous and its vectors
 // aligned (the planner checked), and `begin` is a multiple of kVec.
@@ -106,12 +101,12 @@ __device__ __forceinline__ typename Op::Acc fold_row(const Op& op, typename Op::
   int64_t first_scalar = begin;
   if constexpr (kVec > 1) {
     const int64_t vectors = (end - begin) / kVec;
-    const auto* vectors_at = reinterpret_cast<const Vector<In, kVec>*>(row + begin);
+    const auto* vectors_at = reinterpret_cast<const AlignedVector<In, kVec>*>(row + begin);
 #pragma unroll 4
     for (int64_t v = lane; v < vectors; v += lanes) {
-      const Vector<In, kVec> loaded = vectors_at[v];
+      const AlignedVector<In, kVec> loaded = vectors_at[v];
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) acc = op.reduce(acc, to_opmath(loaded.v[k]), begin + v * kVec + k);
+      for (int k = 0; k < kVec; ++k) acc = op.reduce(acc, to_opmath(loaded.values[k]), begin + v * kVec + k);
     }
     first_scalar = begin + vectors * kVec;
   }
@@ -211,18 +206,12 @@ __global__ void reduce_finalize_kernel(Op op, const typename Op::Acc* __restrict
 
 // ==== launcher ==============================================================================
 
-inline unsigned grid_dim(int64_t n) {
-  KILN_ASSERT(n >= 1 && n <= INT32_MAX, "reduce: grid dimension ", n);
-  return static_cast<unsigned>(n);
-}
-
 // Runs `op` over `in` as `plan` says, on the current stream of `device`.
 template <typename Op>
 void launch_reduction(const Op& op, const typename Op::In* in, const ReducePlan& plan, int device) {
   using Acc = typename Op::Acc;
   if (plan.kept_numel == 0) return;
-  DeviceGuard guard(device);
-  const cudaStream_t stream = current_stream(device).handle();
+  const OnDevice on(device);
   ReduceArgs args{offset_calculator_of<3>(plan.kept, 0), offset_calculator_of<1>(plan.reduced, 0), plan.kept_numel,
                   plan.reduced_numel, std::max<int64_t>(1, plan.slice_size), plan.slices};
   // The split's partial states: from the caching allocator, freed (stream-ordered) on return.
@@ -230,22 +219,22 @@ void launch_reduction(const Op& op, const typename Op::In* in, const ReducePlan&
   Acc* partials = nullptr;
   if (plan.slices > 1) {
     const int64_t bytes = plan.slices * plan.kept_numel * static_cast<int64_t>(sizeof(Acc));
-    workspace = empty({bytes}, {.dtype = DType::UInt8, .device = Device::cuda(device)});
+    workspace = allocate_workspace(bytes, Device::cuda(device));
     partials = static_cast<Acc*>(workspace.data_ptr());
   }
   const dim3 grid(grid_dim(plan.blocks), grid_dim(plan.slices));
   const size_t shared_bytes = static_cast<size_t>(plan.lanes) * plan.outputs_per_block * sizeof(Acc);
   if (plan.outer) {
     const dim3 block(plan.outputs_per_block, plan.lanes);
-    reduce_outer_kernel<Op><<<grid, block, shared_bytes, stream>>>(op, in, args, partials);
+    reduce_outer_kernel<Op><<<grid, block, shared_bytes, on.stream.handle()>>>(op, in, args, partials);
   } else {
     constexpr int kVec = static_cast<int>(16 / sizeof(typename Op::In));
     const dim3 block(plan.lanes, plan.outputs_per_block);
     if (plan.vec == kVec && kVec > 1) {
-      reduce_inner_kernel<Op, kVec><<<grid, block, shared_bytes, stream>>>(op, in, args, partials);
+      reduce_inner_kernel<Op, kVec><<<grid, block, shared_bytes, on.stream.handle()>>>(op, in, args, partials);
     } else {
       KILN_ASSERT(plan.vec == 1, "reduce: planned vector width ", plan.vec, ", kernel has ", kVec);
-      reduce_inner_kernel<Op, 1><<<grid, block, shared_bytes, stream>>>(op, in, args, partials);
+      reduce_inner_kernel<Op, 1><<<grid, block, shared_bytes, on.stream.handle()>>>(op, in, args, partials);
     }
   }
   KILN_CUDA_CHECK_LAUNCH();
@@ -253,7 +242,7 @@ void launch_reduction(const Op& op, const typename Op::In* in, const ReducePlan&
     constexpr int kWarpsPerBlock = 8;
     const dim3 block(32, kWarpsPerBlock);
     const int64_t blocks = (plan.kept_numel + kWarpsPerBlock - 1) / kWarpsPerBlock;
-    reduce_finalize_kernel<Op><<<grid_dim(blocks), block, 0, stream>>>(op, partials, args);
+    reduce_finalize_kernel<Op><<<grid_dim(blocks), block, 0, on.stream.handle()>>>(op, partials, args);
     KILN_CUDA_CHECK_LAUNCH();
   }
 }

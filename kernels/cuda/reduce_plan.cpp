@@ -6,8 +6,6 @@
 namespace kiln::cuda {
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 int64_t next_pow2(int64_t n) {
   int64_t p = 1;
   while (p < n) p *= 2;
@@ -41,7 +39,7 @@ void plan_inner(ReducePlan& plan, const ReduceProblem& problem) {
   plan.vec = vectorize ? static_cast<int>(vec) : 1;
   // About four loads per thread before the threads of an output meet.
   plan.lanes = static_cast<int>(std::min<int64_t>(kMaxLanes, next_pow2(ceil_div(plan.reduced_numel, plan.vec * 4))));
-  plan.outputs_per_block = std::max(1, kReduceBlockThreads / plan.lanes);
+  plan.outputs_per_block = std::max(1, kBlockThreads / plan.lanes);
   plan.blocks = ceil_div(plan.kept_numel, plan.outputs_per_block);
 }
 
@@ -49,7 +47,7 @@ void plan_outer(ReducePlan& plan) {
   plan.vec = 1;
   plan.outputs_per_block = static_cast<int>(std::min<int64_t>(32, next_pow2(plan.kept_numel)));
   plan.lanes = static_cast<int>(
-      std::min<int64_t>(kReduceBlockThreads / plan.outputs_per_block, next_pow2(std::max<int64_t>(1, plan.reduced_numel))));
+      std::min<int64_t>(kBlockThreads / plan.outputs_per_block, next_pow2(std::max<int64_t>(1, plan.reduced_numel))));
   plan.blocks = ceil_div(plan.kept_numel, plan.outputs_per_block);
 }
 

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/offset_calculator.h"
 #include "kernels/reduce_layout.h"
 
@@ -59,7 +60,6 @@ struct ReducePlan : ReduceLayout {
   int64_t slice_size = 0;     // reduced indices per slice (a multiple of vec)
 };
 
-inline constexpr int kReduceBlockThreads = 256;
 inline constexpr int kMaxLanes = 512;
 inline constexpr int64_t kTargetBlocksPerSm = 4;
 // Slices the finalize kernel combines per output at most.

@@ -34,16 +34,17 @@
 #include <type_traits>
 
 #include "core/dispatch.h"
+#include "kernels/cuda/aligned_vector.cuh"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/launch.h"
+#include "kernels/cuda/reduce.cuh"  // offsets_at, offset_calculator_of, ReduceDim
 #include "kernels/cuda/warp_shuffle.cuh"
-#include "kernels/cuda/reduce.cuh"  // offsets_at, grid_dim, offset_calculator_of, ReduceDim
 
 namespace kiln::cuda {
 namespace {
 
 inline constexpr int kWarpRowMax = 1024;  // rows up to this long live in a warp's registers
 inline constexpr int kWarpRowsPerBlock = 4;
-inline constexpr int kStridedThreads = 256;
 
 // ==== device math =============================================================================
 
@@ -101,14 +102,6 @@ __device__ __forceinline__ OnlineState<V> merge(OnlineState<V> a, OnlineState<V>
   return {m, a.sum + b.sum};
 }
 
-// Every lane of the warp gets the combination of all 32 lanes' values.
-template <typename S, typename F>
-__device__ __forceinline__ S warp_allreduce(S v, const F& combine) {
-#pragma unroll
-  for (int mask = 16; mask > 0; mask /= 2) v = combine(v, shuffle_xor(v, mask));
-  return v;
-}
-
 // Every thread of the block (blockDim.x a multiple of 32, at most 1024) gets the
 // combination of all threads' values; warps are combined in a fixed order.
 template <typename S, typename F>
@@ -133,11 +126,6 @@ template <typename V>
 __device__ __forceinline__ V softmax_grad(V g, V y, V total, bool log) {
   return log ? g - exp_of(y) * total : y * (g - total);
 }
-
-template <typename T, int kVec>
-struct alignas(sizeof(T) * kVec) Pack {
-  T v[kVec];
-};
 
 // ==== kernels: forward ========================================================================
 
@@ -183,14 +171,14 @@ __global__ void softmax_block_fwd(const T* x, T* y, OffsetCalculator<3> rows, in
   const int64_t vectors = n / kVec;
   OnlineState<V> state = empty_state<V>();
   for (int64_t v = threadIdx.x; v < vectors; v += blockDim.x) {
-    const Pack<T, kVec> p = reinterpret_cast<const Pack<T, kVec>*>(xr)[v];
+    const AlignedVector<T, kVec> p = reinterpret_cast<const AlignedVector<T, kVec>*>(xr)[v];
     V m = state.max;
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) m = nan_max(m, to_opmath(p.v[k]));
+    for (int k = 0; k < kVec; ++k) m = nan_max(m, to_opmath(p.values[k]));
     state = rescale(state, m);  // once per vector, not per element
     if (m != minus_inf<V>()) {
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) state.sum += exp_of(to_opmath(p.v[k]) - m);
+      for (int k = 0; k < kVec; ++k) state.sum += exp_of(to_opmath(p.values[k]) - m);
     }
   }
   for (int64_t j = vectors * kVec + threadIdx.x; j < n; j += blockDim.x) state = add_value(state, load(xr + j));
@@ -198,11 +186,11 @@ __global__ void softmax_block_fwd(const T* x, T* y, OffsetCalculator<3> rows, in
   const V m = state.max;
   const V scale = log ? log_of(state.sum) : V(1) / state.sum;
   for (int64_t v = threadIdx.x; v < vectors; v += blockDim.x) {
-    const Pack<T, kVec> p = reinterpret_cast<const Pack<T, kVec>*>(xr)[v];
-    Pack<T, kVec> out;
+    const AlignedVector<T, kVec> p = reinterpret_cast<const AlignedVector<T, kVec>*>(xr)[v];
+    AlignedVector<T, kVec> out;
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) out.v[k] = from_opmath<T>(softmax_value(to_opmath(p.v[k]), m, scale, log));
-    reinterpret_cast<Pack<T, kVec>*>(yr)[v] = out;
+    for (int k = 0; k < kVec; ++k) out.values[k] = from_opmath<T>(softmax_value(to_opmath(p.values[k]), m, scale, log));
+    reinterpret_cast<AlignedVector<T, kVec>*>(yr)[v] = out;
   }
   for (int64_t j = vectors * kVec + threadIdx.x; j < n; j += blockDim.x) {
     store(yr + j, softmax_value(load(xr + j), m, scale, log));
@@ -255,7 +243,7 @@ __global__ void softmax_warp_bwd(const T* g, const T* y, T* gi, OffsetCalculator
 template <typename T, int kVec>
 __global__ void softmax_block_bwd(const T* g, const T* y, T* gi, OffsetCalculator<3> rows, int64_t n, bool log) {
   using V = opmath_t<T>;
-  using P = Pack<T, kVec>;
+  using P = AlignedVector<T, kVec>;
   const auto offsets = offsets_at(rows, blockIdx.x);
   const T* gr = g + offsets[0];
   const T* yr = y + offsets[1];
@@ -266,7 +254,7 @@ __global__ void softmax_block_bwd(const T* g, const T* y, T* gi, OffsetCalculato
     const P gp = reinterpret_cast<const P*>(gr)[v];
     const P yp = reinterpret_cast<const P*>(yr)[v];
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) total += log ? to_opmath(gp.v[k]) : to_opmath(gp.v[k]) * to_opmath(yp.v[k]);
+    for (int k = 0; k < kVec; ++k) total += log ? to_opmath(gp.values[k]) : to_opmath(gp.values[k]) * to_opmath(yp.values[k]);
   }
   for (int64_t j = vectors * kVec + threadIdx.x; j < n; j += blockDim.x) {
     total += log ? load(gr + j) : load(gr + j) * load(yr + j);
@@ -278,7 +266,7 @@ __global__ void softmax_block_bwd(const T* g, const T* y, T* gi, OffsetCalculato
     P out;
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
-      out.v[k] = from_opmath<T>(softmax_grad(to_opmath(gp.v[k]), to_opmath(yp.v[k]), total, log));
+      out.values[k] = from_opmath<T>(softmax_grad(to_opmath(gp.values[k]), to_opmath(yp.values[k]), total, log));
     }
     reinterpret_cast<P*>(gir)[v] = out;
   }
@@ -355,8 +343,6 @@ SoftmaxRows make_rows(const std::vector<const Tensor*>& operands, int64_t dim, c
   return r;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // Threads of a block-per-row kernel: about 8 loads each, 128 to 1024.
 int block_threads(int64_t n, int vec) {
   int threads = 128;
@@ -397,8 +383,8 @@ void softmax_fwd(const Tensor& in, const Tensor& out, const SoftmaxRows& r, bool
       softmax_block_fwd<T, 1><<<grid, block_threads(r.n, 1), 0, stream>>>(x, y, r.rows, r.n, log);
     }
   } else {
-    const auto grid = grid_dim(ceil_div(r.num_rows, kStridedThreads));
-    softmax_strided_fwd<T><<<grid, kStridedThreads, 0, stream>>>(x, y, r.rows, r.num_rows, r.n, r.steps[0],
+    const auto grid = grid_dim(ceil_div(r.num_rows, kBlockThreads));
+    softmax_strided_fwd<T><<<grid, kBlockThreads, 0, stream>>>(x, y, r.rows, r.num_rows, r.n, r.steps[0],
                                                                  r.steps[1], log);
   }
   KILN_CUDA_CHECK_LAUNCH();
@@ -425,8 +411,8 @@ void softmax_bwd(const Tensor& grad_out, const Tensor& out, const Tensor& grad_i
       softmax_block_bwd<T, 1><<<grid, block_threads(r.n, 1), 0, stream>>>(g, y, gi, r.rows, r.n, log);
     }
   } else {
-    const auto grid = grid_dim(ceil_div(r.num_rows, kStridedThreads));
-    softmax_strided_bwd<T><<<grid, kStridedThreads, 0, stream>>>(g, y, gi, r.rows, r.num_rows, r.n, r.steps[0],
+    const auto grid = grid_dim(ceil_div(r.num_rows, kBlockThreads));
+    softmax_strided_bwd<T><<<grid, kBlockThreads, 0, stream>>>(g, y, gi, r.rows, r.num_rows, r.n, r.steps[0],
                                                                  r.steps[1], r.steps[2], log);
   }
   KILN_CUDA_CHECK_LAUNCH();
@@ -439,9 +425,8 @@ void CudaBackend::softmax(const Tensor& in, int64_t dim, bool log, const Tensor&
   const SoftmaxRows rows = make_rows({&in, &out}, dim, name);
   if (in.numel() == 0) return;
   const int device = in.device().index;
-  DeviceGuard guard(device);
-  const cudaStream_t stream = current_stream(device).handle();
-  visit_dtype<kFloatingTypes>(in.dtype(), name, [&]<typename T>() { softmax_fwd<T>(in, out, rows, log, stream); });
+  const OnDevice on(device);
+  visit_dtype<kFloatingTypes>(in.dtype(), name, [&]<typename T>() { softmax_fwd<T>(in, out, rows, log, on.stream.handle()); });
 }
 
 void CudaBackend::softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, bool log,
@@ -450,10 +435,9 @@ void CudaBackend::softmax_backward(const Tensor& grad_out, const Tensor& out, in
   const SoftmaxRows rows = make_rows({&grad_out, &out, &grad_in}, dim, name);
   if (out.numel() == 0) return;
   const int device = out.device().index;
-  DeviceGuard guard(device);
-  const cudaStream_t stream = current_stream(device).handle();
+  const OnDevice on(device);
   visit_dtype<kFloatingTypes>(out.dtype(), name, [&]<typename T>() {
-    softmax_bwd<T>(grad_out, out, grad_in, rows, log, stream);
+    softmax_bwd<T>(grad_out, out, grad_in, rows, log, on.stream.handle());
   });
 }
 

@@ -12,7 +12,7 @@
 #include <limits>
 
 #include "core/backend.h"
-#include "core/ops/pool_shape.h"
+#include "core/pool_geometry.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace kiln {

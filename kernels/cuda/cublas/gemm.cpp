@@ -22,12 +22,12 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/flags.h"
-#include "core/ops/factory.h"
+#include "core/kernel_memory.h"
 #include "kernels/cuda/cublas/cublas_handle.h"
 #include "kernels/cuda/cublas/gemm_integer.h"
 #include "kernels/cuda/cublas/gemm_plan.h"
 #include "kernels/cuda/cuda_backend.h"
-#include "kernels/cuda/runtime.h"
+#include "kernels/cuda/launch.h"
 
 namespace kiln::cuda {
 namespace {
@@ -68,7 +68,7 @@ GemmOperand gemm_operand(CudaBackend& backend, const Tensor& x) {
   }
   const bool broadcast_batch = x.stride(0) == 0;
   const Tensor source = broadcast_batch ? x.narrow(0, 0, 1) : x;
-  const Tensor packed = empty(source.sizes(), {.dtype = x.dtype(), .device = x.device()});
+  const Tensor packed = allocate_tensor(source.sizes(), x.dtype(), x.device());
   backend.copy(source, packed, /*non_blocking=*/false);
   const std::optional<TransposedView> view = transposed_view(matrix_layout(packed));
   KILN_ASSERT(view.has_value(), "bmm: a contiguous ", packed.sizes(), " operand is not readable by cuBLAS");
@@ -78,7 +78,7 @@ GemmOperand gemm_operand(CudaBackend& backend, const Tensor& x) {
 cublasOperation_t cublas_op(const TransposedView& view) { return view.transpose ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
 // out (already usable as C^T with leading dimension ldc) = a @ b, for a floating dtype.
-void cublas_bmm(const GemmOperand& a, const GemmOperand& b, const Tensor& out, int64_t ldc) {
+void cublas_bmm(const GemmOperand& a, const GemmOperand& b, const Tensor& out, int64_t ldc, Stream stream) {
   const int64_t batch = out.size(0), m = out.size(1), n = out.size(2), k = a.storage.size(2);
   const GemmTypes types = gemm_types(out.dtype());
   const float alpha_f = 1.0f, beta_f = 0.0f;
@@ -88,7 +88,7 @@ void cublas_bmm(const GemmOperand& a, const GemmOperand& b, const Tensor& out, i
   const void* beta = f64 ? static_cast<const void*>(&beta_d) : &beta_f;
   const int64_t element = static_cast<int64_t>(out.element_size());
   const int64_t out_batch_stride = cublas_batch_stride(batch, out.stride(0));
-  const cublasHandle_t handle = cublas_handle(current_stream(out.device().index));
+  const cublasHandle_t handle = cublas_handle(stream);
   // The batch count is an int: a larger batch runs as several calls.
   for (int64_t first = 0; first < batch; first += INT_MAX) {
     const int64_t count = std::min<int64_t>(batch - first, INT_MAX);
@@ -118,16 +118,16 @@ void CudaBackend::bmm(const Tensor& a, const Tensor& b, const Tensor& out) {
   const int64_t m = out.size(1), n = out.size(2), k = a.size(2);
   KILN_CHECK(fits_cublas_int(m) && fits_cublas_int(n) && fits_cublas_int(k), "bmm: matrix sizes M = ", m,
              ", N = ", n, ", K = ", k, " exceed cuBLAS's limit of ", INT_MAX, " per dimension");
-  DeviceGuard guard(out.device().index);
+  const OnDevice on(out.device().index);
   const NoGradGuard no_grad;  // the temporaries below are plumbing, not part of any graph
   const GemmOperand a_operand = gemm_operand(*this, a);
   const GemmOperand b_operand = gemm_operand(*this, b);
   if (const std::optional<int64_t> ldc = output_ld(matrix_layout(out))) {
-    cublas_bmm(a_operand, b_operand, out, *ldc);
+    cublas_bmm(a_operand, b_operand, out, *ldc, on.stream);
     return;
   }
-  const Tensor product = empty(out.sizes(), {.dtype = out.dtype(), .device = out.device()});
-  cublas_bmm(a_operand, b_operand, product, *output_ld(matrix_layout(product)));
+  const Tensor product = allocate_tensor(out.sizes(), out.dtype(), out.device());
+  cublas_bmm(a_operand, b_operand, product, *output_ld(matrix_layout(product)), on.stream);
   copy(product, out, /*non_blocking=*/false);
 }
 

@@ -29,8 +29,7 @@
 #include "core/dispatch.h"
 #include "kernels/cuda/cublas/gemm_integer.h"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/runtime.h"
-#include "kernels/cuda/stream.h"
+#include "kernels/cuda/launch.h"
 
 namespace kiln::cuda {
 namespace {
@@ -89,14 +88,14 @@ __global__ void bmm_integer_tiled(const T* a, const T* b, T* out, IntegerGemmSha
 MatrixStrides strides_of(const Tensor& t) { return {t.stride(0), t.stride(1), t.stride(2)}; }
 
 template <typename T>
-void launch_bmm_integer(const Tensor& a, const Tensor& b, const Tensor& out) {
+void launch_bmm_integer(const Tensor& a, const Tensor& b, const Tensor& out, cudaStream_t stream) {
   const IntegerGemmShape shape{a.size(0), a.size(1), b.size(2), a.size(2), strides_of(a), strides_of(b), strides_of(out)};
   const int64_t col_tiles = (shape.n + kTile - 1) / kTile;
   const int64_t row_tiles = (shape.m + kTile - 1) / kTile;
   const dim3 grid(static_cast<unsigned>(col_tiles), static_cast<unsigned>(std::min(row_tiles, kMaxGridYZ)),
                   static_cast<unsigned>(std::min(shape.batch, kMaxGridYZ)));
   const dim3 block(kTile, kTile);
-  bmm_integer_tiled<T><<<grid, block, 0, current_stream(out.device().index).handle()>>>(
+  bmm_integer_tiled<T><<<grid, block, 0, stream>>>(
       static_cast<const T*>(a.data_ptr()), static_cast<const T*>(b.data_ptr()), static_cast<T*>(out.data_ptr()),
       shape);
   KILN_CUDA_CHECK_LAUNCH();
@@ -108,8 +107,8 @@ void bmm_integer(const Tensor& a, const Tensor& b, const Tensor& out) {
   if (out.numel() == 0) return;
   KILN_CHECK((out.size(2) + kTile - 1) / kTile <= INT32_MAX, "bmm: N = ", out.size(2),
              " is too large for the integer GEMM kernel's grid");
-  DeviceGuard guard(out.device().index);
-  visit_dtype<kIntegralTypes>(out.dtype(), "bmm", [&]<typename T>() { launch_bmm_integer<T>(a, b, out); });
+  const OnDevice on(out.device().index);
+  visit_dtype<kIntegralTypes>(out.dtype(), "bmm", [&]<typename T>() { launch_bmm_integer<T>(a, b, out, on.stream.handle()); });
 }
 
 }  // namespace kiln::cuda

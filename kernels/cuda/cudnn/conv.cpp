@@ -17,13 +17,13 @@
 #include <functional>
 
 #include "core/autograd/grad_mode.h"
-#include "core/ops/factory.h"
+#include "core/kernel_memory.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cudnn/conv_algorithms.h"
 #include "kernels/cuda/cudnn/cudnn_check.h"
 #include "kernels/cuda/cudnn/cudnn_descriptors.h"
 #include "kernels/cuda/cudnn/cudnn_handle.h"
-#include "kernels/cuda/runtime.h"
+#include "kernels/cuda/launch.h"
 
 namespace kiln::cuda {
 namespace {
@@ -43,12 +43,11 @@ Tensor contiguous_operand(const Tensor& t) { return t.is_contiguous() ? t : t.co
 // Runs `pass` (which writes x, w or y as ConvOperands says) with the chosen algorithm.
 void run_pass(ConvPass pass, const ConvOperands& o, const ConvParams& params) {
   const int device = o.x.device().index;
-  DeviceGuard guard(device);
-  const Stream stream = current_stream(device);
+  const OnDevice on(device);
   ConvDescriptors d(o.x, o.w, o.y, params);
   const ConvKey key = conv_key(pass, o.x, o.w, params);
-  const cudnnHandle_t handle = cudnn_handle(stream);
-  CachingWorkspaceMemory memory(stream);  // declared before `choice`, whose workspace it frees
+  const cudnnHandle_t handle = cudnn_handle(on.stream);
+  CachingWorkspaceMemory memory(on.stream);  // declared before `choice`, whose workspace it frees
   const ConvAlgorithmCache::Choice choice = choose_conv_algorithm(key, handle, d, o, memory);
   d.conv.set_math(choice.algorithm.math);
   const Scaling scale(o.x.dtype());
@@ -85,7 +84,7 @@ void into_output(CudaBackend& backend, const Tensor& out, const std::function<vo
     compute(out);
     return;
   }
-  const Tensor temp = empty(out.sizes(), {.dtype = out.dtype(), .device = out.device()});
+  const Tensor temp = allocate_tensor(out.sizes(), out.dtype(), out.device());
   compute(temp);
   backend.copy(temp, out, /*non_blocking=*/false);
 }

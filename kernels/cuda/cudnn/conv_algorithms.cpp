@@ -13,7 +13,7 @@
 
 #include "core/error.h"
 #include "core/flags.h"
-#include "core/ops/factory.h"
+#include "core/kernel_memory.h"
 #include "kernels/cuda/caching_allocator.h"
 #include "kernels/cuda/cudnn/algorithm_cache_hooks.h"
 #include "kernels/cuda/cudnn/conv_algorithm_file.h"
@@ -73,7 +73,7 @@ class CudnnAlgorithmSource final : public ConvAlgorithmSource {
     const Tensor& written = key.pass == ConvPass::Forward        ? operands_.y
                             : key.pass == ConvPass::BackwardData ? operands_.x
                                                                  : operands_.w;
-    const Tensor scratch = empty(written.sizes(), {.dtype = written.dtype(), .device = written.device()});
+    const Tensor scratch = allocate_tensor(written.sizes(), written.dtype(), written.device());
     const void* x = operands_.x.data_ptr();
     const void* w = operands_.w.data_ptr();
     const void* y = operands_.y.data_ptr();

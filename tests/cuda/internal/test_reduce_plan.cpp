@@ -46,7 +46,7 @@ TEST(CudaReducePlan, SumOverTheFirstDimIsAnOuterReduction) {
   EXPECT_EQ(plan.kept_numel, 4096);
   EXPECT_EQ(plan.reduced_numel, 1000);
   EXPECT_EQ(plan.outputs_per_block, 32);
-  EXPECT_EQ(plan.lanes * plan.outputs_per_block, kReduceBlockThreads);
+  EXPECT_EQ(plan.lanes * plan.outputs_per_block, kBlockThreads);
   EXPECT_EQ(plan.vec, 1);
 }
 

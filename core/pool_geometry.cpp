@@ -1,6 +1,6 @@
-// Pooling output sizes and the 3-d geometry the kernels see (pool_shape.h, Note [Pool
+// Pooling output sizes and the 3-d geometry the kernels see (pool_geometry.h, Note [Pool
 // geometry]).
-#include "core/ops/pool_shape.h"
+#include "core/pool_geometry.h"
 
 #include "core/backend.h"
 #include "core/error.h"

@@ -1,4 +1,4 @@
-// The pooling geometry helpers of core/ops/pool_shape.h, which both backends' kernels
+// The pooling geometry helpers of core/pool_geometry.h, which both backends' kernels
 // call (the CUDA ones on the device, so a wrong range there shows up nowhere without a
 // GPU), checked on the host against brute force over every small geometry the op layer
 // accepts (padding <= kernel / 2, an output size >= 1): the taps of a max window, the
@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "core/ops/pool_shape.h"
+#include "core/pool_geometry.h"
 
 namespace kiln {
 namespace {
@@ -57,7 +57,7 @@ void for_each_dim(const Fn& fn) {
                               << d.pad << " dilation " << d.dilation << " ceil " << d.ceil_mode << " out " << out;
 }
 
-TEST(PoolShape, WindowsStartInsideTheInputOrItsLeftPadding) {
+TEST(PoolGeometry, WindowsStartInsideTheInputOrItsLeftPadding) {
   for_each_dim([](const Dim& d, int64_t out) {
     SCOPED_TRACE(describe(d, out));
     const int64_t span = d.dilation * (d.kernel - 1) + 1;
@@ -76,7 +76,7 @@ TEST(PoolShape, WindowsStartInsideTheInputOrItsLeftPadding) {
   });
 }
 
-TEST(PoolShape, ValidTapsAreExactlyTheTapsInsideTheInput) {
+TEST(PoolGeometry, ValidTapsAreExactlyTheTapsInsideTheInput) {
   for_each_dim([](const Dim& d, int64_t out) {
     SCOPED_TRACE(describe(d, out));
     for (int64_t o = 0; o < out; ++o) {
@@ -95,7 +95,7 @@ TEST(PoolShape, ValidTapsAreExactlyTheTapsInsideTheInput) {
 // every output with a tap on x (else a gradient is lost) and only outputs whose window
 // span [start, start + dilation (kernel - 1)] holds x (so the loop is as short as it can
 // be without knowing the taps), each once.
-TEST(PoolShape, OutputsCoveringIsEveryWindowThatCanHoldTheElement) {
+TEST(PoolGeometry, OutputsCoveringIsEveryWindowThatCanHoldTheElement) {
   for_each_dim([](const Dim& d, int64_t out) {
     SCOPED_TRACE(describe(d, out));
     const PoolGeometry g = geometry_of(d, out);
@@ -116,7 +116,7 @@ TEST(PoolShape, OutputsCoveringIsEveryWindowThatCanHoldTheElement) {
   });
 }
 
-TEST(PoolShape, AverageWindowsAreClippedAndNeverEmpty) {
+TEST(PoolGeometry, AverageWindowsAreClippedAndNeverEmpty) {
   for_each_dim([](const Dim& d, int64_t out) {
     if (d.dilation != 1) return;  // average pooling has none
     SCOPED_TRACE(describe(d, out));
@@ -133,7 +133,7 @@ TEST(PoolShape, AverageWindowsAreClippedAndNeverEmpty) {
   });
 }
 
-TEST(PoolShape, AdaptiveWindowsAndTheirCoveringOutputsAgree) {
+TEST(PoolGeometry, AdaptiveWindowsAndTheirCoveringOutputsAgree) {
   for (int64_t s = 1; s <= 13; ++s) {
     for (int64_t o = 1; o <= 13; ++o) {
       SCOPED_TRACE(::testing::Message() << "size " << s << " output " << o);
