@@ -70,6 +70,16 @@ const char* op_name(ReduceOp op) {
   return kNames[static_cast<int>(op)];
 }
 
+int64_t Backend::save_conv_algorithm_cache(const std::string& path) {
+  KILN_CHECK(false, "save_algorithm_cache: this backend has no convolution algorithm cache (", path, ")");
+  return 0;
+}
+
+cudnn::LoadReport Backend::load_conv_algorithm_cache(const std::string& path) {
+  KILN_CHECK(false, "load_algorithm_cache: this backend has no convolution algorithm cache (", path, ")");
+  return {};
+}
+
 void throw_unsupported_dtype(const char* op, DType dtype) {
   KILN_CHECK(false, op, ": unsupported dtype ", dtype);
   __builtin_unreachable();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/allocator.h"
+#include "core/cudnn.h"
 #include "core/device.h"
 #include "core/generator.h"
 #include "core/op_table.h"
@@ -135,6 +136,18 @@ class Backend {
   // grad_weight [C_out, C_in / groups, k...] = the gradient with respect to weight.
   virtual void conv_backward_weight(const Tensor& grad_out, const Tensor& input,
                                     const ConvParams& params, const Tensor& grad_weight) = 0;
+
+  // ---- convolution algorithm cache (kiln::cudnn, core/cudnn.h) ---------------------------
+  // A backend that picks convolution algorithms by measuring them (CUDA: cuDNN, with its
+  // benchmark mode) caches its choices per convolution key; these reach that cache. A
+  // backend without one has no counters and nothing to clear, save or load.
+  virtual cudnn::Stats conv_algorithm_stats() { return {}; }
+  virtual void reset_conv_algorithm_stats() {}
+  virtual void clear_conv_algorithm_cache() {}
+  // Writes the cache to `path` atomically; returns the number of entries written.
+  virtual int64_t save_conv_algorithm_cache(const std::string& path);
+  // Adds the entries of a file written by save_conv_algorithm_cache (cudnn::LoadReport).
+  virtual cudnn::LoadReport load_conv_algorithm_cache(const std::string& path);
 
   // ---- batch normalisation (Note [Batch norm pieces]) ------------------------------------
   // Note [Batch norm pieces]: training-mode batch norm is three passes, split so that

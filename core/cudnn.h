@@ -1,7 +1,7 @@
 // kiln::cudnn: the switches and the algorithm cache of cuDNN convolutions, as
 // torch.backends.cudnn has them. Core knows nothing of CUDA: the switches live here, and
-// the cache operations reach the CUDA backend through hooks it registers at kiln::init()
-// (Note [Algorithm cache hooks] in core/cudnn.cpp). Without CUDA the counters are zero,
+// the cache operations are part of the Backend interface (core/backend.h, "convolution
+// algorithm cache"), answered by the CUDA backend. Without CUDA the counters are zero,
 // clearing does nothing, and saving or loading is a "CUDA is not available: ..." error.
 //
 //   kiln::cudnn::set_benchmark(true);            // time algorithms once per shape
@@ -63,17 +63,5 @@ struct LoadReport {
 // which differs); a corrupt or truncated file is a kiln::Error naming the file, the line
 // and the problem.
 LoadReport load_algorithm_cache(const std::string& path);
-
-// ---- for the CUDA backend --------------------------------------------------------------
-// The cache operations of a backend that has one. kiln::init() registers the CUDA
-// backend's; the registry does not own them (they live as long as the program).
-struct AlgorithmCacheHooks {
-  Stats (*stats)();
-  void (*reset_stats)();
-  void (*clear)();
-  int64_t (*save)(const std::string& path);
-  LoadReport (*load)(const std::string& path);
-};
-void register_algorithm_cache(const AlgorithmCacheHooks* hooks);
 
 }  // namespace kiln::cudnn

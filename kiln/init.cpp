@@ -1,17 +1,16 @@
 // Registers CpuBackend (always) and, in a CUDA build on a machine with a driver and a GPU,
-// CudaBackend and its cuDNN algorithm cache (core/cudnn.h). Without one, Device::cuda()
-// stays unregistered and using it explains why (the reason the CUDA runtime gave).
+// CudaBackend (which also answers kiln::cudnn's algorithm cache calls, core/cudnn.h).
+// Without one, Device::cuda() stays unregistered and using it explains why (the reason
+// the CUDA runtime gave).
 #include "kiln/init.h"
 
 #include <mutex>
 #include <string>
 
 #include "core/backend.h"
-#include "core/cudnn.h"
 #include "kernels/cpu/cpu_backend.h"
 #if defined(KILN_WITH_CUDA)
 #include "kernels/cuda/cuda_backend.h"
-#include "kernels/cuda/cudnn/algorithm_cache_hooks.h"
 #include "kernels/cuda/runtime.h"
 #endif
 
@@ -27,7 +26,6 @@ void init() {
     if (cuda::device_count(&reason) > 0) {
       static cuda::CudaBackend cuda_backend;
       register_backend(DeviceType::CUDA, &cuda_backend);
-      cudnn::register_algorithm_cache(&cuda::algorithm_cache_hooks());
     } else {
       set_cuda_unavailable_reason(reason);
     }

@@ -69,6 +69,13 @@ class CudaBackend final : public Backend {
                            const Tensor& grad_input) override;
   void conv_backward_weight(const Tensor& grad_out, const Tensor& input, const ConvParams& params,
                             const Tensor& grad_weight) override;
+  // The process's cuDNN algorithm cache (cudnn/conv_algorithms.cpp); files are keyed by
+  // this machine's GPU names and cuDNN version (cudnn/conv_algorithm_file.h).
+  cudnn::Stats conv_algorithm_stats() override;
+  void reset_conv_algorithm_stats() override;
+  void clear_conv_algorithm_cache() override;
+  int64_t save_conv_algorithm_cache(const std::string& path) override;
+  cudnn::LoadReport load_conv_algorithm_cache(const std::string& path) override;
   void max_pool_forward(const Tensor& input, const PoolParams& params, const Tensor& out,
                         const Tensor& indices) override;
   void max_pool_backward(const Tensor& grad_out, const Tensor& indices, const PoolParams& params,

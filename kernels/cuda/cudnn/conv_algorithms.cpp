@@ -15,7 +15,7 @@
 #include "core/flags.h"
 #include "core/kernel_memory.h"
 #include "kernels/cuda/caching_allocator.h"
-#include "kernels/cuda/cudnn/algorithm_cache_hooks.h"
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cudnn/conv_algorithm_file.h"
 #include "kernels/cuda/cudnn/cudnn_check.h"
 #include "kernels/cuda/runtime.h"
@@ -232,17 +232,18 @@ ConvAlgorithmCache::Choice choose_conv_algorithm(const ConvKey& key, cudnnHandle
   return conv_algorithm_cache().choose(key, cudnn::benchmark(), source, memory);
 }
 
-const cudnn::AlgorithmCacheHooks& algorithm_cache_hooks() {
-  static const cudnn::AlgorithmCacheHooks hooks{
-      .stats = [] { return conv_algorithm_cache().stats(); },
-      .reset_stats = [] { conv_algorithm_cache().reset_stats(); },
-      .clear = [] { conv_algorithm_cache().clear(); },
-      .save = [](const std::string& path) {
-        return write_algorithm_file(path, this_machine(), conv_algorithm_cache().entries());
-      },
-      .load = [](const std::string& path) { return read_algorithm_file(path, this_machine(), conv_algorithm_cache()); },
-  };
-  return hooks;
+cudnn::Stats CudaBackend::conv_algorithm_stats() { return conv_algorithm_cache().stats(); }
+
+void CudaBackend::reset_conv_algorithm_stats() { conv_algorithm_cache().reset_stats(); }
+
+void CudaBackend::clear_conv_algorithm_cache() { conv_algorithm_cache().clear(); }
+
+int64_t CudaBackend::save_conv_algorithm_cache(const std::string& path) {
+  return write_algorithm_file(path, this_machine(), conv_algorithm_cache().entries());
+}
+
+cudnn::LoadReport CudaBackend::load_conv_algorithm_cache(const std::string& path) {
+  return read_algorithm_file(path, this_machine(), conv_algorithm_cache());
 }
 
 }  // namespace kiln::cuda

@@ -1,6 +1,7 @@
 // The conv algorithm cache (conv_algorithm_cache.h) wired to the real cuDNN and the
 // caching allocator: the process's one cache, the key of a convolution, and the choice
-// for it. (The hooks core's kiln::cudnn API reaches it through: algorithm_cache_hooks.h.)
+// for it. (Core's kiln::cudnn API reaches it through CudaBackend's conv_algorithm_*
+// entries, defined in conv_algorithms.cpp.)
 #pragma once
 
 #include <cudnn.h>
