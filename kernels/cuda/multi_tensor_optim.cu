@@ -3,21 +3,13 @@
 // a few launches whatever the number of parameters (Note [Multi-tensor kernels] in
 // core/backend.h).
 //
-// Math per element, as torch.optim (g = grad * inv_scale, negated when maximize; every
-// buffer updated in place, =):
-//   SGD      g += wd p;  buf = g on the first step, else momentum buf + (1 - dampening) g;
-//            g = nesterov ? g + momentum buf : buf;  p -= lr g
-//   Adam     AdamW: p *= 1 - lr wd; Adam: g += wd p.  m = beta1 m + (1 - beta1) g;
-//            v = beta2 v + (1 - beta2) g^2;  amsgrad: vmax = max(vmax, v), used for v;
-//            p -= lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)
-//   RMSprop  g += wd p;  sq = alpha sq + (1 - alpha) g^2;  centered: ga = ga + (1 - alpha)
-//            (g - ga), avg = sqrt(sq - ga^2) + eps, else avg = sqrt(sq) + eps;
-//            momentum: buf = momentum buf + g / avg, p -= lr buf; else p -= lr g / avg
-// Every list shares one dtype; float16/bfloat16 compute in float, float64 in double. The
-// hyperparameters arrive as doubles: combinations of them (1 - beta1, Adam's bias
-// corrections from the step counter, 1 - lr wd) are formed in double, then rounded once
-// to the compute type. A defined amp.found_inf that is non-zero makes every block return
-// before writing anything (GradScaler's skipped step).
+// Math: Note [Optimizer formulas] in kernels/optimizer_math.h, the per-element functions
+// the CPU backend runs too, so both round alike; every buffer updated in place (=). Every
+// list shares one dtype; float16/bfloat16 compute in float, float64 in double. The
+// scalars are formed on the host, except Adam's bias corrections, which each block forms
+// in double from its tensor's step counter (Note [Step counters on the device]). A defined
+// amp.found_inf that is non-zero makes every block return before writing anything
+// (GradScaler's skipped step).
 //
 // Launch shape: one block of 512 threads per 64K-element chunk (multi_tensor_apply.cuh);
 // bandwidth bound (Adam moves 7 values per parameter for ~15 flops), so the kernels aim
@@ -30,6 +22,7 @@
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/multi_tensor_apply.cuh"
+#include "kernels/optimizer_math.h"
 
 namespace kiln::cuda {
 namespace {
@@ -40,6 +33,7 @@ using multi_tensor::kIlp;
 using multi_tensor::load_lanes;
 using multi_tensor::store_lanes;
 using multi_tensor::vector_aligned;
+namespace math = optimizer_math;
 
 // The amp arguments every step functor carries (nullptr = not given).
 struct AmpPointers {
@@ -59,46 +53,33 @@ AmpPointers amp_pointers(const Backend::AmpStepArgs& amp) {
           amp.found_inf.defined() ? static_cast<const float*>(amp.found_inf.data_ptr()) : nullptr};
 }
 
-// max that lets a NaN through (torch.maximum), for amsgrad.
-template <typename V>
-__device__ __forceinline__ V nan_max(V a, V b) {
-  return (b != b || b > a) ? b : a;
-}
-
 // ==== functors: what a block does to its chunk =================================================
 
 // Lists: 0 params, 1 grads, 2 momentum buffers (unused without momentum).
 template <typename T>
 struct SgdFunctor {
   using V = opmath_t<T>;
-  V lr, momentum, dampening_complement, weight_decay;  // dampening_complement = 1 - dampening
-  bool has_momentum, first_step, nesterov, maximize;
+  math::SgdScalars<V> s;
+  math::SgdFlags flags;
+  bool maximize;
   AmpPointers amp;
 
   __device__ void operator()(const Chunk<3>& c) const {
     if (amp.skip()) return;
     T* p = c.list<T>(0);
     const T* g = c.list<T>(1);
-    T* buf = has_momentum ? c.list<T>(2) : nullptr;
-    const V scale = amp.grad_scale<V>();
+    T* buf = flags.momentum ? c.list<T>(2) : nullptr;
+    const V unscale = maximize ? -amp.grad_scale<V>() : amp.grad_scale<V>();
     const bool aligned = vector_aligned(p) && vector_aligned(g) && (buf == nullptr || vector_aligned(buf));
     for_each_lane_group(c.n, aligned, [&](auto lanes) {
       V rp[kIlp], rg[kIlp], rb[kIlp] = {};
       load_lanes(rp, p, lanes);
       load_lanes(rg, g, lanes);
-      if (has_momentum && !first_step) load_lanes(rb, buf, lanes);
+      if (flags.momentum && !flags.first_step) load_lanes(rb, buf, lanes);
 #pragma unroll
-      for (int k = 0; k < kIlp; ++k) {
-        V d = maximize ? -rg[k] * scale : rg[k] * scale;
-        if (weight_decay != V(0)) d += weight_decay * rp[k];
-        if (has_momentum) {
-          rb[k] = first_step ? d : momentum * rb[k] + dampening_complement * d;
-          d = nesterov ? d + momentum * rb[k] : rb[k];
-        }
-        rp[k] -= lr * d;
-      }
+      for (int k = 0; k < kIlp; ++k) math::sgd_update(rp[k], rg[k] * unscale, rb[k], s, flags);
       store_lanes(p, rp, lanes);
-      if (has_momentum) store_lanes(buf, rb, lanes);
+      if (flags.momentum) store_lanes(buf, rb, lanes);
     });
   }
 };
@@ -108,8 +89,10 @@ struct SgdFunctor {
 template <typename T>
 struct AdamFunctor {
   using V = opmath_t<T>;
-  double lr, beta1, beta2, eps, weight_decay;
-  bool decoupled_weight_decay, amsgrad, maximize;
+  math::AdamScalars<V> s;
+  double lr, beta1, beta2;  // for the bias corrections of each tensor's step
+  math::AdamFlags flags;
+  bool maximize;
   AmpPointers amp;
 
   __device__ void operator()(const Chunk<6>& c) const {
@@ -118,17 +101,10 @@ struct AdamFunctor {
     const T* g = c.list<T>(1);
     T* m = c.list<T>(2);
     T* v = c.list<T>(3);
-    T* vmax = amsgrad ? c.list<T>(4) : nullptr;
+    T* vmax = flags.amsgrad ? c.list<T>(4) : nullptr;
     const double step = *static_cast<const float*>(c.ptrs[5]);
-    const V step_size = static_cast<V>(lr / (1 - std::pow(beta1, step)));
-    const V bias_correction2_sqrt = static_cast<V>(std::sqrt(1 - std::pow(beta2, step)));
-    const V b1 = static_cast<V>(beta1), b2 = static_cast<V>(beta2);
-    const V one_minus_b1 = static_cast<V>(1 - beta1), one_minus_b2 = static_cast<V>(1 - beta2);
-    const V e = static_cast<V>(eps), wd = static_cast<V>(weight_decay);
-    const V decay = static_cast<V>(1 - lr * weight_decay);  // AdamW's p *= 1 - lr wd
-    const bool coupled_decay = weight_decay != 0 && !decoupled_weight_decay;
-    const bool decoupled_decay = weight_decay != 0 && decoupled_weight_decay;
-    const V scale = amp.grad_scale<V>();
+    const math::AdamStepSizes<V> t = math::adam_step_sizes<V>(lr, beta1, beta2, step);
+    const V unscale = maximize ? -amp.grad_scale<V>() : amp.grad_scale<V>();
     const bool aligned = vector_aligned(p) && vector_aligned(g) && vector_aligned(m) && vector_aligned(v) &&
                          (vmax == nullptr || vector_aligned(vmax));
     for_each_lane_group(c.n, aligned, [&](auto lanes) {
@@ -137,23 +113,13 @@ struct AdamFunctor {
       load_lanes(rg, g, lanes);
       load_lanes(rm, m, lanes);
       load_lanes(rv, v, lanes);
-      if (amsgrad) load_lanes(rmax, vmax, lanes);
+      if (flags.amsgrad) load_lanes(rmax, vmax, lanes);
 #pragma unroll
-      for (int k = 0; k < kIlp; ++k) {
-        V grad = maximize ? -rg[k] * scale : rg[k] * scale;
-        if (decoupled_decay) rp[k] *= decay;
-        if (coupled_decay) grad += wd * rp[k];
-        rm[k] = b1 * rm[k] + one_minus_b1 * grad;
-        rv[k] = b2 * rv[k] + one_minus_b2 * grad * grad;
-        V second_moment = rv[k];
-        if (amsgrad) second_moment = rmax[k] = nan_max(rmax[k], rv[k]);
-        const V denom = std::sqrt(second_moment) / bias_correction2_sqrt + e;
-        rp[k] -= step_size * rm[k] / denom;
-      }
+      for (int k = 0; k < kIlp; ++k) math::adam_update(rp[k], rg[k] * unscale, rm[k], rv[k], rmax[k], s, t, flags);
       store_lanes(p, rp, lanes);
       store_lanes(m, rm, lanes);
       store_lanes(v, rv, lanes);
-      if (amsgrad) store_lanes(vmax, rmax, lanes);
+      if (flags.amsgrad) store_lanes(vmax, rmax, lanes);
     });
   }
 };
@@ -163,8 +129,9 @@ struct AdamFunctor {
 template <typename T>
 struct RmspropFunctor {
   using V = opmath_t<T>;
-  V lr, alpha, one_minus_alpha, eps, weight_decay, momentum;
-  bool centered, has_momentum, maximize;
+  math::RmspropScalars<V> s;
+  math::RmspropFlags flags;
+  bool maximize;
   AmpPointers amp;
 
   __device__ void operator()(const Chunk<5>& c) const {
@@ -172,9 +139,9 @@ struct RmspropFunctor {
     T* p = c.list<T>(0);
     const T* g = c.list<T>(1);
     T* sq = c.list<T>(2);
-    T* buf = has_momentum ? c.list<T>(3) : nullptr;
-    T* ga = centered ? c.list<T>(4) : nullptr;
-    const V scale = amp.grad_scale<V>();
+    T* buf = flags.momentum ? c.list<T>(3) : nullptr;
+    T* ga = flags.centered ? c.list<T>(4) : nullptr;
+    const V unscale = maximize ? -amp.grad_scale<V>() : amp.grad_scale<V>();
     const bool aligned = vector_aligned(p) && vector_aligned(g) && vector_aligned(sq) &&
                          (buf == nullptr || vector_aligned(buf)) && (ga == nullptr || vector_aligned(ga));
     for_each_lane_group(c.n, aligned, [&](auto lanes) {
@@ -182,31 +149,14 @@ struct RmspropFunctor {
       load_lanes(rp, p, lanes);
       load_lanes(rg, g, lanes);
       load_lanes(rsq, sq, lanes);
-      if (has_momentum) load_lanes(rb, buf, lanes);
-      if (centered) load_lanes(rga, ga, lanes);
+      if (flags.momentum) load_lanes(rb, buf, lanes);
+      if (flags.centered) load_lanes(rga, ga, lanes);
 #pragma unroll
-      for (int k = 0; k < kIlp; ++k) {
-        V grad = maximize ? -rg[k] * scale : rg[k] * scale;
-        if (weight_decay != V(0)) grad += weight_decay * rp[k];
-        rsq[k] = alpha * rsq[k] + one_minus_alpha * grad * grad;
-        V avg;
-        if (centered) {
-          rga[k] += one_minus_alpha * (grad - rga[k]);
-          avg = std::sqrt(rsq[k] - rga[k] * rga[k]) + eps;
-        } else {
-          avg = std::sqrt(rsq[k]) + eps;
-        }
-        if (has_momentum) {
-          rb[k] = momentum * rb[k] + grad / avg;
-          rp[k] -= lr * rb[k];
-        } else {
-          rp[k] -= lr * (grad / avg);
-        }
-      }
+      for (int k = 0; k < kIlp; ++k) math::rmsprop_update(rp[k], rg[k] * unscale, rsq[k], rb[k], rga[k], s, flags);
       store_lanes(p, rp, lanes);
       store_lanes(sq, rsq, lanes);
-      if (has_momentum) store_lanes(buf, rb, lanes);
-      if (centered) store_lanes(ga, rga, lanes);
+      if (flags.momentum) store_lanes(buf, rb, lanes);
+      if (flags.centered) store_lanes(ga, rga, lanes);
     });
   }
 };
@@ -235,18 +185,12 @@ void CudaBackend::sgd_step(const std::vector<Tensor>& params, const std::vector<
   if (params.empty()) return;
   const OnDevice on(params[0].device().index);
   visit_floating(params[0], "sgd_step", [&]<typename T>() {
-    using V = opmath_t<T>;
-    const SgdFunctor<T> f{.lr = static_cast<V>(options.lr),
-                          .momentum = static_cast<V>(options.momentum),
-                          .dampening_complement = static_cast<V>(1 - options.dampening),
-                          .weight_decay = static_cast<V>(options.weight_decay),
-                          .has_momentum = options.momentum != 0,
-                          .first_step = options.first_step,
-                          .nesterov = options.nesterov,
+    const SgdFunctor<T> f{.s = math::sgd_scalars<opmath_t<T>>(options),
+                          .flags = math::sgd_flags(options),
                           .maximize = options.maximize,
                           .amp = amp_pointers(amp)};
     const std::vector<Tensor> none;
-    const std::vector<Tensor>& buffers = options.momentum != 0 ? momentum_buffers : none;
+    const std::vector<Tensor>& buffers = f.flags.momentum ? momentum_buffers : none;
     multi_tensor::multi_tensor_apply<3>({&params, &grads, &buffers}, f, on.stream.handle());
   });
 }
@@ -260,18 +204,19 @@ void CudaBackend::adam_step(const std::vector<Tensor>& params, const std::vector
               " params");
   const OnDevice on(params[0].device().index);
   visit_floating(params[0], "adam_step", [&]<typename T>() {
-    const AdamFunctor<T> f{.lr = options.lr,
-                           .beta1 = options.beta1,
-                           .beta2 = options.beta2,
-                           .eps = options.eps,
-                           .weight_decay = options.weight_decay,
-                           .decoupled_weight_decay = options.decoupled_weight_decay,
-                           .amsgrad = options.amsgrad,
-                           .maximize = options.maximize,
-                           .amp = amp_pointers(amp)};
+    const AdamFunctor<T> f{
+        .s = math::adam_scalars<opmath_t<T>>(options.lr, options.beta1, options.beta2, options.eps,
+                                             options.weight_decay),
+        .lr = options.lr,
+        .beta1 = options.beta1,
+        .beta2 = options.beta2,
+        .flags = math::adam_flags(options),
+        .maximize = options.maximize,
+        .amp = amp_pointers(amp)};
     const std::vector<Tensor> none;
     const std::vector<Tensor>& maxes = options.amsgrad ? max_exp_avg_sqs : none;
-    multi_tensor::multi_tensor_apply<6>({&params, &grads, &exp_avgs, &exp_avg_sqs, &maxes, &steps}, f, on.stream.handle());
+    multi_tensor::multi_tensor_apply<6>({&params, &grads, &exp_avgs, &exp_avg_sqs, &maxes, &steps}, f,
+                                        on.stream.handle());
   });
 }
 
@@ -282,22 +227,14 @@ void CudaBackend::rmsprop_step(const std::vector<Tensor>& params, const std::vec
   if (params.empty()) return;
   const OnDevice on(params[0].device().index);
   visit_floating(params[0], "rmsprop_step", [&]<typename T>() {
-    using V = opmath_t<T>;
-    const RmspropFunctor<T> f{.lr = static_cast<V>(options.lr),
-                              .alpha = static_cast<V>(options.alpha),
-                              .one_minus_alpha = static_cast<V>(1 - options.alpha),
-                              .eps = static_cast<V>(options.eps),
-                              .weight_decay = static_cast<V>(options.weight_decay),
-                              .momentum = static_cast<V>(options.momentum),
-                              .centered = options.centered,
-                              .has_momentum = options.momentum > 0,
+    const RmspropFunctor<T> f{.s = math::rmsprop_scalars<opmath_t<T>>(options),
+                              .flags = math::rmsprop_flags(options),
                               .maximize = options.maximize,
                               .amp = amp_pointers(amp)};
-    // momentum > 0, as the op layer (which then requires the buffers) and the CPU backend
-    // decide it: a negative momentum has no buffers, and must not read list 3's nullptr.
+    // A list the flags leave out is passed empty, so no block reads its nullptrs.
     const std::vector<Tensor> none;
-    const std::vector<Tensor>& buffers = options.momentum > 0 ? momentum_buffers : none;
-    const std::vector<Tensor>& averages = options.centered ? grad_avgs : none;
+    const std::vector<Tensor>& buffers = f.flags.momentum ? momentum_buffers : none;
+    const std::vector<Tensor>& averages = f.flags.centered ? grad_avgs : none;
     multi_tensor::multi_tensor_apply<5>({&params, &grads, &square_avgs, &buffers, &averages}, f, on.stream.handle());
   });
 }

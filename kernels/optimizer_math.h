@@ -1,0 +1,200 @@
+// The per-element math of the fused optimizer steps (SGD, Adam/AdamW, RMSprop), written
+// once for both backends: kernels/cpu/multi_tensor.cpp runs these functions in its chunked
+// OpenMP loops and kernels/cuda/multi_tensor_optim.cu in its multi-tensor apply, so a
+// step rounds the same way on the CPU and on the GPU (up to the device's sqrt and pow).
+//
+// Note [Optimizer formulas]: PyTorch's torch.optim single-tensor algorithms, element by
+// element, in the compute type M (float for float16/bfloat16/float32, double for float64):
+//   g = grad * inv_scale, negated when maximize   (negating the product is exact)
+//   SGD      g += wd p;  buf = g on the first step, else momentum buf + (1 - dampening) g;
+//            g = nesterov ? g + momentum buf : buf (with momentum);  p -= lr g
+//   Adam     AdamW: p *= 1 - lr wd;  Adam: g += wd p
+//            m = lerp(m, g, 1 - beta1);  v = beta2 v + (1 - beta2) g g
+//            amsgrad: v_max = max(v_max, v) (NaN wins), used for v below
+//            denom = sqrt(v) / sqrt(1 - beta2^step) + eps
+//            p += -(lr / (1 - beta1^step)) (m / denom)           (PyTorch's addcdiv_)
+//   RMSprop  g += wd p;  sq = alpha sq + (1 - alpha) g g
+//            centered: ga = lerp(ga, g, 1 - alpha), avg = sqrt(sq - ga ga) + eps;
+//            else avg = sqrt(sq) + eps
+//            momentum > 0: buf = momentum buf + g / avg, p -= lr buf;  else p -= lr (g / avg)
+// The hyper-parameters arrive as doubles; their combinations (1 - beta1, 1 - lr wd, Adam's
+// bias corrections from the step counter) are formed in double and rounded once to M
+// (the *_scalars functions), on the host by the CPU and in each block by CUDA.
+//
+// The options that change a loop's shape (weight decay on or off, momentum, amsgrad,
+// centered, ...) come as a Flags object with bool members: the CPU passes a Static*Flags
+// type whose members are compile-time constants, so its loop has no branch and GCC
+// vectorises it; CUDA passes the run-time *Flags (a branch uniform across the block).
+#pragma once
+
+#include <cmath>
+
+#include "core/backend.h"
+#include "core/half.h"  // KILN_HOST_DEVICE
+
+namespace kiln::optimizer_math {
+
+#define KM KILN_HOST_DEVICE inline
+
+// PyTorch's lerp: self + w (end - self), written from the end when |w| >= 0.5 so that
+// w = 1 gives end exactly.
+template <typename M>
+KM M lerp(M self, M end, M weight) {
+  return std::abs(weight) < M(0.5) ? self + weight * (end - self) : end - (end - self) * (M(1) - weight);
+}
+
+// torch.maximum: a NaN in either wins.
+template <typename M>
+KM M nan_maximum(M a, M b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  return a > b ? a : b;
+}
+
+// ---- SGD ------------------------------------------------------------------------------------
+
+struct SgdFlags {
+  bool weight_decay, momentum, first_step, nesterov;
+};
+template <bool kWeightDecay, bool kMomentum, bool kFirstStep, bool kNesterov>
+struct StaticSgdFlags {
+  static constexpr bool weight_decay = kWeightDecay, momentum = kMomentum, first_step = kFirstStep,
+                        nesterov = kNesterov;
+};
+
+template <typename M>
+struct SgdScalars {
+  M lr, momentum, keep, weight_decay;  // keep = 1 - dampening
+};
+
+inline SgdFlags sgd_flags(const Backend::SgdStepParams& o) {
+  const bool momentum = o.momentum != 0;
+  return {.weight_decay = o.weight_decay != 0, .momentum = momentum, .first_step = momentum && o.first_step,
+          .nesterov = momentum && o.nesterov};
+}
+
+template <typename M>
+SgdScalars<M> sgd_scalars(const Backend::SgdStepParams& o) {
+  return {.lr = static_cast<M>(o.lr), .momentum = static_cast<M>(o.momentum),
+          .keep = static_cast<M>(1.0 - o.dampening), .weight_decay = static_cast<M>(o.weight_decay)};
+}
+
+// One element: `grad` already unscaled (and negated for maximize); `buf` is read only when
+// momentum is on and this is not the first step.
+template <typename M, typename Flags>
+KM void sgd_update(M& param, M grad, M& buf, const SgdScalars<M>& s, const Flags& f) {
+  if (f.weight_decay) grad += s.weight_decay * param;
+  if (f.momentum) {
+    buf = f.first_step ? grad : s.momentum * buf + s.keep * grad;
+    grad = f.nesterov ? grad + s.momentum * buf : buf;
+  }
+  param = param - s.lr * grad;
+}
+
+// ---- Adam / AdamW ---------------------------------------------------------------------------
+
+struct AdamFlags {
+  bool coupled_weight_decay, decoupled_weight_decay, amsgrad;
+};
+template <bool kCoupledWeightDecay, bool kDecoupledWeightDecay, bool kAmsgrad>
+struct StaticAdamFlags {
+  static constexpr bool coupled_weight_decay = kCoupledWeightDecay, decoupled_weight_decay = kDecoupledWeightDecay,
+                        amsgrad = kAmsgrad;
+};
+
+template <typename M>
+struct AdamScalars {
+  M weight_decay, decay, beta2, one_minus_beta1, one_minus_beta2, eps;  // decay = 1 - lr wd (AdamW)
+};
+
+// The two numbers that depend on a tensor's step counter.
+template <typename M>
+struct AdamStepSizes {
+  M step_size;              // lr / (1 - beta1^step)
+  M bias_correction2_sqrt;  // sqrt(1 - beta2^step)
+};
+
+inline AdamFlags adam_flags(const Backend::AdamStepParams& o) {
+  const bool decay = o.weight_decay != 0;
+  return {.coupled_weight_decay = decay && !o.decoupled_weight_decay,
+          .decoupled_weight_decay = decay && o.decoupled_weight_decay, .amsgrad = o.amsgrad};
+}
+
+template <typename M>
+KM AdamScalars<M> adam_scalars(double lr, double beta1, double beta2, double eps, double weight_decay) {
+  return {.weight_decay = static_cast<M>(weight_decay), .decay = static_cast<M>(1.0 - lr * weight_decay),
+          .beta2 = static_cast<M>(beta2), .one_minus_beta1 = static_cast<M>(1.0 - beta1),
+          .one_minus_beta2 = static_cast<M>(1.0 - beta2), .eps = static_cast<M>(eps)};
+}
+
+template <typename M>
+KM AdamStepSizes<M> adam_step_sizes(double lr, double beta1, double beta2, double step) {
+  return {.step_size = static_cast<M>(lr / (1.0 - std::pow(beta1, step))),
+          .bias_correction2_sqrt = static_cast<M>(std::sqrt(1.0 - std::pow(beta2, step)))};
+}
+
+// One element; `max_exp_avg_sq` is read and written only with amsgrad.
+template <typename M, typename Flags>
+KM void adam_update(M& param, M grad, M& exp_avg, M& exp_avg_sq, M& max_exp_avg_sq, const AdamScalars<M>& s,
+                    const AdamStepSizes<M>& t, const Flags& f) {
+  if (f.decoupled_weight_decay) param = param * s.decay;
+  if (f.coupled_weight_decay) grad += s.weight_decay * param;
+  exp_avg = lerp(exp_avg, grad, s.one_minus_beta1);
+  exp_avg_sq = s.beta2 * exp_avg_sq + s.one_minus_beta2 * grad * grad;
+  M second_moment = exp_avg_sq;
+  if (f.amsgrad) second_moment = max_exp_avg_sq = nan_maximum(max_exp_avg_sq, exp_avg_sq);
+  const M denom = std::sqrt(second_moment) / t.bias_correction2_sqrt + s.eps;
+  param = param + (-t.step_size) * (exp_avg / denom);
+}
+
+// ---- RMSprop --------------------------------------------------------------------------------
+
+struct RmspropFlags {
+  bool weight_decay, centered, momentum;
+};
+template <bool kWeightDecay, bool kCentered, bool kMomentum>
+struct StaticRmspropFlags {
+  static constexpr bool weight_decay = kWeightDecay, centered = kCentered, momentum = kMomentum;
+};
+
+template <typename M>
+struct RmspropScalars {
+  M lr, alpha, one_minus_alpha, eps, weight_decay, momentum;
+};
+
+// momentum > 0 decides the momentum path, as the op layer (which then requires the
+// buffers) decides it: a negative momentum has no buffers.
+inline RmspropFlags rmsprop_flags(const Backend::RmspropStepParams& o) {
+  return {.weight_decay = o.weight_decay != 0, .centered = o.centered, .momentum = o.momentum > 0};
+}
+
+template <typename M>
+RmspropScalars<M> rmsprop_scalars(const Backend::RmspropStepParams& o) {
+  return {.lr = static_cast<M>(o.lr), .alpha = static_cast<M>(o.alpha),
+          .one_minus_alpha = static_cast<M>(1.0 - o.alpha), .eps = static_cast<M>(o.eps),
+          .weight_decay = static_cast<M>(o.weight_decay), .momentum = static_cast<M>(o.momentum)};
+}
+
+// One element; `buf` is used only with momentum, `grad_avg` only when centered.
+template <typename M, typename Flags>
+KM void rmsprop_update(M& param, M grad, M& square_avg, M& buf, M& grad_avg, const RmspropScalars<M>& s,
+                       const Flags& f) {
+  if (f.weight_decay) grad += s.weight_decay * param;
+  square_avg = s.alpha * square_avg + s.one_minus_alpha * grad * grad;
+  M variance = square_avg;
+  if (f.centered) {
+    grad_avg = lerp(grad_avg, grad, s.one_minus_alpha);
+    variance = square_avg - grad_avg * grad_avg;
+  }
+  const M avg = std::sqrt(variance) + s.eps;
+  if (f.momentum) {
+    buf = s.momentum * buf + grad / avg;
+    param = param - s.lr * buf;
+  } else {
+    param = param - s.lr * (grad / avg);
+  }
+}
+
+#undef KM
+
+}  // namespace kiln::optimizer_math
