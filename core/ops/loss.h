@@ -2,7 +2,9 @@
 // log_softmax (the fused kernel) + nll_loss, binary_cross_entropy_with_logits never
 // exponentiates a large positive number. Each takes a Reduction (mean by default).
 // Gradient: through the ops they are made of, with respect to input (and target where
-// PyTorch gives one: the regression losses and probability targets).
+// PyTorch gives one: the regression losses and probability targets). Input and a
+// per-element target must have the same shape: no broadcasting between them (Note [Loss
+// shapes] in loss.cpp; PyTorch only warns).
 #pragma once
 
 #include <cstdint>
