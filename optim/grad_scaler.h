@@ -8,7 +8,7 @@
 // growth_interval clean steps in a row, S is multiplied by growth_factor.
 //
 //   GradScaler scaler;                       // init_scale 2^16, growth 2, backoff 0.5, 2000
-//   GradScaler custom({.init_scale = 1024.0, .growth_interval = 500});
+//   GradScaler custom(GradScalerOptions{.init_scale = 1024.0, .growth_interval = 500});
 //   scaler.scale(loss).backward();
 //   scaler.unscale_(optimizer);              // optional: before clip_grad_norm_
 //   clip_grad_norm_(params, 1.0);

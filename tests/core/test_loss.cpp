@@ -258,8 +258,11 @@ TEST(BinaryCrossEntropyWithLogits, MatchesReferenceWithWeightAndPosWeight) {
   for (Reduction r : kReductions) {
     for (int variant = 0; variant < 4; ++variant) {
       const bool weighted = variant & 1, positive = variant & 2;
-      const Tensor got = binary_cross_entropy_with_logits(
-          x, y, {.weight = weighted ? w : Tensor(), .pos_weight = positive ? tensor(pos_weight) : Tensor(), .reduction = r});
+      const Tensor got =
+          binary_cross_entropy_with_logits(x, y,
+                                           {.weight = weighted ? w : Tensor(),
+                                            .reduction = r,
+                                            .pos_weight = positive ? tensor(pos_weight) : Tensor()});
       const Values expected = reference_bce(x.to_vector<double>(), y.to_vector<double>(),
                                             weighted ? w.to_vector<double>() : Values{},
                                             positive ? pos_weight : Values{}, 3, r);
@@ -300,7 +303,7 @@ TEST(BinaryCrossEntropyWithLogits, WeightsMayBroadcastToTheInputButNotWidenIt) {
     const Tensor w = full(shape, 2.0);
     EXPECT_EQ(binary_cross_entropy_with_logits(x, y, {.weight = w, .reduction = Reduction::None}).sizes(),
               x.sizes());
-    EXPECT_EQ(binary_cross_entropy_with_logits(x, y, {.pos_weight = w, .reduction = Reduction::None}).sizes(),
+    EXPECT_EQ(binary_cross_entropy_with_logits(x, y, {.reduction = Reduction::None, .pos_weight = w}).sizes(),
               x.sizes());
   }
 }
