@@ -275,11 +275,13 @@ class Backend {
   // dtype mix of floating tensors; accumulation in float32 (float64 if `out` is).
   virtual void multi_tensor_norm(const std::vector<Tensor>& tensors, double p, const Tensor& out) = 0;
   // GradScaler's update (Float32 [1] scale, Int32 [1] growth_tracker, Float32 [1] found_inf),
-  // on the device: if found_inf != 0, scale *= backoff_factor and growth_tracker = 0;
-  // else growth_tracker += 1, and when it reaches growth_interval, scale *= growth_factor
-  // (unless that would overflow to inf) and growth_tracker = 0.
+  // on the device: if found_inf != 0, scale = max(scale * backoff_factor, min_scale) and
+  // growth_tracker = 0; else growth_tracker += 1, and when it reaches growth_interval,
+  // scale *= growth_factor (unless that would overflow to inf) and growth_tracker = 0.
+  // Both backends run kernels/amp_scale_update.h.
   virtual void amp_update_scale(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf,
-                                double growth_factor, double backoff_factor, int64_t growth_interval) = 0;
+                                double growth_factor, double backoff_factor, int64_t growth_interval,
+                                double min_scale) = 0;
 
   // ---- random numbers (Note [Philox streams] in core/generator.h) ----------------------
   virtual void uniform(const Tensor& out, double low, double high, PhiloxState state) = 0;

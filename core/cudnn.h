@@ -48,7 +48,9 @@ void reset_stats();
 void clear_algorithm_cache();
 
 // Writes the cache to `path` atomically (a temporary file beside it, then a rename).
-// Returns the number of entries written.
+// Returns the number of entries written. (What is saved is the process's one cache, so
+// the path is the only argument: Note [Save and load argument order] in
+// core/safetensors.h.)
 int64_t save_algorithm_cache(const std::string& path);
 
 // What load_algorithm_cache did.

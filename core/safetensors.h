@@ -27,6 +27,15 @@
 // in that order, as compact JSON, padded with spaces to a multiple of 8 bytes so the data
 // buffer starts 8-aligned.
 //
+// Note [Save and load argument order]: every save and load function in Kiln takes what is
+// saved (or what is loaded into) first, then the path, then options, as PyTorch's
+// torch.save(obj, f) and Python safetensors' save_file(tensors, filename, metadata):
+//   safetensors::save(tensors, path, metadata)    nn::save_weights(module, path, metadata)
+//   optim::save_state_dict(state, path)           nn::load_weights(module, path, strict)
+// A function given nothing but the path (and options) takes the path first:
+// safetensors::load(path, device), optim::load_state_dict_file(path, device),
+// cudnn::save_algorithm_cache(path).
+//
 // Big-endian hosts are not supported (a static_assert in safetensors.cpp).
 #pragma once
 
@@ -81,8 +90,9 @@ std::string_view dtype_code(DType dtype);
 // while writing, one at a time) with `metadata`, atomically: into a temporary file in the
 // same folder, fsync'd, renamed over `path`, then the folder fsync'd. On any error the
 // temporary file is removed and an existing `path` is left as it was.
-// Names must be unique, and "__metadata__" is reserved.
-void save(const std::string& path, const NamedTensors& tensors, const Metadata& metadata = {});
+// Names must be unique, and "__metadata__" is reserved. Argument order: Note [Save and
+// load argument order].
+void save(const NamedTensors& tensors, const std::string& path, const Metadata& metadata = {});
 // The same bytes in memory.
 std::vector<uint8_t> save_to_bytes(const NamedTensors& tensors, const Metadata& metadata = {});
 

@@ -186,7 +186,7 @@ void write_safetensors(ByteSink& sink, const NamedTensors& tensors, const Metada
 
 }  // namespace
 
-void save(const std::string& path, const NamedTensors& tensors, const Metadata& metadata) {
+void save(const NamedTensors& tensors, const std::string& path, const Metadata& metadata) {
   check_tensors(tensors);  // before a temporary file exists
   AtomicFile file(path);
   write_safetensors(file, tensors, metadata);

@@ -27,7 +27,9 @@ namespace autograd {
 class Node;
 }
 
-// Options of the factories, as designated initializers: {.dtype = DType::Float64}.
+// Options of the factories, as designated initializers in the order of PyTorch's factory
+// keywords (dtype, device, requires_grad, pin_memory; Kiln has no layout):
+//   zeros({2, 3}, TensorOptions{.dtype = DType::Float64, .device = Device::cuda()})
 // An unset dtype means the factory's default (float32, or int64 for integer factories).
 struct TensorOptions {
   std::optional<DType> dtype;

@@ -1,6 +1,10 @@
 // Activation layers over the functional ops of core/ops/activation.h: ReLU, LeakyReLU,
 // PReLU (a learned slope, one or one per channel), SiLU (a.k.a. Swish), Sigmoid, Tanh,
 // GELU (exact or tanh approximation) and ELU.
+//
+// Options in PyTorch's order, as designated initializers:
+//   LeakyReLU(LeakyReLUOptions{.negative_slope = 0.2});  ELU(ELUOptions{.alpha = 0.5});
+//   PReLU(PReLUOptions{.num_parameters = 16, .init = 0.1});  GELU(GELUOptions{.approximate = "tanh"});
 #pragma once
 
 #include <cstdint>

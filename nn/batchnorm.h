@@ -9,6 +9,9 @@
 // num_batches_tracked (a cumulative moving average: the running values are the mean of
 // every batch's so far). In eval it normalises with the running statistics, or with the
 // batch's when it tracks none.
+//
+// Options in PyTorch's order, as designated initializers:
+//   BatchNorm3d bn(BatchNorm3dOptions{.num_features = 64, .eps = 1e-3, .momentum = std::nullopt});
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,8 @@
 // Options take one value per spatial dim or one value for all ({3} is 3x3x3 in Conv3d).
 // Weight [out_channels, in_channels / groups, k...], bias [out_channels], initialised as
 // PyTorch's (Note [Default layer initialisation] in linear.cpp).
+//
+//   Conv3d conv(Conv3dOptions{.in_channels = 1, .out_channels = 16, .kernel_size = {3}, .padding = {1}});
 #pragma once
 
 #include <cstdint>

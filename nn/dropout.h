@@ -1,6 +1,8 @@
 // Dropout layers: Dropout zeroes single elements, Dropout3d whole channels of a volume
 // ([N, C, D, H, W] or unbatched [C, D, H, W]); both scale the kept values by 1 / (1 - p)
 // in training and are the identity in eval.
+//
+//   Dropout(DropoutOptions{.p = 0.2, .generator = &generator});  // generator: Kiln only, after PyTorch's
 #pragma once
 
 #include "nn/layer.h"

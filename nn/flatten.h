@@ -1,5 +1,7 @@
 // Flatten (merges dims start_dim..end_dim into one, a view when possible) and Identity
 // (returns its input): the layers that only reshape or pass through.
+//
+//   Flatten(FlattenOptions{.start_dim = 1, .end_dim = -1});
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,8 @@
 // Linear: y = x W^T + b over the last dim, with PyTorch's default initialisation:
 // W ~ kaiming_uniform_(a = sqrt(5)), i.e. U(-1/sqrt(in), 1/sqrt(in)), and
 // b ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+//
+//   Linear fc(LinearOptions{.in_features = 512, .out_features = 10, .bias = false});
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,11 @@
 // Losses as modules, holding their options (core/ops/loss.h has the math). As in
 // PyTorch, class weights (`weight`) and BCE's `pos_weight` are registered as buffers, so
 // they move with to() and are saved in the state dict. forward(input, target).
+//
+// Options in PyTorch's order, as designated initializers:
+//   BCEWithLogitsLoss(BCEWithLogitsLossOptions{.weight = w, .reduction = Reduction::Sum, .pos_weight = p});
+//   MSELoss(MSELossOptions{.reduction = Reduction::Sum});
+//   SmoothL1Loss(SmoothL1LossOptions{.reduction = Reduction::Sum, .beta = 0.5});
 #pragma once
 
 #include "core/ops/loss.h"

@@ -12,7 +12,12 @@
 // designated initializers in declaration order, e.g.
 //   auto conv = std::make_shared<nn::Conv3d>(nn::Conv3dOptions{.in_channels = 1,
 //                                            .out_channels = 8, .kernel_size = {3}});
-// A layer with no options (ReLU, Identity) has a default constructor.
+// A layer with no options (ReLU, Identity) has a default constructor. As C++20 wants the
+// designators in declaration order, every options struct (layers, losses, optimizers,
+// schedulers, GradScaler, TensorOptions) declares its members in the order PyTorch lists
+// the arguments of the matching class or function, Kiln's own members after PyTorch's,
+// and its header shows a one-line example; tests/core/test_options_structs.cpp checks
+// the examples, and the options-order tests spell each struct out in PyTorch's order.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,11 @@
 // Pooling layers over core/ops/pool.h, channels first: MaxPool1d/2d/3d,
 // AvgPool1d/2d/3d and AdaptiveAvgPool1d/2d/3d. Sizes take one value per spatial dim or
 // one for all; an empty stride means stride = kernel_size (as PyTorch's default).
+//
+// Options in PyTorch's order, as designated initializers:
+//   MaxPool3d(MaxPool3dOptions{.kernel_size = {3}, .stride = {2}, .padding = {1}});
+//   AvgPool3d(AvgPool3dOptions{.kernel_size = {2}, .count_include_pad = false});
+//   AdaptiveAvgPool3d(AdaptiveAvgPool3dOptions{.output_size = {1}});
 #pragma once
 
 #include <cstdint>

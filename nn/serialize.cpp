@@ -4,7 +4,7 @@
 namespace kiln::nn {
 
 void save_weights(const Module& module, const std::string& path, const safetensors::Metadata& metadata) {
-  safetensors::save(path, module.state_dict(), metadata);
+  safetensors::save(module.state_dict(), path, metadata);
 }
 
 LoadStateDictResult load_weights(Module& module, const std::string& path, bool strict) {

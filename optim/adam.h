@@ -9,6 +9,10 @@
 // counters on the device]). State: "step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"
 // (amsgrad). Group options: "lr", "beta1", "beta2", "eps", "weight_decay", "amsgrad",
 // "maximize" (CyclicLR's cycle_momentum drives "beta1").
+//
+// Options in torch.optim.Adam's order (betas as beta1, beta2), as designated initializers:
+//   Adam adam(model.parameters(), AdamOptions{.lr = 3e-4, .beta2 = 0.98, .amsgrad = true});
+//   AdamW adamw(model.parameters(), AdamWOptions{.lr = 1e-3, .weight_decay = 0.05});
 #pragma once
 
 #include "optim/optimizer.h"

@@ -11,6 +11,8 @@
 // We use the recursive form, with PyTorch's operation order, so the doubles are PyTorch's
 // and a hand-set lr carries on as in PyTorch; past T_max the lr rises again along the
 // cosine (period 2 T_max). The two forms differ by rounding only.
+//
+//   CosineAnnealingLR scheduler(optimizer, CosineAnnealingLROptions{.T_max = 100, .eta_min = 1e-5});
 #pragma once
 
 #include <cstdint>

@@ -17,6 +17,9 @@
 // the initial step, as PyTorch does. A custom scale_fn is code and cannot be saved:
 // state_dict records that one was used, and load_state_dict into a scheduler without a
 // custom scale_fn of its own is an error (PyTorch silently drops it).
+//
+// Options in PyTorch's order, as designated initializers:
+//   CyclicLR cyclic(optimizer, CyclicLROptions{.base_lr = 1e-4, .max_lr = 1e-2, .step_size_up = 500});
 #pragma once
 
 #include <cstdint>

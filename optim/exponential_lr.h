@@ -1,6 +1,8 @@
 // ExponentialLR: multiplies every group's lr by gamma every epoch, as
 // torch.optim.lr_scheduler.ExponentialLR: lr = base_lr * gamma^last_epoch, computed
 // recursively (Note [Recursive schedules] in optim/lr_scheduler.h).
+//
+//   ExponentialLR scheduler(optimizer, ExponentialLROptions{.gamma = 0.95});
 #pragma once
 
 #include "optim/lr_scheduler.h"

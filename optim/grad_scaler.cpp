@@ -26,6 +26,10 @@ void GradScaler::check_options(const GradScalerOptions& options) {
   // a longer interval could never be reached: the count would overflow first.
   KILN_CHECK(options.growth_interval >= 1 && options.growth_interval <= std::numeric_limits<int32_t>::max(),
              "GradScaler: growth_interval must be in [1, 2^31 - 1], got ", options.growth_interval);
+  KILN_CHECK(options.min_scale > 0 && std::isfinite(options.min_scale),
+             "GradScaler: min_scale must be finite and > 0, got ", options.min_scale);
+  KILN_CHECK(options.min_scale <= options.init_scale, "GradScaler: min_scale ", options.min_scale,
+             " must not exceed init_scale ", options.init_scale);
 }
 
 void GradScaler::lazy_init(Device device) {
@@ -106,7 +110,7 @@ void GradScaler::update() {
   const Tensor found_inf = flags.empty() ? zeros({1}, {.dtype = DType::Float32, .device = scale_.device()})
                                          : combined_found_inf(flags);
   amp_update_scale_(scale_, growth_tracker_, found_inf, options_.growth_factor, options_.backoff_factor,
-                    options_.growth_interval);
+                    options_.growth_interval, options_.min_scale);
   per_optimizer_.clear();
 }
 
@@ -115,6 +119,8 @@ void GradScaler::update(double new_scale) {
   KILN_CHECK(scale_.defined(), "GradScaler.update: scale() has not been called yet, so there is no scale");
   KILN_CHECK(new_scale > 0 && std::isfinite(new_scale), "GradScaler.update: new_scale must be finite and > 0, got ",
              new_scale);
+  KILN_CHECK(new_scale >= options_.min_scale, "GradScaler.update: new_scale ", new_scale,
+             " is below min_scale ", options_.min_scale, ". Hint: lower it first with set_min_scale()");
   NoGradGuard no_grad;
   scale_.fill_(new_scale);
   per_optimizer_.clear();
@@ -138,6 +144,18 @@ void GradScaler::set_backoff_factor(double factor) { set_option(&GradScalerOptio
 void GradScaler::set_growth_interval(int64_t interval) {
   set_option(&GradScalerOptions::growth_interval, interval);
 }
+void GradScaler::set_min_scale(double min_scale) {
+  GradScalerOptions next = options_;
+  next.min_scale = min_scale;
+  check_options(next);
+  // The scale may have backed off below init_scale since: the floor must not be above it.
+  if (options_.enabled && scale_.defined()) {
+    const double scale = get_scale();
+    KILN_CHECK(min_scale <= scale, "GradScaler.set_min_scale: min_scale ", min_scale,
+               " must not exceed the current scale ", scale);
+  }
+  options_ = next;
+}
 
 json::Value GradScaler::state_dict() const {
   if (!options_.enabled) return json::Value::object();
@@ -146,7 +164,8 @@ json::Value GradScaler::state_dict() const {
                               {"growth_factor", json::Value::number(options_.growth_factor)},
                               {"backoff_factor", json::Value::number(options_.backoff_factor)},
                               {"growth_interval", json::Value::integer(options_.growth_interval)},
-                              {"_growth_tracker", json::Value::integer(tracker)}});
+                              {"_growth_tracker", json::Value::integer(tracker)},
+                              {"min_scale", json::Value::number(options_.min_scale)}});
 }
 
 namespace {
@@ -171,6 +190,12 @@ void GradScaler::load_state_dict(const json::Value& state) {
   const int64_t tracker = member(state, "_growth_tracker").as_integer();
   KILN_CHECK(tracker >= 0 && tracker < next.growth_interval, "GradScaler.load_state_dict: _growth_tracker ",
              tracker, " is outside [0, growth_interval = ", next.growth_interval, ")");
+  // Kiln's own key: a PyTorch state has none and keeps this scaler's floor.
+  if (const json::Value* min_scale = state.find("min_scale")) next.min_scale = min_scale->as_number();
+  // (A NaN fails neither comparison here and is named by check_options below.)
+  KILN_CHECK(!(next.init_scale < next.min_scale), "GradScaler.load_state_dict: scale ", next.init_scale,
+             " is below min_scale ", next.min_scale,
+             " (Note [GradScaler min_scale]). Hint: lower it first with set_min_scale()");
   check_options(next);  // every option is valid before anything changes
   options_ = next;
   init_growth_tracker_ = tracker;

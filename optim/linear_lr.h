@@ -4,6 +4,8 @@
 //     lr_t = base_lr (start + (end - start) min(t, total_iters) / total_iters),
 // computed recursively like PyTorch (Note [Recursive schedules] in optim/lr_scheduler.h):
 //     lr_0 = lr * start,  lr_t = lr_{t-1} (1 + (end - start) / (total_iters start + (t - 1) (end - start))).
+//
+//   LinearLR warmup(optimizer, LinearLROptions{.start_factor = 0.1, .total_iters = 500});
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,8 @@
 // torch.optim.lr_scheduler.MultiStepLR: lr = base_lr * gamma^(number of milestones <=
 // last_epoch), computed recursively (Note [Recursive schedules] in optim/lr_scheduler.h).
 // A milestone listed twice multiplies by gamma^2 there, as PyTorch's Counter does.
+//
+//   MultiStepLR scheduler(optimizer, MultiStepLROptions{.milestones = {30, 80}, .gamma = 0.1});
 #pragma once
 
 #include <cstdint>

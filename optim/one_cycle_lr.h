@@ -17,6 +17,9 @@
 // The constructor overwrites every group's "initial_lr" with max_lr / div_factor (as
 // PyTorch does) and, with cycle_momentum, sets the momentum option (momentum_option() in
 // optim/lr_scheduler.h: "beta1" for Adam, "momentum" for SGD) to max_momentum.
+//
+// Options in PyTorch's order, as designated initializers:
+//   OneCycleLR scheduler(optimizer, OneCycleLROptions{.max_lr = 0.1, .epochs = 10, .steps_per_epoch = 500});
 #pragma once
 
 #include <cstdint>

@@ -172,8 +172,8 @@ void Optimizer::load_state_dict(const OptimizerStateDict& state) {
   grads_prepared_ = false;
 }
 
-void save_state_dict(const std::string& path, const OptimizerStateDict& state) {
-  safetensors::save(path, state.tensors, {{kMetadataKey, json::dump(state.param_groups)}});
+void save_state_dict(const OptimizerStateDict& state, const std::string& path) {
+  safetensors::save(state.tensors, path, {{kMetadataKey, json::dump(state.param_groups)}});
 }
 
 OptimizerStateDict load_state_dict_file(const std::string& path, Device device) {

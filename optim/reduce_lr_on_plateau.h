@@ -16,6 +16,9 @@
 // step; last_epoch counts step() calls from 0. state_dict / load_state_dict follow Note
 // [Scheduler state dicts] in optim/lr_scheduler.h (load_state_dict writes last_lr back
 // into the groups, since each reduction starts from the group's current lr).
+//
+// Options in PyTorch's order, as designated initializers:
+//   ReduceLROnPlateau plateau(optimizer, ReduceLROnPlateauOptions{.mode = PlateauMode::Max, .patience = 3});
 #pragma once
 
 #include <cstdint>

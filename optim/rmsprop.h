@@ -5,6 +5,9 @@
 //   momentum > 0: buf = momentum buf + g / d;  p = p - lr buf;  else p = p - lr g / d
 // State: "step" (Float32 [] on the device, counted as PyTorch does though the update does
 // not use it), "square_avg", "momentum_buffer" (momentum > 0), "grad_avg" (centered).
+//
+// Options in torch.optim.RMSprop's order, as designated initializers:
+//   RMSprop rmsprop(model.parameters(), RMSpropOptions{.lr = 1e-3, .momentum = 0.9, .centered = true});
 #pragma once
 
 #include "optim/optimizer.h"

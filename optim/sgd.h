@@ -5,6 +5,9 @@
 //   g = g + momentum * buf if nesterov, else buf           (when momentum != 0)
 //   p = p - lr * g
 // State "momentum_buffer" exists only when momentum != 0; SGD keeps no step counter.
+//
+// Options in torch.optim.SGD's order, as designated initializers:
+//   SGD sgd(model.parameters(), SGDOptions{.lr = 0.1, .momentum = 0.9, .nesterov = true});
 #pragma once
 
 #include "optim/optimizer.h"

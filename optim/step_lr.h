@@ -1,6 +1,8 @@
 // StepLR: multiplies every group's lr by gamma every step_size epochs, as
 // torch.optim.lr_scheduler.StepLR: lr = base_lr * gamma^floor(last_epoch / step_size),
 // computed recursively (Note [Recursive schedules] in optim/lr_scheduler.h).
+//
+//   StepLR scheduler(optimizer, StepLROptions{.step_size = 30, .gamma = 0.1});
 #pragma once
 
 #include <cstdint>

@@ -47,7 +47,6 @@ struct Operands {
 };
 
 void BM_CudaBatchNormStats(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const Operands o(state);
   run_cuda_benchmark(state, o.bytes(1), "bytes/s", cuda_copy_peak_bytes_per_second(),
                      [&] { o.kernels().batch_norm_stats(o.x, o.mean, o.var); });
@@ -55,7 +54,6 @@ void BM_CudaBatchNormStats(benchmark::State& state) {
 }
 
 void BM_CudaBatchNormApply(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const Operands o(state);
   run_cuda_benchmark(state, o.bytes(2), "bytes/s", cuda_copy_peak_bytes_per_second(),
                      [&] { o.kernels().batch_norm_apply(o.x, o.mean, o.invstd, o.weight, o.bias, o.out); });
@@ -63,7 +61,6 @@ void BM_CudaBatchNormApply(benchmark::State& state) {
 }
 
 void BM_CudaBatchNormBackwardReduce(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const Operands o(state);
   run_cuda_benchmark(state, o.bytes(2), "bytes/s", cuda_copy_peak_bytes_per_second(),
                      [&] { o.kernels().batch_norm_backward_reduce(o.dy, o.x, o.mean, o.sum_dy, o.sum_dy_xmu); });
@@ -71,7 +68,6 @@ void BM_CudaBatchNormBackwardReduce(benchmark::State& state) {
 }
 
 void BM_CudaBatchNormBackwardInput(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const Operands o(state);
   run_cuda_benchmark(state, o.bytes(3), "bytes/s", cuda_copy_peak_bytes_per_second(), [&] {
     o.kernels().batch_norm_backward_input(o.dy, o.x, o.mean, o.invstd, o.weight, o.sum_dy, o.sum_dy_xmu, o.count(),
@@ -82,7 +78,6 @@ void BM_CudaBatchNormBackwardInput(benchmark::State& state) {
 
 // The whole training backward: reduce then input (what the op's node runs).
 void BM_CudaBatchNormBackward(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const Operands o(state);
   run_cuda_benchmark(state, o.bytes(5), "bytes/s", cuda_copy_peak_bytes_per_second(), [&] {
     o.kernels().batch_norm_backward_reduce(o.dy, o.x, o.mean, o.sum_dy, o.sum_dy_xmu);
@@ -92,14 +87,22 @@ void BM_CudaBatchNormBackward(benchmark::State& state) {
   state.SetLabel(std::string(dtype_name(o.dtype)));
 }
 
-#define KILN_BN_SHAPES \
-  ->ArgsProduct({{8}, {64}, {32}, {0, 1, 2}})->Args({8, 256, 8, 0})->Args({32, 512, 4, 0})->UseManualTime()
-BENCHMARK(BM_CudaBatchNormStats) KILN_BN_SHAPES;
-BENCHMARK(BM_CudaBatchNormApply) KILN_BN_SHAPES;
-BENCHMARK(BM_CudaBatchNormBackwardReduce) KILN_BN_SHAPES;
-BENCHMARK(BM_CudaBatchNormBackwardInput) KILN_BN_SHAPES;
-BENCHMARK(BM_CudaBatchNormBackward) KILN_BN_SHAPES;
-#undef KILN_BN_SHAPES
+// Args (N, C, edge, dtype index): [8, 64, 32^3] in every dtype, the two wide shapes in f32.
+void batch_norm_shapes(benchmark::internal::Benchmark* b) {
+  b->ArgsProduct({{8}, {64}, {32}, {0, 1, 2}})->Args({8, 256, 8, 0})->Args({32, 512, 4, 0})->UseManualTime();
+}
 
 }  // namespace
+
+void register_cuda_batch_norm_benchmarks() {
+  benchmark::RegisterBenchmark("BM_CudaBatchNormStats", BM_CudaBatchNormStats)->Apply(batch_norm_shapes);
+  benchmark::RegisterBenchmark("BM_CudaBatchNormApply", BM_CudaBatchNormApply)->Apply(batch_norm_shapes);
+  benchmark::RegisterBenchmark("BM_CudaBatchNormBackwardReduce", BM_CudaBatchNormBackwardReduce)
+      ->Apply(batch_norm_shapes);
+  benchmark::RegisterBenchmark("BM_CudaBatchNormBackwardInput", BM_CudaBatchNormBackwardInput)
+      ->Apply(batch_norm_shapes);
+  benchmark::RegisterBenchmark("BM_CudaBatchNormBackward", BM_CudaBatchNormBackward)
+      ->Apply(batch_norm_shapes);
+}
+
 }  // namespace kiln::bench

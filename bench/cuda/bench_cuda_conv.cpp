@@ -131,7 +131,6 @@ double gemm_peak_flops(ConvMode mode) {
 }
 
 void BM_CudaConv3d_Resnet18(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const Layer& layer = kLayers[static_cast<size_t>(state.range(0))];
   const int64_t volume = state.range(1);
   const auto mode = static_cast<ConvMode>(state.range(2));
@@ -148,10 +147,16 @@ void BM_CudaConv3d_Resnet18(benchmark::State& state) {
                  name_of(pass) + (benchmark_mode ? " benchmark" : " heuristics"));
 }
 
-BENCHMARK(BM_CudaConv3d_Resnet18)
-    ->ArgsProduct({benchmark::CreateDenseRange(0, static_cast<int64_t>(kLayers.size()) - 1, 1), {28, 64}, {0, 1, 2},
-                   {0, 1, 2}, {0, 1}})
-    ->UseManualTime();
-
 }  // namespace
+
+void register_cuda_conv_benchmarks() {
+  benchmark::RegisterBenchmark("BM_CudaConv3d_Resnet18", BM_CudaConv3d_Resnet18)
+      ->ArgsProduct({benchmark::CreateDenseRange(0, static_cast<int64_t>(kLayers.size()) - 1, 1),
+                     {28, 64},
+                     {0, 1, 2},
+                     {0, 1, 2},
+                     {0, 1}})
+      ->UseManualTime();
+}
+
 }  // namespace kiln::bench

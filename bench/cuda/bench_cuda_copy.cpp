@@ -12,7 +12,6 @@ namespace kiln::bench {
 namespace {
 
 void BM_CudaCopy_DeviceToDevice(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const int64_t bytes = state.range(0);
   const Tensor src = empty({bytes}, {.dtype = DType::UInt8, .device = Device::cuda()});
   const Tensor dst = empty_like(src);
@@ -24,7 +23,6 @@ void BM_CudaCopy_DeviceToDevice(benchmark::State& state) {
 
 // Through Kiln's copy_ (the backend's copy path), host -> device, pinned or pageable source.
 void BM_CudaCopy_HostToDevice(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const int64_t bytes = state.range(0);
   const bool pinned = state.range(1) != 0;
   const Tensor host = zeros({bytes}, {.dtype = DType::UInt8, .pinned_memory = pinned});
@@ -36,7 +34,6 @@ void BM_CudaCopy_HostToDevice(benchmark::State& state) {
 }
 
 void BM_CudaCopy_DeviceToHost(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const int64_t bytes = state.range(0);
   const bool pinned = state.range(1) != 0;
   Tensor host = zeros({bytes}, {.dtype = DType::UInt8, .pinned_memory = pinned});
@@ -47,9 +44,19 @@ void BM_CudaCopy_DeviceToHost(benchmark::State& state) {
   state.SetLabel(pinned ? "pinned" : "pageable");
 }
 
-BENCHMARK(BM_CudaCopy_DeviceToDevice)->RangeMultiplier(8)->Range(1 << 20, 1 << 30)->UseManualTime();
-BENCHMARK(BM_CudaCopy_HostToDevice)->ArgsProduct({{1 << 20, 64 << 20}, {0, 1}})->UseManualTime();
-BENCHMARK(BM_CudaCopy_DeviceToHost)->ArgsProduct({{1 << 20, 64 << 20}, {0, 1}})->UseManualTime();
-
 }  // namespace
+
+void register_cuda_copy_benchmarks() {
+  benchmark::RegisterBenchmark("BM_CudaCopy_DeviceToDevice", BM_CudaCopy_DeviceToDevice)
+      ->RangeMultiplier(8)
+      ->Range(1 << 20, 1 << 30)
+      ->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaCopy_HostToDevice", BM_CudaCopy_HostToDevice)
+      ->ArgsProduct({{1 << 20, 64 << 20}, {0, 1}})
+      ->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaCopy_DeviceToHost", BM_CudaCopy_DeviceToHost)
+      ->ArgsProduct({{1 << 20, 64 << 20}, {0, 1}})
+      ->UseManualTime();
+}
+
 }  // namespace kiln::bench

@@ -26,7 +26,6 @@ int64_t elements_for(int64_t bytes_per_operand, DType dtype) {
 }
 
 void BM_CudaElementwise_Unary(benchmark::State& state, UnaryOp op) {
-  if (skip_without_cuda(state)) return;
   const DType dtype = dtype_arg(state.range(1));
   const int64_t n = elements_for(state.range(0), dtype);
   const Tensor in = ones({n}, {.dtype = dtype, .device = Device::cuda()});
@@ -41,7 +40,6 @@ void BM_CudaElementwise_Relu(benchmark::State& state) { BM_CudaElementwise_Unary
 void BM_CudaElementwise_Exp(benchmark::State& state) { BM_CudaElementwise_Unary(state, UnaryOp::Exp); }
 
 void BM_CudaElementwise_Add(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const DType dtype = dtype_arg(state.range(1));
   const int64_t n = elements_for(state.range(0), dtype);
   const Tensor a = ones({n}, {.dtype = dtype, .device = Device::cuda()});
@@ -55,7 +53,6 @@ void BM_CudaElementwise_Add(benchmark::State& state) {
 
 // [R, 1024] + [1, 1024] expanded: the strided kernel with a stride-0 operand.
 void BM_CudaElementwise_AddRowBroadcast(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const DType dtype = dtype_arg(state.range(1));
   const int64_t cols = 1024, rows = elements_for(state.range(0), dtype) / cols;
   const Tensor a = ones({rows, cols}, {.dtype = dtype, .device = Device::cuda()});
@@ -69,7 +66,6 @@ void BM_CudaElementwise_AddRowBroadcast(benchmark::State& state) {
 
 // out = in.t() made contiguous: strided reads through the offset calculator.
 void BM_CudaElementwise_TransposedCopy(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const DType dtype = dtype_arg(state.range(1));
   const int64_t side = static_cast<int64_t>(std::sqrt(static_cast<double>(elements_for(state.range(0), dtype))));
   const Tensor in = ones({side, side}, {.dtype = dtype, .device = Device::cuda()});
@@ -83,7 +79,6 @@ void BM_CudaElementwise_TransposedCopy(benchmark::State& state) {
 
 // Casts: range(1) is the source dtype, range(2) the destination's.
 void BM_CudaElementwise_Cast(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const DType from = dtype_arg(state.range(1)), to = dtype_arg(state.range(2));
   const int64_t n = elements_for(state.range(0), DType::Float32);
   const Tensor in = ones({n}, {.dtype = from, .device = Device::cuda()});
@@ -99,13 +94,30 @@ const int64_t kF16 = static_cast<int64_t>(DType::Float16);
 const int64_t kBF16 = static_cast<int64_t>(DType::BFloat16);
 const std::vector<int64_t> kBytesPerOperand = {1 << 20, 16 << 20, 64 << 20, 256 << 20};
 
-BENCHMARK(BM_CudaElementwise_Relu)->ArgsProduct({kBytesPerOperand, {kF32, kF16, kBF16}})->UseManualTime();
-BENCHMARK(BM_CudaElementwise_Exp)->ArgsProduct({kBytesPerOperand, {kF32, kF16, kBF16}})->UseManualTime();
-BENCHMARK(BM_CudaElementwise_Add)->ArgsProduct({kBytesPerOperand, {kF32, kF16, kBF16}})->UseManualTime();
-BENCHMARK(BM_CudaElementwise_AddRowBroadcast)->ArgsProduct({kBytesPerOperand, {kF32, kF16}})->UseManualTime();
-BENCHMARK(BM_CudaElementwise_TransposedCopy)->ArgsProduct({kBytesPerOperand, {kF32, kF16}})->UseManualTime();
-BENCHMARK(BM_CudaElementwise_Cast)->ArgsProduct({kBytesPerOperand, {kF32}, {kF16}})->UseManualTime();
-BENCHMARK(BM_CudaElementwise_Cast)->ArgsProduct({kBytesPerOperand, {kF16}, {kF32}})->UseManualTime();
-
 }  // namespace
+
+void register_cuda_elementwise_benchmarks() {
+  benchmark::RegisterBenchmark("BM_CudaElementwise_Relu", BM_CudaElementwise_Relu)
+      ->ArgsProduct({kBytesPerOperand, {kF32, kF16, kBF16}})
+      ->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaElementwise_Exp", BM_CudaElementwise_Exp)
+      ->ArgsProduct({kBytesPerOperand, {kF32, kF16, kBF16}})
+      ->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaElementwise_Add", BM_CudaElementwise_Add)
+      ->ArgsProduct({kBytesPerOperand, {kF32, kF16, kBF16}})
+      ->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaElementwise_AddRowBroadcast", BM_CudaElementwise_AddRowBroadcast)
+      ->ArgsProduct({kBytesPerOperand, {kF32, kF16}})
+      ->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaElementwise_TransposedCopy", BM_CudaElementwise_TransposedCopy)
+      ->ArgsProduct({kBytesPerOperand, {kF32, kF16}})
+      ->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaElementwise_Cast", BM_CudaElementwise_Cast)
+      ->ArgsProduct({kBytesPerOperand, {kF32}, {kF16}})
+      ->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaElementwise_Cast", BM_CudaElementwise_Cast)
+      ->ArgsProduct({kBytesPerOperand, {kF16}, {kF32}})
+      ->UseManualTime();
+}
+
 }  // namespace kiln::bench

@@ -89,7 +89,6 @@ double gemm_peak_flops(GemmMode mode) {
 }
 
 void run_gemm(benchmark::State& state, GemmMode mode, int64_t m, int64_t n, int64_t k) {
-  if (skip_without_cuda(state)) return;
   const double peak = gemm_peak_flops(mode);
   const ModeGuard guard(mode);
   const GemmProblem problem(m, n, k, dtype_of(mode));
@@ -116,8 +115,15 @@ const std::vector<int64_t> kModes = {static_cast<int64_t>(GemmMode::kFloat32), s
                                      static_cast<int64_t>(GemmMode::kFloat16),
                                      static_cast<int64_t>(GemmMode::kBFloat16)};
 
-BENCHMARK(BM_CudaGemm_Square)->ArgsProduct({kModes, {1024, 2048, 4096, 8192}})->UseManualTime();
-BENCHMARK(BM_CudaGemm_Resnet3dConv)->ArgsProduct({kModes, {1, 2, 3, 4}})->UseManualTime();
-
 }  // namespace
+
+void register_cuda_gemm_benchmarks() {
+  benchmark::RegisterBenchmark("BM_CudaGemm_Square", BM_CudaGemm_Square)
+      ->ArgsProduct({kModes, {1024, 2048, 4096, 8192}})
+      ->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaGemm_Resnet3dConv", BM_CudaGemm_Resnet3dConv)
+      ->ArgsProduct({kModes, {1, 2, 3, 4}})
+      ->UseManualTime();
+}
+
 }  // namespace kiln::bench

@@ -26,7 +26,6 @@ Tensor random_index(int64_t high, const std::vector<int64_t>& sizes) {
 }
 
 void BM_CudaGather_LastDim(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const int64_t rows = state.range(0), cols = 1024, picks = 512;
   const Tensor in = rand({rows, cols}, {.dtype = DType::Float32, .device = Device::cuda()});
   const Tensor index = random_index(cols, {rows, picks});
@@ -36,7 +35,6 @@ void BM_CudaGather_LastDim(benchmark::State& state) {
 }
 
 void BM_CudaIndexSelect_EmbeddingRows(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const int64_t vocabulary = 50000, width = state.range(1), tokens = state.range(0);
   const Tensor table = rand({vocabulary, width}, {.dtype = DType::Float32, .device = Device::cuda()});
   const Tensor ids = random_index(vocabulary, {tokens});
@@ -46,7 +44,6 @@ void BM_CudaIndexSelect_EmbeddingRows(benchmark::State& state) {
 }
 
 void BM_CudaScatterAdd(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const int64_t n = state.range(0), targets = 1024, cols = 256;
   const Tensor out = zeros({targets, cols}, {.dtype = DType::Float32, .device = Device::cuda()});
   const Tensor src = rand({n, cols}, {.dtype = DType::Float32, .device = Device::cuda()});
@@ -57,9 +54,20 @@ void BM_CudaScatterAdd(benchmark::State& state) {
                      [&] { benchmark::DoNotOptimize(scatter_add(out, 0, index, src)); });
 }
 
-BENCHMARK(BM_CudaGather_LastDim)->RangeMultiplier(8)->Range(64, 1 << 18)->UseManualTime();
-BENCHMARK(BM_CudaIndexSelect_EmbeddingRows)->ArgsProduct({{1024, 16384, 131072}, {128, 1024}})->UseManualTime();
-BENCHMARK(BM_CudaScatterAdd)->RangeMultiplier(8)->Range(1024, 1 << 18)->UseManualTime();
-
 }  // namespace
+
+void register_cuda_index_benchmarks() {
+  benchmark::RegisterBenchmark("BM_CudaGather_LastDim", BM_CudaGather_LastDim)
+      ->RangeMultiplier(8)
+      ->Range(64, 1 << 18)
+      ->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaIndexSelect_EmbeddingRows", BM_CudaIndexSelect_EmbeddingRows)
+      ->ArgsProduct({{1024, 16384, 131072}, {128, 1024}})
+      ->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaScatterAdd", BM_CudaScatterAdd)
+      ->RangeMultiplier(8)
+      ->Range(1024, 1 << 18)
+      ->UseManualTime();
+}
+
 }  // namespace kiln::bench

@@ -65,7 +65,6 @@ const AdamStepParams kAdam{.lr = 1e-3, .weight_decay = 1e-2, .decoupled_weight_d
 
 // args: dtype index
 void BM_CudaAdamFused(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const AdamState s(kDTypes[state.range(0)]);
   run_cuda_benchmark(state, s.bytes(), "bytes/s", cuda_copy_peak_bytes_per_second(),
                      [&] { adam_step_(s.p, s.g, s.m, s.v, {}, s.steps, kAdam); });
@@ -73,7 +72,6 @@ void BM_CudaAdamFused(benchmark::State& state) {
 }
 
 void BM_CudaAdamPerParameter(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const AdamState s(kDTypes[state.range(0)]);
   run_cuda_benchmark(state, s.bytes(), "bytes/s", cuda_copy_peak_bytes_per_second(), [&] {
     for (size_t i = 0; i < s.p.size(); ++i) adam_step_({s.p[i]}, {s.g[i]}, {s.m[i]}, {s.v[i]}, {}, {s.steps[i]}, kAdam);
@@ -91,7 +89,6 @@ struct SgdState {
 const SgdStepParams kSgd{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4, .nesterov = true};
 
 void BM_CudaSgdMomentumFused(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const SgdState s(kDTypes[state.range(0)]);
   run_cuda_benchmark(state, s.bytes(), "bytes/s", cuda_copy_peak_bytes_per_second(),
                      [&] { sgd_step_(s.p, s.g, s.buf, kSgd); });
@@ -99,7 +96,6 @@ void BM_CudaSgdMomentumFused(benchmark::State& state) {
 }
 
 void BM_CudaSgdMomentumPerParameter(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const SgdState s(kDTypes[state.range(0)]);
   run_cuda_benchmark(state, s.bytes(), "bytes/s", cuda_copy_peak_bytes_per_second(), [&] {
     for (size_t i = 0; i < s.p.size(); ++i) sgd_step_({s.p[i]}, {s.g[i]}, {s.buf[i]}, kSgd);
@@ -109,7 +105,6 @@ void BM_CudaSgdMomentumPerParameter(benchmark::State& state) {
 
 // GradScaler's unscale_: grads *= inv_scale in place, found_inf set on Inf/NaN.
 void BM_CudaUnscaleAndCheck(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const DType dtype = kDTypes[state.range(0)];
   const std::vector<Tensor> g = resnet_list(dtype);
   const Tensor inv_scale = full({1}, 1.0, {.dtype = DType::Float32, .device = Device::cuda()});
@@ -122,7 +117,6 @@ void BM_CudaUnscaleAndCheck(benchmark::State& state) {
 
 // clip_grad_norm_'s total norm (p = 2) of every gradient.
 void BM_CudaGradNorm(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const DType dtype = kDTypes[state.range(0)];
   const std::vector<Tensor> g = resnet_list(dtype);
   const double bytes = static_cast<double>(total_numel(g) * itemsize(dtype));
@@ -132,12 +126,21 @@ void BM_CudaGradNorm(benchmark::State& state) {
   report_params(state, total_numel(g), bytes, dtype);
 }
 
-BENCHMARK(BM_CudaAdamFused)->DenseRange(0, 1)->UseManualTime();
-BENCHMARK(BM_CudaAdamPerParameter)->Arg(0)->UseManualTime();
-BENCHMARK(BM_CudaSgdMomentumFused)->DenseRange(0, 1)->UseManualTime();
-BENCHMARK(BM_CudaSgdMomentumPerParameter)->Arg(0)->UseManualTime();
-BENCHMARK(BM_CudaUnscaleAndCheck)->DenseRange(0, 1)->UseManualTime();
-BENCHMARK(BM_CudaGradNorm)->DenseRange(0, 1)->UseManualTime();
-
 }  // namespace
+
+void register_cuda_optim_benchmarks() {
+  benchmark::RegisterBenchmark("BM_CudaAdamFused", BM_CudaAdamFused)->DenseRange(0, 1)->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaAdamPerParameter", BM_CudaAdamPerParameter)->Arg(0)->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaSgdMomentumFused", BM_CudaSgdMomentumFused)
+      ->DenseRange(0, 1)
+      ->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaSgdMomentumPerParameter", BM_CudaSgdMomentumPerParameter)
+      ->Arg(0)
+      ->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaUnscaleAndCheck", BM_CudaUnscaleAndCheck)
+      ->DenseRange(0, 1)
+      ->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaGradNorm", BM_CudaGradNorm)->DenseRange(0, 1)->UseManualTime();
+}
+
 }  // namespace kiln::bench

@@ -27,7 +27,6 @@ std::string label_of(int64_t pool, DType dtype) {
 
 // args: pool kind, shape index, dtype index.
 void BM_CudaPoolForward(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const int64_t pool = state.range(0);
   const std::vector<int64_t>& in = kPoolShapes[state.range(1)];
   const DType dtype = kDTypes[state.range(2)];
@@ -47,7 +46,6 @@ void BM_CudaPoolForward(benchmark::State& state) {
 }
 
 void BM_CudaPoolBackward(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const int64_t pool = state.range(0);
   const std::vector<int64_t>& in = kPoolShapes[state.range(1)];
   const DType dtype = kDTypes[state.range(2)];
@@ -67,8 +65,15 @@ void BM_CudaPoolBackward(benchmark::State& state) {
   state.SetLabel(label_of(pool, dtype));
 }
 
-BENCHMARK(BM_CudaPoolForward)->ArgsProduct({{kMax, kAvg, kAdaptive}, {0, 1}, {0, 1}})->UseManualTime();
-BENCHMARK(BM_CudaPoolBackward)->ArgsProduct({{kMax, kAvg, kAdaptive}, {0, 1}, {0, 1}})->UseManualTime();
-
 }  // namespace
+
+void register_cuda_pool_benchmarks() {
+  benchmark::RegisterBenchmark("BM_CudaPoolForward", BM_CudaPoolForward)
+      ->ArgsProduct({{kMax, kAvg, kAdaptive}, {0, 1}, {0, 1}})
+      ->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaPoolBackward", BM_CudaPoolBackward)
+      ->ArgsProduct({{kMax, kAvg, kAdaptive}, {0, 1}, {0, 1}})
+      ->UseManualTime();
+}
+
 }  // namespace kiln::bench

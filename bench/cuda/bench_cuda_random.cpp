@@ -22,7 +22,6 @@ namespace kiln::bench {
 namespace {
 
 void BM_CudaRand_Float32(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const int64_t n = state.range(0);
   Generator gen(1);
   run_cuda_benchmark(state, 4.0 * static_cast<double>(n), "bytes/s", cuda_copy_peak_bytes_per_second(), [&] {
@@ -31,7 +30,6 @@ void BM_CudaRand_Float32(benchmark::State& state) {
 }
 
 void BM_CudaRandn_Float32(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const int64_t n = state.range(0);
   Generator gen(1);
   run_cuda_benchmark(state, 4.0 * static_cast<double>(n), "bytes/s", cuda_copy_peak_bytes_per_second(), [&] {
@@ -43,7 +41,6 @@ void BM_CudaRandn_Float32(benchmark::State& state) {
 double randperm_bytes(int64_t n) { return (16.0 + 8.0 * 32.0) * static_cast<double>(n); }
 
 void BM_CudaRandperm_OnDevice(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const int64_t n = state.range(0);
   Generator gen(1);
   run_cuda_benchmark(state, randperm_bytes(n), "bytes/s", cuda_copy_peak_bytes_per_second(), [&] {
@@ -54,7 +51,6 @@ void BM_CudaRandperm_OnDevice(benchmark::State& state) {
 
 // The pattern the guide warns against: make the permutation on the CPU, then copy it.
 void BM_CudaRandperm_CpuThenCopy(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const int64_t n = state.range(0);
   Generator gen(1);
   run_cuda_benchmark(state, randperm_bytes(n), "bytes/s", cuda_copy_peak_bytes_per_second(), [&] {
@@ -63,11 +59,30 @@ void BM_CudaRandperm_CpuThenCopy(benchmark::State& state) {
   state.counters["items/s"] = benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-BENCHMARK(BM_CudaRand_Float32)->RangeMultiplier(16)->Range(1 << 16, 1 << 28)->UseManualTime();
-BENCHMARK(BM_CudaRandn_Float32)->RangeMultiplier(16)->Range(1 << 16, 1 << 28)->UseManualTime();
-BENCHMARK(BM_CudaRandperm_OnDevice)->Arg(100000)->Arg(1000000)->Arg(10000000)->Arg(100000000)->UseManualTime();
-BENCHMARK(BM_CudaRandperm_CpuThenCopy)->Arg(100000)->Arg(1000000)->Arg(10000000)->Arg(100000000)->UseManualTime()
-    ->Unit(benchmark::kMillisecond);
-
 }  // namespace
+
+void register_cuda_random_benchmarks() {
+  benchmark::RegisterBenchmark("BM_CudaRand_Float32", BM_CudaRand_Float32)
+      ->RangeMultiplier(16)
+      ->Range(1 << 16, 1 << 28)
+      ->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaRandn_Float32", BM_CudaRandn_Float32)
+      ->RangeMultiplier(16)
+      ->Range(1 << 16, 1 << 28)
+      ->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaRandperm_OnDevice", BM_CudaRandperm_OnDevice)
+      ->Arg(100000)
+      ->Arg(1000000)
+      ->Arg(10000000)
+      ->Arg(100000000)
+      ->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaRandperm_CpuThenCopy", BM_CudaRandperm_CpuThenCopy)
+      ->Arg(100000)
+      ->Arg(1000000)
+      ->Arg(10000000)
+      ->Arg(100000000)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
+}
+
 }  // namespace kiln::bench

@@ -36,7 +36,6 @@ void label(benchmark::State& state, const Tensor& x) {
 
 // args: bytes of input, dtype index, reduced dim (0 or 1; 2 = all)
 void BM_CudaSum(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const DType dtype = dtype_arg(state.range(1));
   const Tensor x = ones(matrix_of(state.range(0), dtype, 4096), {.dtype = dtype, .device = Device::cuda()});
   const int64_t dim = state.range(2);
@@ -50,7 +49,6 @@ void BM_CudaSum(benchmark::State& state) {
 }
 
 void BM_CudaVarMean(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const DType dtype = dtype_arg(state.range(1));
   const Tensor x = ones(matrix_of(state.range(0), dtype, 4096), {.dtype = dtype, .device = Device::cuda()});
   const Tensor var = empty({x.sizes()[0], 1}, {.dtype = dtype, .device = Device::cuda()});
@@ -61,7 +59,6 @@ void BM_CudaVarMean(benchmark::State& state) {
 }
 
 void BM_CudaArgmax(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const DType dtype = dtype_arg(state.range(1));
   const Tensor x = ones(matrix_of(state.range(0), dtype, 4096), {.dtype = dtype, .device = Device::cuda()});
   const Tensor values = empty({x.sizes()[0], 1}, {.dtype = dtype, .device = Device::cuda()});
@@ -74,11 +71,18 @@ void BM_CudaArgmax(benchmark::State& state) {
 
 constexpr int64_t kMiB = 1 << 20;
 
-BENCHMARK(BM_CudaSum)
-    ->ArgsProduct({{kMiB, 16 * kMiB, 64 * kMiB, 256 * kMiB}, {0, 1, 2}, {0, 1, 2}})
-    ->UseManualTime();
-BENCHMARK(BM_CudaVarMean)->ArgsProduct({{kMiB, 64 * kMiB, 256 * kMiB}, {0, 1, 2}})->UseManualTime();
-BENCHMARK(BM_CudaArgmax)->ArgsProduct({{kMiB, 64 * kMiB, 256 * kMiB}, {0, 1, 2}})->UseManualTime();
-
 }  // namespace
+
+void register_cuda_reduce_benchmarks() {
+  benchmark::RegisterBenchmark("BM_CudaSum", BM_CudaSum)
+      ->ArgsProduct({{kMiB, 16 * kMiB, 64 * kMiB, 256 * kMiB}, {0, 1, 2}, {0, 1, 2}})
+      ->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaVarMean", BM_CudaVarMean)
+      ->ArgsProduct({{kMiB, 64 * kMiB, 256 * kMiB}, {0, 1, 2}})
+      ->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaArgmax", BM_CudaArgmax)
+      ->ArgsProduct({{kMiB, 64 * kMiB, 256 * kMiB}, {0, 1, 2}})
+      ->UseManualTime();
+}
+
 }  // namespace kiln::bench

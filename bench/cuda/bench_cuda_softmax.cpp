@@ -29,7 +29,6 @@ std::vector<int64_t> shape_of(int64_t kind, int64_t bytes, DType dtype) {
 int64_t dim_of(int64_t) { return 1; }
 
 void BM_CudaSoftmaxForward(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const DType dtype = kDTypes[state.range(2)];
   const Tensor x = ones(shape_of(state.range(0), state.range(1) << 20, dtype), {.dtype = dtype, .device = Device::cuda()});
   const Tensor y = empty_like(x);
@@ -40,7 +39,6 @@ void BM_CudaSoftmaxForward(benchmark::State& state) {
 }
 
 void BM_CudaSoftmaxBackward(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
   const DType dtype = kDTypes[state.range(2)];
   const Tensor y = ones(shape_of(state.range(0), state.range(1) << 20, dtype), {.dtype = dtype, .device = Device::cuda()});
   const Tensor g = ones_like(y);
@@ -51,8 +49,15 @@ void BM_CudaSoftmaxBackward(benchmark::State& state) {
   state.SetLabel(std::string(dtype_name(dtype)) + (state.range(0) == 2 ? " channels" : " rows"));
 }
 
-BENCHMARK(BM_CudaSoftmaxForward)->ArgsProduct({{0, 1, 2}, {16, 256}, {0, 1, 2}})->UseManualTime();
-BENCHMARK(BM_CudaSoftmaxBackward)->ArgsProduct({{0, 1, 2}, {16, 256}, {0, 1, 2}})->UseManualTime();
-
 }  // namespace
+
+void register_cuda_softmax_benchmarks() {
+  benchmark::RegisterBenchmark("BM_CudaSoftmaxForward", BM_CudaSoftmaxForward)
+      ->ArgsProduct({{0, 1, 2}, {16, 256}, {0, 1, 2}})
+      ->UseManualTime();
+  benchmark::RegisterBenchmark("BM_CudaSoftmaxBackward", BM_CudaSoftmaxBackward)
+      ->ArgsProduct({{0, 1, 2}, {16, 256}, {0, 1, 2}})
+      ->UseManualTime();
+}
+
 }  // namespace kiln::bench

@@ -12,10 +12,18 @@
 
 namespace kiln::bench {
 
-bool skip_without_cuda(benchmark::State& state) {
-  if (cuda_is_available()) return false;
-  state.SkipWithError(("CUDA is not available: " + cuda_unavailable_reason()).c_str());
-  return true;
+void register_cuda_benchmarks() {
+  register_cuda_batch_norm_benchmarks();
+  register_cuda_conv_benchmarks();
+  register_cuda_copy_benchmarks();
+  register_cuda_elementwise_benchmarks();
+  register_cuda_gemm_benchmarks();
+  register_cuda_index_benchmarks();
+  register_cuda_optim_benchmarks();
+  register_cuda_pool_benchmarks();
+  register_cuda_random_benchmarks();
+  register_cuda_reduce_benchmarks();
+  register_cuda_softmax_benchmarks();
 }
 
 double time_cuda_ms(const std::function<void()>& body) {

@@ -1,6 +1,6 @@
-// Shared pieces of Kiln's CUDA benchmarks (STYLE 12): an RAII CUDA-event timer, an L2
-// flush outside the timed region, the device copy peak measured in the same run, and the
-// counters every benchmark reports.
+// Shared pieces of Kiln's CUDA benchmarks (STYLE 12): their registration (only when a GPU
+// is there), an RAII CUDA-event timer, an L2 flush outside the timed region, the device
+// copy peak measured in the same run, and the counters every benchmark reports.
 //
 // Roofline on the GPU: elementwise ops, reductions and softmax move a few bytes per flop,
 // so their ceiling is the DRAM bandwidth that a device-to-device cudaMemcpyAsync reaches
@@ -22,8 +22,22 @@
 
 namespace kiln::bench {
 
-// Skips the benchmark with a message when CUDA is not available.
-bool skip_without_cuda(benchmark::State& state);
+// Registers every CUDA benchmark (one register_cuda_<family>_benchmarks() per file of
+// bench/cuda/). bench_main.cpp calls it only when CUDA is available: without a GPU the
+// CUDA benchmarks do not exist, so the run says why in one line instead of failing each
+// case, and --benchmark_filter / --benchmark_list_tests see only what can run.
+void register_cuda_benchmarks();
+void register_cuda_batch_norm_benchmarks();
+void register_cuda_conv_benchmarks();
+void register_cuda_copy_benchmarks();
+void register_cuda_elementwise_benchmarks();
+void register_cuda_gemm_benchmarks();
+void register_cuda_index_benchmarks();
+void register_cuda_optim_benchmarks();
+void register_cuda_pool_benchmarks();
+void register_cuda_random_benchmarks();
+void register_cuda_reduce_benchmarks();
+void register_cuda_softmax_benchmarks();
 
 // Bytes per second of a 512 MiB device-to-device copy (read + write counted), best of
 // ten, measured once per process on cuda:0.

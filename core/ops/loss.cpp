@@ -8,12 +8,19 @@
 // ignored (PyTorch's definition); when every target is ignored that is 0 / 0 = NaN, as in
 // PyTorch.
 //
+// Note [Loss shapes]: a per-element loss takes input and target of one shape. Broadcasting
+// them would turn an [N, 1] prediction against an [N] target into an [N, N] matrix of
+// every pairing, whose mean is a wrong loss that still trains (PyTorch only warns), so
+// differing shapes are an error. Per-element weights (binary_cross_entropy_with_logits'
+// weight and pos_weight) may broadcast to the input's shape but never widen it.
+//
 // Every loss is an autocast float32 op (core/autocast.h): under autocast the public entry
 // casts float16/bfloat16 inputs, floating targets and weights to float32, and the ops it
 // is composed of then see float32 only (their own autocast casts are no-ops).
 #include "core/ops/loss.h"
 
 #include <string>
+#include <vector>
 
 #include "core/autocast.h"
 #include "core/ops/activation.h"
@@ -41,6 +48,21 @@ Tensor reduce_loss(const Tensor& loss, Reduction reduction) {
 void check_floating_input(const Tensor& input, const char* op) {
   KILN_CHECK(input.defined(), op, ": undefined input");
   KILN_CHECK(input.is_floating_point(), op, ": expected a floating-point input, got ", input.dtype());
+}
+
+// Note [Loss shapes]: the target has the input's shape.
+void check_same_shape(const Tensor& input, const Tensor& target, const char* op) {
+  KILN_CHECK(target.sizes() == input.sizes(), op, ": input shape ", input.sizes(), " and target shape ",
+             target.sizes(),
+             " differ; they must be equal (broadcasting them would average every pairing). "
+             "Hint: reshape one to the other, e.g. squeeze the prediction's size-1 dim");
+}
+
+// Note [Loss shapes]: `weight` broadcasts to the input's shape without widening it.
+void check_broadcasts_to_input(const Tensor& input, const Tensor& weight, const char* name, const char* op) {
+  const std::vector<int64_t> shape = broadcast_shapes(weight.sizes(), input.sizes(), op);
+  KILN_CHECK(shape == input.sizes(), op, ": ", name, " of shape ", weight.sizes(),
+             " must broadcast to the input shape ", input.sizes(), ", not widen it to ", shape);
 }
 
 // The class dim of [N, C, d...] (1) or of an unbatched [C] (0).
@@ -214,18 +236,17 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input_in, const Tensor& ta
   options.pos_weight = float32_under_autocast(options.pos_weight);
   check_floating_input(input, op);
   KILN_CHECK(target.defined(), op, ": undefined target");
-  KILN_CHECK(target.sizes() == input.sizes(), op, ": target shape ", target.sizes(),
-             " must equal the input shape ", input.sizes());
+  check_same_shape(input, target, op);
   KILN_CHECK(target.is_floating_point(), op, ": target must be floating-point, got ", target.dtype());
   Tensor loss = mul(1.0 - target, input);
   Tensor softplus_neg = softplus(neg(input));
   if (options.pos_weight.defined()) {
-    broadcast_shapes(options.pos_weight.sizes(), input.sizes(), op);
+    check_broadcasts_to_input(input, options.pos_weight, "pos_weight", op);
     softplus_neg = mul(add(mul(sub(options.pos_weight, 1.0), target), 1.0), softplus_neg);
   }
   loss = add(loss, softplus_neg);
   if (options.weight.defined()) {
-    broadcast_shapes(options.weight.sizes(), input.sizes(), op);
+    check_broadcasts_to_input(input, options.weight, "weight", op);
     loss = mul(loss, options.weight);
   }
   return reduce_loss(loss, options.reduction);
@@ -237,7 +258,7 @@ void check_regression(const Tensor& input, const Tensor& target, const char* op)
   check_floating_input(input, op);
   KILN_CHECK(target.defined(), op, ": undefined target");
   KILN_CHECK(target.is_floating_point(), op, ": target must be floating-point, got ", target.dtype());
-  broadcast_shapes(input.sizes(), target.sizes(), op);
+  check_same_shape(input, target, op);
 }
 
 }  // namespace

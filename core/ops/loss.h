@@ -2,7 +2,15 @@
 // log_softmax (the fused kernel) + nll_loss, binary_cross_entropy_with_logits never
 // exponentiates a large positive number. Each takes a Reduction (mean by default).
 // Gradient: through the ops they are made of, with respect to input (and target where
-// PyTorch gives one: the regression losses and probability targets).
+// PyTorch gives one: the regression losses and probability targets). Input and a
+// per-element target must have the same shape: no broadcasting between them (Note [Loss
+// shapes] in loss.cpp; PyTorch only warns).
+//
+// Options in the order of PyTorch's arguments, as designated initializers, e.g.
+// cross_entropy(logits, target, {.label_smoothing = 0.1}):
+//   NllLossOptions{.weight = w, .ignore_index = 0, .reduction = Reduction::Sum}
+//   CrossEntropyOptions{.ignore_index = 0, .label_smoothing = 0.1}
+//   BceWithLogitsOptions{.weight = w, .reduction = Reduction::Sum, .pos_weight = p}
 #pragma once
 
 #include <cstdint>
@@ -33,9 +41,9 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target,
                      const CrossEntropyOptions& options = {});
 
 struct BceWithLogitsOptions {
-  Tensor weight{};      // broadcast to input: a rescaling weight per element
-  Tensor pos_weight{};  // broadcast along the last (class) dim: weight of positive examples
+  Tensor weight{};  // broadcast to input: a rescaling weight per element
   Reduction reduction = Reduction::Mean;
+  Tensor pos_weight{};  // broadcast along the last (class) dim: weight of positive examples
 };
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         const BceWithLogitsOptions& options = {});

@@ -215,7 +215,8 @@ Tensor multi_tensor_norm(const TensorList& tensors, double p) {
 }
 
 void amp_update_scale_(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf,
-                       double growth_factor, double backoff_factor, int64_t growth_interval) {
+                       double growth_factor, double backoff_factor, int64_t growth_interval,
+                       double min_scale) {
   const char* op = "amp_update_scale_";
   KILN_CHECK(scale.defined() && growth_tracker.defined() && found_inf.defined(), op,
              ": scale, growth_tracker and found_inf must all be defined");
@@ -224,9 +225,11 @@ void amp_update_scale_(const Tensor& scale, const Tensor& growth_tracker, const 
   check_scalar(op, "growth_tracker", growth_tracker, DType::Int32, device);
   check_scalar(op, "found_inf", found_inf, DType::Float32, device);
   KILN_CHECK(growth_interval >= 1, op, ": growth_interval must be at least 1, got ", growth_interval);
+  KILN_CHECK(min_scale >= 0 && std::isfinite(min_scale), op, ": min_scale must be finite and >= 0, got ",
+             min_scale);
   NoGradGuard no_grad;
   backend(device).amp_update_scale(scale, growth_tracker, found_inf, growth_factor, backoff_factor,
-                                   growth_interval);
+                                   growth_interval, min_scale);
   scale.bump_version();
   growth_tracker.bump_version();
 }

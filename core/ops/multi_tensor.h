@@ -54,8 +54,10 @@ void multi_tensor_scale_(const std::vector<Tensor>& src, const std::vector<Tenso
 // on the CPU.
 Tensor multi_tensor_norm(const std::vector<Tensor>& tensors, double p = 2.0);
 
-// GradScaler's on-device scale update (core/backend.h, Backend::amp_update_scale).
+// GradScaler's on-device scale update (core/backend.h, Backend::amp_update_scale): a
+// backoff gives max(scale * backoff_factor, min_scale). min_scale: finite, >= 0.
 void amp_update_scale_(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf,
-                       double growth_factor, double backoff_factor, int64_t growth_interval);
+                       double growth_factor, double backoff_factor, int64_t growth_interval,
+                       double min_scale);
 
 }  // namespace kiln

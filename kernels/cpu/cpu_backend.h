@@ -91,7 +91,8 @@ class CpuBackend final : public Backend {
                           const Tensor& found_inf) override;
   void multi_tensor_norm(const std::vector<Tensor>& tensors, double p, const Tensor& out) override;
   void amp_update_scale(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf,
-                        double growth_factor, double backoff_factor, int64_t growth_interval) override;
+                        double growth_factor, double backoff_factor, int64_t growth_interval,
+                        double min_scale) override;
 };
 
 }  // namespace kiln::cpu

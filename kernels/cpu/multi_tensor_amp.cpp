@@ -8,7 +8,8 @@
 //   multi_tensor_norm   (sum |x|^p)^(1/p) over every element of every tensor, or max |x|
 //                       for p = inf (NaN propagates). Note [Reduction accumulators]: sums
 //                       accumulate in double whatever the dtype.
-//   amp_update_scale    PyTorch's _amp_update_scale_ (core/backend.h).
+//   amp_update_scale    PyTorch's _amp_update_scale_ with a floor, min_scale
+//                       (kernels/amp_scale_update.h).
 // Layout: contiguous tensors (Note [Multi-tensor kernels]); src and dst may be the same
 // tensor (GradScaler's in-place unscale_), each element is read before it is written.
 //
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "core/dispatch.h"
+#include "kernels/amp_scale_update.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/multi_tensor_apply.h"
 
@@ -184,22 +186,11 @@ void CpuBackend::multi_tensor_norm(const std::vector<Tensor>& tensors, double p,
 }
 
 void CpuBackend::amp_update_scale(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf,
-                                  double growth_factor, double backoff_factor, int64_t growth_interval) {
-  float& current = scale.data_ptr<float>()[0];
-  int32_t& tracker = growth_tracker.data_ptr<int32_t>()[0];
-  if (found_inf.data_ptr<float>()[0] != 0.0f) {
-    current = static_cast<float>(current * backoff_factor);
-    tracker = 0;
-    return;
-  }
-  const int64_t successful = static_cast<int64_t>(tracker) + 1;  // this step succeeded
-  if (successful != growth_interval) {
-    tracker = static_cast<int32_t>(successful);
-    return;
-  }
-  const float grown = static_cast<float>(current * growth_factor);
-  if (std::isfinite(grown)) current = grown;  // never grow past float32's range to inf
-  tracker = 0;
+                                  double growth_factor, double backoff_factor, int64_t growth_interval,
+                                  double min_scale) {
+  amp::update_scale(scale.data_ptr<float>()[0], growth_tracker.data_ptr<int32_t>()[0],
+                    found_inf.data_ptr<float>()[0] != 0.0f, growth_factor, backoff_factor, growth_interval,
+                    min_scale);
 }
 
 }  // namespace kiln::cpu

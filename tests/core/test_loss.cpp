@@ -258,8 +258,11 @@ TEST(BinaryCrossEntropyWithLogits, MatchesReferenceWithWeightAndPosWeight) {
   for (Reduction r : kReductions) {
     for (int variant = 0; variant < 4; ++variant) {
       const bool weighted = variant & 1, positive = variant & 2;
-      const Tensor got = binary_cross_entropy_with_logits(
-          x, y, {.weight = weighted ? w : Tensor(), .pos_weight = positive ? tensor(pos_weight) : Tensor(), .reduction = r});
+      const Tensor got =
+          binary_cross_entropy_with_logits(x, y,
+                                           {.weight = weighted ? w : Tensor(),
+                                            .reduction = r,
+                                            .pos_weight = positive ? tensor(pos_weight) : Tensor()});
       const Values expected = reference_bce(x.to_vector<double>(), y.to_vector<double>(),
                                             weighted ? w.to_vector<double>() : Values{},
                                             positive ? pos_weight : Values{}, 3, r);
@@ -284,6 +287,25 @@ TEST(BinaryCrossEntropyWithLogits, ShapeErrors) {
   EXPECT_KILN_ERROR(binary_cross_entropy_with_logits(random_uniform({2, 3}, -1, 1), random_uniform({2, 3}, 0, 1),
                                                      {.pos_weight = ones({4}, {.dtype = DType::Float64})}),
                     "binary_cross_entropy_with_logits");
+}
+
+// Note [Loss shapes]: a [4] target against weights of shape [4, 4] would widen the loss.
+TEST(BinaryCrossEntropyWithLogits, WeightsMayBroadcastToTheInputButNotWidenIt) {
+  const Tensor x = random_uniform({4, 1}, -1, 1, DType::Float32, 20);
+  const Tensor y = random_uniform({4, 1}, 0, 1, DType::Float32, 21);
+  EXPECT_KILN_ERROR(binary_cross_entropy_with_logits(x, y, {.weight = ones({4, 4})}),
+                    "binary_cross_entropy_with_logits", "weight of shape [4, 4]", "input shape [4, 1]");
+  EXPECT_KILN_ERROR(binary_cross_entropy_with_logits(x, y, {.pos_weight = ones({3})}),
+                    "binary_cross_entropy_with_logits", "pos_weight of shape [3]", "input shape [4, 1]");
+  EXPECT_KILN_ERROR(binary_cross_entropy_with_logits(x, random_uniform({4}, 0, 1)),
+                    "binary_cross_entropy_with_logits", "[4, 1]", "[4]");
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{1}, {4, 1}, {}}) {
+    const Tensor w = full(shape, 2.0);
+    EXPECT_EQ(binary_cross_entropy_with_logits(x, y, {.weight = w, .reduction = Reduction::None}).sizes(),
+              x.sizes());
+    EXPECT_EQ(binary_cross_entropy_with_logits(x, y, {.reduction = Reduction::None, .pos_weight = w}).sizes(),
+              x.sizes());
+  }
 }
 
 Values reference_regression(const Values& x, const Values& y, Reduction reduction, const char* kind, double beta) {
@@ -313,6 +335,27 @@ TEST(RegressionLosses, MatchReference) {
   }
   EXPECT_KILN_ERROR(mse_loss(x, random_uniform({4}, 0, 1)), "mse_loss");
   EXPECT_KILN_ERROR(smooth_l1_loss(x, y, Reduction::Mean, -1.0), "smooth_l1_loss", "beta");
+}
+
+// Note [Loss shapes]: a [4, 1] prediction against a [4] target broadcasts to [4, 4] and
+// would average all 16 pairings; shapes that differ are an error even when they broadcast
+// (the nn:: modules call these functions: tests/nn/test_layers.cpp).
+TEST(RegressionLosses, ShapesThatDifferAreAnErrorEvenWhenTheyBroadcast) {
+  using Loss = Tensor (*)(const Tensor&, const Tensor&);
+  const std::pair<const char*, Loss> kLosses[] = {
+      {"mse_loss", [](const Tensor& a, const Tensor& b) { return mse_loss(a, b); }},
+      {"l1_loss", [](const Tensor& a, const Tensor& b) { return l1_loss(a, b); }},
+      {"smooth_l1_loss", [](const Tensor& a, const Tensor& b) { return smooth_l1_loss(a, b); }},
+  };
+  const Tensor column = random_uniform({4, 1}, -1, 1, DType::Float32, 30);
+  const Tensor row = random_uniform({4}, -1, 1, DType::Float32, 31);
+  for (const auto& [name, loss] : kLosses) {
+    SCOPED_TRACE(name);
+    EXPECT_KILN_ERROR(loss(column, row), name, "input shape [4, 1]", "target shape [4]");
+    EXPECT_KILN_ERROR(loss(row, column), name, "input shape [4]", "target shape [4, 1]");
+    EXPECT_KILN_ERROR(loss(row, full({}, 0.5)), name, "target shape []");
+    EXPECT_EQ(loss(column, row.unsqueeze(1)).dim(), 0);
+  }
 }
 
 // ---- gradient checks (float64) -----------------------------------------------------------

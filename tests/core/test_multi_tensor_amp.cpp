@@ -7,6 +7,7 @@
 // as with several (fixed chunking, fixed-order combine).
 #include <omp.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -155,8 +156,8 @@ TEST(MultiTensorNorm, SameBitsWithAnyThreadCount) {
 
 // GradScaler's rule, one step: returns the new (scale, tracker).
 std::pair<float, int32_t> reference_update(float scale, int32_t tracker, bool found_inf, double growth,
-                                           double backoff, int64_t interval) {
-  if (found_inf) return {static_cast<float>(scale * backoff), 0};
+                                           double backoff, int64_t interval, double min_scale) {
+  if (found_inf) return {static_cast<float>(std::max(scale * backoff, min_scale)), 0};
   if (tracker + 1 < interval) return {scale, tracker + 1};
   const float grown = static_cast<float>(scale * growth);
   return {std::isfinite(grown) ? grown : scale, 0};
@@ -169,8 +170,8 @@ TEST(AmpUpdateScale, FollowsGrowthAndBackoffSequences) {
   int32_t want_tracker = 0;
   const bool infs[] = {false, false, false, true, false, false, false, false, true, true, false, false, false};
   for (bool inf : infs) {
-    amp_update_scale_(scale, tracker, scalar1(inf ? 1.0f : 0.0f), 2.0, 0.5, 3);
-    std::tie(want_scale, want_tracker) = reference_update(want_scale, want_tracker, inf, 2.0, 0.5, 3);
+    amp_update_scale_(scale, tracker, scalar1(inf ? 1.0f : 0.0f), 2.0, 0.5, 3, 0.0);
+    std::tie(want_scale, want_tracker) = reference_update(want_scale, want_tracker, inf, 2.0, 0.5, 3, 0.0);
     EXPECT_EQ(scale.item<double>(), want_scale);
     EXPECT_EQ(tracker.item<int64_t>(), want_tracker);
   }
@@ -179,9 +180,35 @@ TEST(AmpUpdateScale, FollowsGrowthAndBackoffSequences) {
 TEST(AmpUpdateScale, NeverGrowsToInfinity) {
   const Tensor scale = scalar1(FLT_MAX / 1.5f);
   const Tensor tracker = zeros({1}, {.dtype = DType::Int32});
-  amp_update_scale_(scale, tracker, scalar1(0), 2.0, 0.5, 1);
+  amp_update_scale_(scale, tracker, scalar1(0), 2.0, 0.5, 1, 0.0);
   EXPECT_EQ(scale.item<double>(), static_cast<double>(FLT_MAX / 1.5f));
   EXPECT_EQ(tracker.item<int64_t>(), 0);
+}
+
+// Note [GradScaler min_scale]: a backoff stops at the floor and stays there; without one,
+// float32 halves 2^-24 down to 0 after 126 more backoffs. Growth still works from the floor.
+TEST(AmpUpdateScale, BackoffStopsAtMinScale) {
+  const double kMin = 0x1p-24;
+  Tensor scale = scalar1(0x1p-20f);
+  const Tensor tracker = full({1}, 1, {.dtype = DType::Int32});
+  float want_scale = 0x1p-20f;
+  int32_t want_tracker = 1;
+  for (int step = 0; step < 200; ++step) {
+    amp_update_scale_(scale, tracker, scalar1(1), 2.0, 0.5, 3, kMin);
+    std::tie(want_scale, want_tracker) = reference_update(want_scale, want_tracker, true, 2.0, 0.5, 3, kMin);
+    ASSERT_EQ(scale.item<double>(), want_scale) << "step " << step;
+  }
+  EXPECT_EQ(scale.item<double>(), kMin);
+  EXPECT_EQ(tracker.item<int64_t>(), 0);
+  // A factor that lands between two floats below the floor also stops exactly at it.
+  amp_update_scale_(scale, tracker, scalar1(1), 2.0, 0.3, 3, kMin);
+  EXPECT_EQ(scale.item<double>(), kMin);
+  for (int step = 0; step < 3; ++step) amp_update_scale_(scale, tracker, scalar1(0), 2.0, 0.5, 3, kMin);
+  EXPECT_EQ(scale.item<double>(), 2 * kMin);
+  // A scale already below the floor (a floor raised later) is lifted to it by a backoff.
+  scale.fill_(0x1p-30);
+  amp_update_scale_(scale, tracker, scalar1(1), 2.0, 0.5, 3, kMin);
+  EXPECT_EQ(scale.item<double>(), kMin);
 }
 
 // ---- validation ---------------------------------------------------------------------------
@@ -224,9 +251,17 @@ TEST(MultiTensorValidation, StepsAndAmpTensorsHaveFixedShapes) {
   EXPECT_KILN_ERROR(sgd_step_(p, p, {}, {.lr = 1}, {.inv_scale = Tensor(), .found_inf = zeros({1}, {.dtype = DType::Float64})}),
                     "amp.found_inf");
   EXPECT_KILN_ERROR(increment_steps_({zeros({}, {.dtype = DType::Int64})}), "increment_steps_", "steps[0]");
-  EXPECT_KILN_ERROR(amp_update_scale_(scalar1(1), zeros({1}), scalar1(0), 2, 0.5, 10), "growth_tracker", "int32");
-  EXPECT_KILN_ERROR(amp_update_scale_(scalar1(1), zeros({1}, {.dtype = DType::Int32}), scalar1(0), 2, 0.5, 0),
-                    "growth_interval must be at least 1");
+  EXPECT_KILN_ERROR(amp_update_scale_(scalar1(1), zeros({1}), scalar1(0), 2, 0.5, 10, 0), "growth_tracker",
+                    "int32");
+  EXPECT_KILN_ERROR(
+      amp_update_scale_(scalar1(1), zeros({1}, {.dtype = DType::Int32}), scalar1(0), 2, 0.5, 0, 0),
+      "growth_interval must be at least 1");
+  for (double bad :
+       {-1.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
+    EXPECT_KILN_ERROR(
+        amp_update_scale_(scalar1(1), zeros({1}, {.dtype = DType::Int32}), scalar1(0), 2, 0.5, 1, bad),
+        "amp_update_scale_", "min_scale must be finite and >= 0");
+  }
 }
 
 TEST(MultiTensorValidation, EmptyTensorsAreDroppedFromEveryList) {

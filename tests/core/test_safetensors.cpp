@@ -90,6 +90,18 @@ const Tensor& find(const st::NamedTensors& tensors, const std::string& name) {
 
 // ---- round trips -----------------------------------------------------------------------------
 
+// Note [Save and load argument order]: what is saved, then the path (as Python's
+// save_file(tensors, filename, metadata)); the other order does not compile.
+template <typename First, typename Second>
+constexpr bool save_accepts = requires(const First& first, const Second& second) {
+  st::save(first, second);
+};
+
+TEST(Safetensors, SaveTakesTheTensorsThenThePath) {
+  EXPECT_TRUE((save_accepts<st::NamedTensors, std::string>));
+  EXPECT_FALSE((save_accepts<std::string, st::NamedTensors>));
+}
+
 TEST(Safetensors, RoundTripsEveryDtypeAndShape) {
   TempFolder folder;
   const fs::path path = folder.path() / "model.safetensors";
@@ -102,7 +114,7 @@ TEST(Safetensors, RoundTripsEveryDtypeAndShape) {
     tensors.emplace_back(code + ".empty", sample({2, 0, 3}, dtype, seed++));
     tensors.emplace_back(code + ".volume", sample({2, 3, 2, 2, 3}, dtype, seed++));
   }
-  st::save(path.string(), tensors);
+  st::save(tensors, path.string());
   const st::Loaded loaded = st::load(path.string());
   ASSERT_EQ(loaded.tensors.size(), tensors.size());
   EXPECT_TRUE(loaded.metadata.empty());
@@ -212,7 +224,7 @@ TEST(Safetensors, WriterReproducesPythonFixturesByteForByte) {
     std::reverse(loaded.tensors.begin(), loaded.tensors.end());
     EXPECT_EQ(st::save_to_bytes(loaded.tensors, loaded.metadata), expected);
     TempFolder folder;
-    st::save((folder.path() / name).string(), loaded.tensors, loaded.metadata);
+    st::save(loaded.tensors, (folder.path() / name).string(), loaded.metadata);
     EXPECT_EQ(read_bytes(folder.path() / name), expected);
   }
 }
@@ -369,19 +381,19 @@ TEST(Safetensors, FailedSaveLeavesTheOldFileAndNoTemporary) {
   TempFolder folder;
   const fs::path path = folder.path() / "ckpt.safetensors";
   const st::NamedTensors old_tensors = {{"w", sample({4}, DType::Float32, 1)}};
-  st::save(path.string(), old_tensors);
+  st::save(old_tensors, path.string());
   const std::vector<uint8_t> old_bytes = read_bytes(path);
   // Rejected before anything is written.
-  EXPECT_KILN_ERROR(st::save(path.string(), {{"w", sample({4}, DType::Float32, 2)}, {"u", Tensor()}}),
+  EXPECT_KILN_ERROR(st::save({{"w", sample({4}, DType::Float32, 2)}, {"u", Tensor()}}, path.string()),
                     "tensor 'u' is undefined");
   EXPECT_EQ(read_bytes(path), old_bytes);
   EXPECT_EQ(folder.entries(), std::vector<std::string>{"ckpt.safetensors"});
   // Into a folder that does not exist.
-  EXPECT_KILN_ERROR(st::save((folder.path() / "missing" / "x.safetensors").string(), old_tensors),
+  EXPECT_KILN_ERROR(st::save(old_tensors, (folder.path() / "missing" / "x.safetensors").string()),
                     "cannot create a temporary file");
   // A save over a folder fails at the rename; the temporary file is removed.
   fs::create_directory(folder.path() / "dir.safetensors");
-  EXPECT_KILN_ERROR(st::save((folder.path() / "dir.safetensors").string(), old_tensors), "rename failed");
+  EXPECT_KILN_ERROR(st::save(old_tensors, (folder.path() / "dir.safetensors").string()), "rename failed");
   EXPECT_EQ(folder.entries(), (std::vector<std::string>{"ckpt.safetensors", "dir.safetensors"}));
 }
 
@@ -390,7 +402,7 @@ TEST(Safetensors, WriteFailureMidFileLeavesTheOldFile) {
   // ignored so the failure is an error return, not a signal).
   TempFolder folder;
   const fs::path path = folder.path() / "ckpt.safetensors";
-  st::save(path.string(), {{"w", sample({4}, DType::Float32, 1)}});
+  st::save({{"w", sample({4}, DType::Float32, 1)}}, path.string());
   const std::vector<uint8_t> old_bytes = read_bytes(path);
 
   struct rlimit saved {};
@@ -401,7 +413,7 @@ TEST(Safetensors, WriteFailureMidFileLeavesTheOldFile) {
   ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
   bool threw = false;
   try {
-    st::save(path.string(), {{"big", zeros({256 * 1024})}});  // 1 MiB of data
+    st::save({{"big", zeros({256 * 1024})}}, path.string());  // 1 MiB of data
   } catch (const Error& e) {
     threw = true;
     EXPECT_NE(std::string(e.what()).find("write failed"), std::string::npos) << e.what();
@@ -417,10 +429,10 @@ TEST(Safetensors, ReadOnlyFolderIsAnError) {
   if (::geteuid() == 0) GTEST_SKIP() << "root ignores folder permissions";
   TempFolder folder;
   const fs::path path = folder.path() / "ckpt.safetensors";
-  st::save(path.string(), {{"w", sample({4}, DType::Float32, 1)}});
+  st::save({{"w", sample({4}, DType::Float32, 1)}}, path.string());
   const std::vector<uint8_t> old_bytes = read_bytes(path);
   fs::permissions(folder.path(), fs::perms::owner_read | fs::perms::owner_exec);
-  EXPECT_KILN_ERROR(st::save(path.string(), {{"w", sample({4}, DType::Float32, 2)}}),
+  EXPECT_KILN_ERROR(st::save({{"w", sample({4}, DType::Float32, 2)}}, path.string()),
                     "cannot create a temporary file");
   fs::permissions(folder.path(), fs::perms::owner_all);
   EXPECT_EQ(read_bytes(path), old_bytes);
@@ -431,7 +443,7 @@ TEST(Safetensors, SaveHonoursTheUmask) {
   TempFolder folder;
   const fs::path path = folder.path() / "w.safetensors";
   const mode_t previous = ::umask(022);
-  st::save(path.string(), {{"w", sample({1}, DType::Float32, 1)}});
+  st::save({{"w", sample({1}, DType::Float32, 1)}}, path.string());
   ::umask(previous);
   struct stat info {};
   ASSERT_EQ(::stat(path.c_str(), &info), 0);

@@ -491,15 +491,19 @@ TEST(CudaMultiTensor, NormPropagatesNanAndIsZeroForNoTensors) {
 // ==== loss-scale update ==========================================================================
 
 // A sequence of steps with and without Inf/NaN: the same scales and trackers on both
-// devices after every update, through growth, backoff and a growth that would overflow.
+// devices after every update, through growth, backoff, a growth that would overflow and a
+// backoff that stops at min_scale.
 TEST(CudaMultiTensor, AmpUpdateScaleMatchesCpu) {
   KILN_REQUIRE_CUDA();
   struct Case {
     double scale;
     int tracker;
     double growth, backoff;  // exact products, and rounded ones
+    double min_scale;
   };
-  const Case kCases[] = {{65536.0, 0, 2.0, 0.5}, {65536.0, 0, 1.7, 0.3}, {3.0e38, 1, 2.0, 0.5}, {3.0e38, 1, 1.7, 0.3}};
+  const Case kCases[] = {{65536.0, 0, 2.0, 0.5, 0.0},      {65536.0, 0, 1.7, 0.3, 0.0},
+                         {3.0e38, 1, 2.0, 0.5, 0.0},       {3.0e38, 1, 1.7, 0.3, 0.0},
+                         {0x1p-24, 1, 2.0, 0.25, 0x1p-24}, {1.0e-7, 0, 1.7, 0.3, 0x1p-24}};
   for (const Case& c : kCases) {
     const Tensor cpu_scale = full({1}, c.scale, {.dtype = DType::Float32});
     const Tensor cpu_tracker = full({1}, c.tracker, {.dtype = DType::Int32});
@@ -507,10 +511,12 @@ TEST(CudaMultiTensor, AmpUpdateScaleMatchesCpu) {
     const double flags[] = {0, 0, 1, 0, 0, 0, 0, 1, 1, 0, 0};
     for (size_t i = 0; i < std::size(flags); ++i) {
       SCOPED_TRACE(::testing::Message() << "start " << c.scale << ", factors " << c.growth << "/" << c.backoff
-                                        << ", update " << i);
+                                        << ", min_scale " << c.min_scale << ", update " << i);
       const Scalar1 found_inf(flags[i]);
-      cpu_kernels().amp_update_scale(cpu_scale, cpu_tracker, found_inf.cpu, c.growth, c.backoff, 2);
-      gpu_kernels().amp_update_scale(gpu_scale, gpu_tracker, found_inf.gpu, c.growth, c.backoff, 2);
+      cpu_kernels().amp_update_scale(cpu_scale, cpu_tracker, found_inf.cpu, c.growth, c.backoff, 2,
+                                     c.min_scale);
+      gpu_kernels().amp_update_scale(gpu_scale, gpu_tracker, found_inf.gpu, c.growth, c.backoff, 2,
+                                     c.min_scale);
       EXPECT_TRUE(testing::all_equal(gpu_scale.to(Device::cpu()), cpu_scale));
       EXPECT_TRUE(testing::all_equal(gpu_tracker.to(Device::cpu()), cpu_tracker));
     }

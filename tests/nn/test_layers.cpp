@@ -178,6 +178,11 @@ TEST(NnLoss, ModulesMatchTheFunctionalLossesAndHoldWeightsAsBuffers) {
   EXPECT_TRUE(all_equal(mse(logits, targets), mse_loss(logits, targets, Reduction::Sum)));
   EXPECT_TRUE(all_equal(l1(logits, targets), l1_loss(logits, targets)));
   EXPECT_TRUE(all_equal(smooth(logits, targets), smooth_l1_loss(logits, targets, Reduction::Mean, 0.5)));
+  // Note [Loss shapes]: no broadcasting between prediction and target.
+  const Tensor column = zeros({4, 1}), row = zeros({4});
+  EXPECT_KILN_ERROR(mse(column, row), "mse_loss", "[4, 1]", "[4]");
+  EXPECT_KILN_ERROR(l1(column, row), "l1_loss", "[4, 1]", "[4]");
+  EXPECT_KILN_ERROR(smooth(column, row), "smooth_l1_loss", "[4, 1]", "[4]");
   EXPECT_TRUE(nn::CrossEntropyLoss().state_dict().empty());
 }
 

@@ -37,6 +37,7 @@ TEST(GradScaler, DefaultsArePyTorchs) {
   EXPECT_EQ(options.backoff_factor, 0.5);
   EXPECT_EQ(options.growth_interval, 2000);
   EXPECT_TRUE(options.enabled);
+  EXPECT_EQ(options.min_scale, 0x1p-24);  // Kiln's own (Note [GradScaler min_scale])
   EXPECT_EQ(GradScaler().get_scale(), 65536.0);
 }
 
@@ -156,6 +157,101 @@ TEST(GradScaler, GrowsAfterGrowthIntervalCleanStepsAndBackoffResetsTheCount) {
   EXPECT_EQ(iteration(false), 4.0);
   EXPECT_EQ(iteration(false), 4.0);
   EXPECT_EQ(iteration(false), 8.0);
+}
+
+// Note [GradScaler min_scale]: 200 overflowing steps in a row would halve the scale from
+// 2^16 to 0 (float32 rounds 2^-150 to 0 at the 166th), and the next finite step would
+// then unscale by 1/0 and write 0 * inf = NaN into the weights. With the floor the scale
+// stops at 2^-24, the skipped steps leave the model alone, and the next finite step is the
+// plain step exactly (a power-of-two scale is exact).
+TEST(GradScaler, LongOverflowRunStopsAtMinScaleAndTheNextStepIsFinite) {
+  Problem problem;
+  Tensor w = make_param(15), reference = make_param(15);
+  SGD sgd({w}, {.lr = 0.1});
+  SGD plain({reference}, {.lr = 0.1});
+  GradScaler scaler;
+  const std::vector<float> before = values(w);
+  for (int step = 0; step < 200; ++step) {
+    sgd.zero_grad();
+    scaler.scale(problem.loss(w)).backward();
+    w.grad().view({-1}).narrow(0, step % 6, 1).fill_(std::numeric_limits<float>::infinity());
+    scaler.step(sgd);
+    scaler.update();
+    ASSERT_GE(scaler.get_scale(), 0x1p-24) << "step " << step;
+  }
+  EXPECT_EQ(scaler.get_scale(), 0x1p-24);
+  EXPECT_EQ(values(w), before) << "every overflowing step must be skipped";
+
+  sgd.zero_grad();
+  scaler.scale(problem.loss(w)).backward();
+  scaler.step(sgd);
+  scaler.update();
+  problem.loss(reference).backward();
+  plain.step();
+  for (float v : values(w)) ASSERT_TRUE(std::isfinite(v)) << v;
+  EXPECT_EQ(values(w), values(reference));
+  EXPECT_EQ(scaler.get_scale(), 0x1p-24);
+}
+
+TEST(GradScaler, MinScaleIsValidatedAndKeptUnderTheScale) {
+  for (double bad :
+       {0.0, -1.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
+    EXPECT_KILN_ERROR(GradScaler({.min_scale = bad}), "GradScaler", "min_scale must be finite and > 0");
+  }
+  EXPECT_KILN_ERROR(GradScaler({.init_scale = 4.0, .min_scale = 8.0}), "GradScaler", "min_scale 8",
+                    "init_scale 4");
+  EXPECT_NO_THROW(GradScaler({.init_scale = 4.0, .min_scale = 4.0}));
+
+  Tensor w = make_param(16);
+  SGD sgd({w}, {.lr = 1e-3});
+  GradScaler scaler({.init_scale = 64.0, .min_scale = 1.0});
+  scaler.set_min_scale(0.5);
+  EXPECT_EQ(scaler.options().min_scale, 0.5);
+  EXPECT_KILN_ERROR(scaler.set_min_scale(0.0), "GradScaler", "min_scale", "got 0");
+  EXPECT_KILN_ERROR(scaler.set_min_scale(128.0), "GradScaler", "min_scale 128", "init_scale 64");
+  Problem problem;
+  for (int step = 0; step < 10; ++step) {  // 64 -> 32 -> ... -> 0.5, then stays
+    sgd.zero_grad();
+    scaler.scale(problem.loss(w)).backward();
+    w.grad().view({-1}).narrow(0, 0, 1).fill_(std::numeric_limits<float>::quiet_NaN());
+    scaler.step(sgd);
+    scaler.update();
+  }
+  EXPECT_EQ(scaler.get_scale(), 0.5);
+  // The scale has backed off below init_scale: the floor may not rise above it.
+  EXPECT_KILN_ERROR(scaler.set_min_scale(2.0), "GradScaler.set_min_scale", "min_scale 2",
+                    "current scale 0.5");
+  EXPECT_EQ(scaler.options().min_scale, 0.5) << "a rejected value changes nothing";
+  EXPECT_KILN_ERROR(scaler.update(0.25), "GradScaler.update", "new_scale 0.25", "below min_scale 0.5");
+  scaler.update(2.0);
+  EXPECT_EQ(scaler.get_scale(), 2.0);
+}
+
+// min_scale travels in Kiln's state dict as one extra key; PyTorch's state dicts, which
+// lack it, load and keep the scaler's own floor, unless their scale is below that floor.
+TEST(GradScaler, MinScaleInTheStateDictStaysCompatibleWithPyTorchs) {
+  const json::Value state = GradScaler({.init_scale = 64.0, .min_scale = 0.125}).state_dict();
+  EXPECT_EQ(state.find("min_scale")->as_number(), 0.125);
+  GradScaler restored;
+  restored.load_state_dict(json::parse(json::dump(state)));
+  EXPECT_EQ(restored.options().min_scale, 0.125);
+  EXPECT_EQ(restored.get_scale(), 64.0);
+  // Default min_scale survives the text round trip exactly.
+  GradScaler defaults;
+  defaults.load_state_dict(json::parse(json::dump(GradScaler().state_dict())));
+  EXPECT_EQ(defaults.options().min_scale, 0x1p-24);
+
+  const char* pytorch_state =
+      R"({"scale": 1024.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2000, "_growth_tracker": 7})";
+  GradScaler from_pytorch({.min_scale = 0.25});
+  from_pytorch.load_state_dict(json::parse(pytorch_state));
+  EXPECT_EQ(from_pytorch.get_scale(), 1024.0);
+  EXPECT_EQ(from_pytorch.options().min_scale, 0.25);
+  const char* collapsed_pytorch_state =
+      R"({"scale": 1e-30, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2000, "_growth_tracker": 0})";
+  EXPECT_KILN_ERROR(from_pytorch.load_state_dict(json::parse(collapsed_pytorch_state)),
+                    "GradScaler.load_state_dict", "scale 1e-30", "below min_scale 0.25", "set_min_scale");
+  EXPECT_EQ(from_pytorch.get_scale(), 1024.0) << "a failed load changes nothing";
 }
 
 TEST(GradScaler, UnscaleBeforeClippingClipsTheTrueGradients) {

@@ -142,7 +142,7 @@ TEST(OptimMasterWeights, ResumeFromFileIsBitIdentical) {
     testing::set_step_grads(halves, s);
     first.step();
   }
-  optim::save_state_dict(dir.file("o2.safetensors"), first.state_dict());
+  optim::save_state_dict(first.state_dict(), dir.file("o2.safetensors"));
   const std::vector<Tensor> resumed = testing::clone_params(halves);
   Adam second(resumed, options);
   second.enable_master_weights();

@@ -48,7 +48,7 @@ void expect_resumes_bit_identically(const MakeOptimizer& make, DType dtype, bool
   const std::unique_ptr<Optimizer> before = make(first_half);
   if (master_weights) before->enable_master_weights();
   train(*before, first_half, 0, 3);
-  optim::save_state_dict(dir.file("optimizer.safetensors"), before->state_dict());
+  optim::save_state_dict(before->state_dict(), dir.file("optimizer.safetensors"));
 
   const std::vector<Tensor> resumed = testing::clone_params(first_half);
   const std::unique_ptr<Optimizer> after = make(resumed);
@@ -63,6 +63,18 @@ void expect_resumes_bit_identically(const MakeOptimizer& make, DType dtype, bool
     ASSERT_EQ(actual.size(), expected.size());
     for (const auto& [name, tensor] : expected) EXPECT_TRUE(all_equal(actual.at(name), tensor)) << name;
   }
+}
+
+// Note [Save and load argument order] (core/safetensors.h): the state, then the path, as
+// torch.save(obj, f) and nn::save_weights(module, path); the other order does not compile.
+template <typename First, typename Second>
+constexpr bool save_state_dict_accepts = requires(const First& first, const Second& second) {
+  optim::save_state_dict(first, second);
+};
+
+TEST(OptimizerStateDict, SaveTakesTheStateThenThePath) {
+  EXPECT_TRUE((save_state_dict_accepts<optim::OptimizerStateDict, std::string>));
+  EXPECT_FALSE((save_state_dict_accepts<std::string, optim::OptimizerStateDict>));
 }
 
 TEST(OptimizerStateDict, LayoutIsPyTorchs) {
@@ -136,7 +148,7 @@ TEST(OptimizerStateDict, CorruptAndTruncatedFilesNameTheFile) {
   TempDir dir;
   SavedAdam saved;
   const std::string good = dir.file("good.safetensors");
-  optim::save_state_dict(good, saved.adam.state_dict());
+  optim::save_state_dict(saved.adam.state_dict(), good);
   EXPECT_NO_THROW(optim::load_state_dict_file(good));
 
   const std::string truncated = dir.file("truncated.safetensors");
@@ -151,12 +163,12 @@ TEST(OptimizerStateDict, CorruptAndTruncatedFilesNameTheFile) {
   EXPECT_KILN_ERROR(optim::load_state_dict_file(dir.file("missing.safetensors")), "missing.safetensors");
 
   const std::string weights = dir.file("weights.safetensors");
-  safetensors::save(weights, {{"weight", ones({2})}});
+  safetensors::save({{"weight", ones({2})}}, weights);
   EXPECT_KILN_ERROR(optim::load_state_dict_file(weights), "weights.safetensors", "kiln.optimizer");
 
   const auto with_metadata = [&](const std::string& name, const std::string& json_text) {
     const std::string path = dir.file(name);
-    safetensors::save(path, {{"state.0.step", zeros({})}}, {{"kiln.optimizer", json_text}});
+    safetensors::save({{"state.0.step", zeros({})}}, path, {{"kiln.optimizer", json_text}});
     return path;
   };
   EXPECT_KILN_ERROR(optim::load_state_dict_file(with_metadata("bad_json.safetensors", "[{\"lr\": 0.1,")),
@@ -208,7 +220,7 @@ TEST(OptimizerStateDict, MismatchedOptimizersAreErrorsAndLoadNothing) {
   TempDir dir;
   SavedAdam saved;
   const std::string path = dir.file("adam.safetensors");
-  optim::save_state_dict(path, saved.adam.state_dict());
+  optim::save_state_dict(saved.adam.state_dict(), path);
   const optim::OptimizerStateDict loaded = optim::load_state_dict_file(path);
 
   // One group instead of two.

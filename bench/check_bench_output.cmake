@@ -1,0 +1,25 @@
+# Runs kiln_bench (${KILN_BENCH}) with ${ARGS} (a ;-list) and checks the run is clean: exit
+# code 0, no "ERROR OCCURRED" (how Google Benchmark 1.7 prints a failed or skipped case:
+# a GPU-less run once printed it for every CUDA case), and the CUDA benchmarks either ran
+# or were skipped with exactly one line saying why (bench_main.cpp).
+cmake_minimum_required(VERSION 3.24)
+execute_process(COMMAND ${KILN_BENCH} ${ARGS} RESULT_VARIABLE code
+                OUTPUT_VARIABLE bench_stdout ERROR_VARIABLE bench_stderr)
+set(output "${bench_stdout}\n${bench_stderr}")
+if(NOT code EQUAL 0)
+  message(FATAL_ERROR "kiln_bench ${ARGS}: exit code ${code}\n${output}")
+endif()
+if(output MATCHES "ERROR OCCURRED")
+  message(FATAL_ERROR "kiln_bench ${ARGS}: a benchmark reported an error:\n${output}")
+endif()
+string(REGEX MATCHALL "CUDA benchmarks skipped: [^\n]*" skip_lines "${output}")
+list(LENGTH skip_lines skip_count)
+if(output MATCHES "BM_Cuda")
+  set(cuda_ran TRUE)
+else()
+  set(cuda_ran FALSE)
+endif()
+if(NOT ((skip_count EQUAL 1 AND NOT cuda_ran) OR (skip_count EQUAL 0 AND cuda_ran)))
+  message(FATAL_ERROR "kiln_bench ${ARGS}: expected the CUDA benchmarks to run or one line saying why not; "
+                      "got ${skip_count} skip lines, CUDA benchmarks ran: ${cuda_ran}\n${output}")
+endif()
