@@ -1,13 +1,11 @@
-// Adam and AdamW, as torch.optim.Adam / torch.optim.AdamW:
-//   g = ±grad                                   (maximize negates the gradient)
-//   Adam:  g = g + weight_decay * p             (L2 penalty in the gradient)
-//   AdamW: p = p * (1 - lr * weight_decay)      (decoupled weight decay)
-//   m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
-//   v_max = max(v_max, v) with amsgrad, used in place of v below
-//   p = p - lr / (1 - beta1^t) * m / (sqrt(v / (1 - beta2^t)) + eps)
-// t is the parameter's step counter (state "step", Float32 [] on its device, Note [Step
-// counters on the device]). State: "step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"
-// (amsgrad). Group options: "lr", "beta1", "beta2", "eps", "weight_decay", "amsgrad",
+// Adam and AdamW, as torch.optim.Adam / torch.optim.AdamW: Adam adds weight_decay * p to
+// the gradient (an L2 penalty), AdamW multiplies p by 1 - lr * weight_decay (decoupled
+// weight decay); amsgrad uses the running maximum of the second moment. The update,
+// element by element, is Note [Optimizer formulas] (kernels/optimizer_math.h), the one
+// copy both backends run. Its bias corrections use the parameter's step counter (state
+// "step", Float32 [] on its device, Note [Step counters on the device]). State: "step",
+// "exp_avg", "exp_avg_sq", "max_exp_avg_sq" (amsgrad). Group options (adam.cpp's field
+// table, optim/option_fields.h): "lr", "beta1", "beta2", "eps", "weight_decay", "amsgrad",
 // "maximize" (CyclicLR's cycle_momentum drives "beta1").
 //
 // Options in torch.optim.Adam's order (betas as beta1, beta2), as designated initializers:

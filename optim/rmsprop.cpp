@@ -4,50 +4,52 @@
 
 #include "core/error.h"
 #include "optim/option_checks.h"
+#include "optim/option_fields.h"
 
 namespace kiln::optim {
 namespace {
 
-Options to_options(const RMSpropOptions& o) {
-  return {{"lr", o.lr},
-          {"alpha", o.alpha},
-          {"eps", o.eps},
-          {"weight_decay", o.weight_decay},
-          {"momentum", o.momentum},
-          {"centered", o.centered ? 1.0 : 0.0},
-          {"maximize", o.maximize ? 1.0 : 0.0}};
-}
+constexpr OptionField<RMSpropOptions> kRmspropFields[] = {
+    number_option("lr", &RMSpropOptions::lr),
+    number_option("alpha", &RMSpropOptions::alpha),
+    number_option("eps", &RMSpropOptions::eps),
+    number_option("weight_decay", &RMSpropOptions::weight_decay),
+    number_option("momentum", &RMSpropOptions::momentum),
+    flag_option("centered", &RMSpropOptions::centered),
+    flag_option("maximize", &RMSpropOptions::maximize),
+};
 
 }  // namespace
 
-RMSprop::RMSprop(std::vector<Tensor> params, RMSpropOptions options) : Optimizer("RMSprop", to_options(options)) {
+RMSprop::RMSprop(std::vector<Tensor> params, RMSpropOptions options)
+    : Optimizer("RMSprop", to_options<RMSpropOptions>(options, kRmspropFields)) {
   add_param_group(ParamGroup{.params = std::move(params), .options = {}});
 }
 
 RMSprop::RMSprop(std::vector<ParamGroup> groups, RMSpropOptions defaults)
-    : Optimizer("RMSprop", to_options(defaults)) {
+    : Optimizer("RMSprop", to_options<RMSpropOptions>(defaults, kRmspropFields)) {
   add_param_groups(std::move(groups));
 }
 
 void RMSprop::check_options(const Options& options) const {
-  check_at_least("RMSprop", options, "lr", 0);
-  check_at_least("RMSprop", options, "eps", 0);
-  check_at_least("RMSprop", options, "momentum", 0);
-  check_at_least("RMSprop", options, "weight_decay", 0);
-  check_at_least("RMSprop", options, "alpha", 0);
-  check_flag("RMSprop", options, "centered");
-  check_flag("RMSprop", options, "maximize");
+  const RMSpropOptions o = from_options<RMSpropOptions>("RMSprop", options, kRmspropFields);
+  check_at_least("RMSprop", "lr", o.lr, 0);
+  check_at_least("RMSprop", "eps", o.eps, 0);
+  check_at_least("RMSprop", "momentum", o.momentum, 0);
+  check_at_least("RMSprop", "weight_decay", o.weight_decay, 0);
+  check_at_least("RMSprop", "alpha", o.alpha, 0);
 }
 
 void RMSprop::update(ParamGroup& group, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
                      const AmpStepArgs& amp) {
-  const RmspropStepParams options{.lr = group.get("lr"),
-                                  .alpha = group.get("alpha"),
-                                  .eps = group.get("eps"),
-                                  .weight_decay = group.get("weight_decay"),
-                                  .momentum = group.get("momentum"),
-                                  .centered = group.get("centered") != 0,
-                                  .maximize = group.get("maximize") != 0};
+  const RMSpropOptions o = from_options<RMSpropOptions>("RMSprop", group.options, kRmspropFields);
+  const RmspropStepParams options{.lr = o.lr,
+                                  .alpha = o.alpha,
+                                  .eps = o.eps,
+                                  .weight_decay = o.weight_decay,
+                                  .momentum = o.momentum,
+                                  .centered = o.centered,
+                                  .maximize = o.maximize};
   const std::vector<Tensor> square_avgs = state_list(params, "square_avg");
   const std::vector<Tensor> momentum_buffers =
       options.momentum > 0 ? state_list(params, "momentum_buffer") : std::vector<Tensor>{};

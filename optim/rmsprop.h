@@ -1,8 +1,7 @@
-// RMSprop, as torch.optim.RMSprop:
-//   g = ±grad + weight_decay * p                (maximize negates the gradient)
-//   v = alpha v + (1 - alpha) g^2
-//   centered: a = alpha a + (1 - alpha) g;  d = sqrt(v - a^2) + eps;  else d = sqrt(v) + eps
-//   momentum > 0: buf = momentum buf + g / d;  p = p - lr buf;  else p = p - lr g / d
+// RMSprop, as torch.optim.RMSprop (centered, momentum, weight decay, maximize). The update,
+// element by element, is Note [Optimizer formulas] (kernels/optimizer_math.h), the one
+// copy both backends run; momentum > 0 keeps a buffer. The options' names in a parameter
+// group are rmsprop.cpp's field table (optim/option_fields.h).
 // State: "step" (Float32 [] on the device, counted as PyTorch does though the update does
 // not use it), "square_avg", "momentum_buffer" (momentum > 0), "grad_avg" (centered).
 //

@@ -4,38 +4,39 @@
 
 #include "core/error.h"
 #include "optim/option_checks.h"
+#include "optim/option_fields.h"
 
 namespace kiln::optim {
 namespace {
 
-Options to_options(const SGDOptions& o) {
-  return {{"lr", o.lr},
-          {"momentum", o.momentum},
-          {"dampening", o.dampening},
-          {"weight_decay", o.weight_decay},
-          {"nesterov", o.nesterov ? 1.0 : 0.0},
-          {"maximize", o.maximize ? 1.0 : 0.0}};
-}
+constexpr OptionField<SGDOptions> kSgdFields[] = {
+    number_option("lr", &SGDOptions::lr),
+    number_option("momentum", &SGDOptions::momentum),
+    number_option("dampening", &SGDOptions::dampening),
+    number_option("weight_decay", &SGDOptions::weight_decay),
+    flag_option("nesterov", &SGDOptions::nesterov),
+    flag_option("maximize", &SGDOptions::maximize),
+};
 
 }  // namespace
 
-SGD::SGD(std::vector<Tensor> params, SGDOptions options) : Optimizer("SGD", to_options(options)) {
+SGD::SGD(std::vector<Tensor> params, SGDOptions options) : Optimizer("SGD", to_options<SGDOptions>(options, kSgdFields)) {
   add_param_group(ParamGroup{.params = std::move(params), .options = {}});
 }
 
-SGD::SGD(std::vector<ParamGroup> groups, SGDOptions defaults) : Optimizer("SGD", to_options(defaults)) {
+SGD::SGD(std::vector<ParamGroup> groups, SGDOptions defaults)
+    : Optimizer("SGD", to_options<SGDOptions>(defaults, kSgdFields)) {
   add_param_groups(std::move(groups));
 }
 
 void SGD::check_options(const Options& options) const {
-  check_at_least("SGD", options, "lr", 0);
-  check_at_least("SGD", options, "momentum", 0);
-  check_at_least("SGD", options, "weight_decay", 0);
-  check_flag("SGD", options, "nesterov");
-  check_flag("SGD", options, "maximize");
-  KILN_CHECK(options.at("nesterov") == 0 || (options.at("momentum") > 0 && options.at("dampening") == 0),
-             "SGD: nesterov momentum requires momentum > 0 and dampening = 0 (got momentum ",
-             options.at("momentum"), ", dampening ", options.at("dampening"), ")");
+  const SGDOptions o = from_options<SGDOptions>("SGD", options, kSgdFields);
+  check_at_least("SGD", "lr", o.lr, 0);
+  check_at_least("SGD", "momentum", o.momentum, 0);
+  check_at_least("SGD", "weight_decay", o.weight_decay, 0);
+  KILN_CHECK(!o.nesterov || (o.momentum > 0 && o.dampening == 0),
+             "SGD: nesterov momentum requires momentum > 0 and dampening = 0 (got momentum ", o.momentum,
+             ", dampening ", o.dampening, ")");
 }
 
 // Note [SGD first step]: PyTorch starts a momentum buffer as a copy of the first
@@ -46,12 +47,13 @@ void SGD::check_options(const Options& options) const {
 // first gradient enters scaled by 1 - dampening.
 void SGD::update(ParamGroup& group, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
                  const AmpStepArgs& amp) {
-  SgdStepParams options{.lr = group.get("lr"),
-                        .momentum = group.get("momentum"),
-                        .dampening = group.get("dampening"),
-                        .weight_decay = group.get("weight_decay"),
-                        .nesterov = group.get("nesterov") != 0,
-                        .maximize = group.get("maximize") != 0,
+  const SGDOptions o = from_options<SGDOptions>("SGD", group.options, kSgdFields);
+  SgdStepParams options{.lr = o.lr,
+                        .momentum = o.momentum,
+                        .dampening = o.dampening,
+                        .weight_decay = o.weight_decay,
+                        .nesterov = o.nesterov,
+                        .maximize = o.maximize,
                         .first_step = false};
   if (options.momentum == 0) {
     sgd_step_(params, grads, {}, options, amp);

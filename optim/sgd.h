@@ -1,9 +1,7 @@
 // SGD: stochastic gradient descent with momentum, dampening, Nesterov momentum, weight
-// decay and maximize, as torch.optim.SGD:
-//   g = ±grad + weight_decay * p                          (maximize negates the gradient)
-//   buf = g at the first step, else momentum * buf + (1 - dampening) * g
-//   g = g + momentum * buf if nesterov, else buf           (when momentum != 0)
-//   p = p - lr * g
+// decay and maximize, as torch.optim.SGD. The update, element by element, is Note
+// [Optimizer formulas] (kernels/optimizer_math.h), the one copy both backends run; the
+// options' names in a parameter group are sgd.cpp's field table (optim/option_fields.h).
 // State "momentum_buffer" exists only when momentum != 0; SGD keeps no step counter.
 //
 // Options in torch.optim.SGD's order, as designated initializers:
