@@ -1,4 +1,4 @@
-// safetensors files: the weights and checkpoint format (DESIGN.md), spec-compatible with
+// safetensors files: the weights and checkpoint format (docs/design.md), spec-compatible with
 // Python's `safetensors` package (github.com/huggingface/safetensors).
 //
 // Layout of a file:

@@ -2,8 +2,7 @@
 // by gradient descent and prints the learned weights (they approach [2, 0, 0]).
 #include <cstdio>
 
-#include "core/ops.h"
-#include "kiln/init.h"
+#include "kiln/kiln.h"  // everything a user needs: <kiln/kiln.h> once installed
 
 using namespace kiln;
 

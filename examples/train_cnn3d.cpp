@@ -31,10 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "core/ops.h"
-#include "kiln/init.h"
-#include "nn/nn.h"
-#include "optim/optim.h"
+#include "kiln/kiln.h"  // everything a user needs: <kiln/kiln.h> once installed
 
 using namespace kiln;
 

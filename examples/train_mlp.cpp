@@ -10,8 +10,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "core/ops.h"
-#include "kiln/init.h"
+#include "kiln/kiln.h"  // everything a user needs: <kiln/kiln.h> once installed
 
 using namespace kiln;
 

@@ -3,7 +3,7 @@
 //
 // "No driver" and "no GPU" are not errors here: device_count() returns 0 and says why,
 // is_available() is false, and kiln::init() then leaves Device::cuda() unregistered so
-// that using it gives "CUDA is not available: <why>" (DESIGN.md). Everything else that
+// that using it gives "CUDA is not available: <why>" (docs/design.md). Everything else that
 // goes wrong in a runtime call is a kiln::Error (cuda_check.h).
 //
 // Device selection follows the runtime's model: each host thread has a current device.
