@@ -13,6 +13,14 @@
 // picked once per call by with_flags), so the loop has no branches and GCC vectorises it
 // (with Note [No math errno], kernels/cpu/CMakeLists.txt); maximize rides on the unscale
 // factor's sign (negating a product is exact: -(g s) = g (-s)).
+//
+// Note [Scalars by value]: the range functions take their scalar structs by value. Read
+// through a reference inside optimizer_math's inlined functions, a scalar may (for GCC)
+// alias the __restrict outputs, so its load stays in the loop, and with it lerp's
+// |w| < 0.5 branch: the loop no longer vectorises and Adam costs 5x the instructions
+// (measured with callgrind, bench/results/2026-11-25-cpu-refactor-callgrind.md). A copy
+// on the stack is provably unaliased, so GCC hoists the loads and unswitches the branch.
+// Check with -fopt-info-vec-optimized on this file after changing a loop.
 #include <cmath>
 #include <vector>
 
@@ -61,10 +69,10 @@ M unscale_factor(float inv_scale, bool maximize) {
 
 template <typename T, typename Flags>
 void sgd_range(T* __restrict p, const T* __restrict g, T* __restrict buf_ptr, int64_t begin, int64_t end,
-               const math::SgdScalars<opmath_t<T>>& s, opmath_t<T> unscale) {
+               const math::SgdScalars<opmath_t<T>> s, opmath_t<T> unscale) {
   using M = opmath_t<T>;
   constexpr Flags kFlags{};
-  for (int64_t j = begin; j < end; ++j) {
+  for (int64_t j = begin; j < end; ++j) {  // vectorised: tests/kernels/check_vectorized.cmake
     M param = static_cast<M>(p[j]);
     M buf = kFlags.momentum && !kFlags.first_step ? static_cast<M>(buf_ptr[j]) : M(0);
     math::sgd_update(param, static_cast<M>(g[j]) * unscale, buf, s, kFlags);
@@ -93,11 +101,11 @@ void sgd_typed(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
 
 template <typename T, typename Flags>
 void adam_range(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, T* __restrict v_max,
-                int64_t begin, int64_t end, const math::AdamScalars<opmath_t<T>>& s,
-                const math::AdamStepSizes<opmath_t<T>>& t, opmath_t<T> unscale) {
+                int64_t begin, int64_t end, const math::AdamScalars<opmath_t<T>> s,
+                const math::AdamStepSizes<opmath_t<T>> t, opmath_t<T> unscale) {
   using M = opmath_t<T>;
   constexpr Flags kFlags{};
-  for (int64_t j = begin; j < end; ++j) {
+  for (int64_t j = begin; j < end; ++j) {  // vectorised: tests/kernels/check_vectorized.cmake
     M param = static_cast<M>(p[j]), exp_avg = static_cast<M>(m[j]), exp_avg_sq = static_cast<M>(v[j]);
     M max_exp_avg_sq = kFlags.amsgrad ? static_cast<M>(v_max[j]) : M(0);
     math::adam_update(param, static_cast<M>(g[j]) * unscale, exp_avg, exp_avg_sq, max_exp_avg_sq, s, t, kFlags);
@@ -135,11 +143,11 @@ void adam_typed(const std::vector<Tensor>& params, const std::vector<Tensor>& gr
 
 template <typename T, typename Flags>
 void rmsprop_range(T* __restrict p, const T* __restrict g, T* __restrict sq, T* __restrict buf_ptr,
-                   T* __restrict ga, int64_t begin, int64_t end, const math::RmspropScalars<opmath_t<T>>& s,
+                   T* __restrict ga, int64_t begin, int64_t end, const math::RmspropScalars<opmath_t<T>> s,
                    opmath_t<T> unscale) {
   using M = opmath_t<T>;
   constexpr Flags kFlags{};
-  for (int64_t j = begin; j < end; ++j) {
+  for (int64_t j = begin; j < end; ++j) {  // vectorised: tests/kernels/check_vectorized.cmake
     M param = static_cast<M>(p[j]), square_avg = static_cast<M>(sq[j]);
     M buf = kFlags.momentum ? static_cast<M>(buf_ptr[j]) : M(0);
     M grad_avg = kFlags.centered ? static_cast<M>(ga[j]) : M(0);

@@ -50,7 +50,7 @@ bool scale_range(const void* src_ptr, void* dst_ptr, int64_t begin, int64_t end,
   D* dst = static_cast<D*>(dst_ptr);
   const M factor = static_cast<M>(scale);
   int64_t non_finite = 0;
-  for (int64_t j = begin; j < end; ++j) {
+  for (int64_t j = begin; j < end; ++j) {  // vectorised: tests/kernels/check_vectorized.cmake
     const M x = static_cast<M>(static_cast<opmath_t<S>>(src[j]));
     non_finite += is_non_finite(x);
     dst[j] = static_cast<D>(x * factor);
@@ -62,7 +62,7 @@ template <typename S>
 bool check_range(const void* src_ptr, void*, int64_t begin, int64_t end, float) {
   const S* src = static_cast<const S*>(src_ptr);
   int64_t non_finite = 0;
-  for (int64_t j = begin; j < end; ++j) non_finite += is_non_finite(static_cast<opmath_t<S>>(src[j]));
+  for (int64_t j = begin; j < end; ++j) non_finite += is_non_finite(static_cast<opmath_t<S>>(src[j]));  // vectorised: tests/kernels/check_vectorized.cmake
   return non_finite != 0;
 }
 
