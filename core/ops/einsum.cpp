@@ -18,7 +18,7 @@
 
 #include "core/autocast.h"
 #include "core/ops/elementwise.h"
-#include "core/ops/linalg.h"
+#include "core/ops/matmul.h"
 #include "core/ops/reduce.h"
 #include "core/ops/view.h"
 

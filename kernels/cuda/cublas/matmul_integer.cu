@@ -27,7 +27,7 @@
 #include <type_traits>
 
 #include "core/dispatch.h"
-#include "kernels/cuda/cublas/gemm_integer.h"
+#include "kernels/cuda/cublas/matmul_integer.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch.h"
 
