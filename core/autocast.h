@@ -6,7 +6,7 @@
 //  - float32 ops (softmax, log_softmax, every loss, layer/batch-norm-style
 //    normalisations that are not already mixed-precision aware, sum/mean/var/std/norm/
 //    logsumexp reductions, exp, log, pow) cast float16/bfloat16 inputs up to float32
-//    (batch_norm is already mixed-precision aware and casts nothing, core/ops/norm.h);
+//    (batch_norm is already mixed-precision aware and casts nothing, core/ops/batch_norm.h);
 //  - every other op (add, mul, cat, where, ...) runs in the widest input dtype, as type
 //    promotion already gives.
 // float64 tensors are never touched (autocast only moves float32 <-> the autocast dtype).

@@ -4,8 +4,7 @@
 // storage.data() + (storage_offset + sum_k ik * strides[k]) * itemsize. Strides are in
 // elements and may be zero (expand) or any non-negative value (permute, slice with a
 // step). Views share the storage and the version counter of their base (Note [Version
-// counter] in core/autograd/saved_tensor.h); autograd state lives in `autograd`, made
-// only when needed.
+// counter] in core/tensor.h); autograd state lives in `autograd`, made only when needed.
 #pragma once
 
 #include <atomic>

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "core/autograd/grad_mode.h"
+#include "core/ops/batch_norm.h"
 #include "core/ops/factory.h"
-#include "core/ops/norm.h"
 #include "nn/init.h"
 
 namespace kiln::nn {

@@ -1,4 +1,4 @@
-// BatchNorm1d / 2d / 3d over kiln::batch_norm (core/ops/norm.h), as PyTorch's:
+// BatchNorm1d / 2d / 3d over kiln::batch_norm (core/ops/batch_norm.h), as PyTorch's:
 // parameters weight (ones) and bias (zeros) when affine; buffers running_mean (zeros),
 // running_var (ones) and num_batches_tracked (an Int64 scalar) when
 // track_running_stats.

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "core/ops/factory.h"
-#include "core/ops/linalg.h"
+#include "core/ops/matmul.h"
 #include "nn/init.h"
 
 namespace kiln::nn {

@@ -5,7 +5,7 @@
 // data] in core/tensor.h), so layers' members and optimizers' lists see the cast values.
 // Integer buffers (num_batches_tracked) keep their dtype. With keep_batchnorm_fp32 the
 // batch-norm modules are skipped: kiln::batch_norm takes a float16/bfloat16 input with
-// float32 weight and statistics and computes in float32 (core/ops/norm.h), which keeps
+// float32 weight and statistics and computes in float32 (core/ops/batch_norm.h), which keeps
 // the running statistics accurate.
 #pragma once
 

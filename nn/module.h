@@ -131,7 +131,6 @@ class Module : public std::enable_shared_from_this<Module> {
   };
   void check_new_name(const std::string& name, const char* what) const;
   void collect_state(const std::string& prefix, StateDict& out) const;
-  void collect_modules(const std::string& prefix, NamedModules& out, std::vector<const Module*>& seen);
   void print(std::ostream& os, int indent) const;
   template <typename Fn>
   void convert_tensors(const Fn& convert);

@@ -41,6 +41,11 @@ Tensor strided_grad_leaf(const std::vector<int64_t>& sizes, uint64_t seed) {
   return non_contiguous(random_nonzero(sizes, DType::Float64, seed)).detach().requires_grad_(true);
 }
 
+Tensor uniform_leaf(const std::vector<int64_t>& sizes, uint64_t seed, double low, double high) {
+  Tensor x = random_uniform(sizes, low, high, DType::Float64, seed);
+  return x.requires_grad_(true);
+}
+
 Tolerance tolerance_for(DType dtype) {
   switch (dtype) {
     case DType::Float64: return {1e-12, 1e-10};

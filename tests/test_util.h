@@ -22,6 +22,9 @@ Tensor non_contiguous(const Tensor& t);
 // (away from the kinks at 0), contiguous or laid out non-contiguously.
 Tensor grad_leaf(const std::vector<int64_t>& sizes, uint64_t seed);
 Tensor strided_grad_leaf(const std::vector<int64_t>& sizes, uint64_t seed);
+// A float64 leaf that requires grad, uniform in [low, high) (zero and kinks not avoided:
+// for smooth functions, and for domains such as sqrt's set by low and high).
+Tensor uniform_leaf(const std::vector<int64_t>& sizes, uint64_t seed, double low = -1.5, double high = 1.5);
 
 // The tolerance table (STYLE 10): absolute and relative, per dtype.
 struct Tolerance {

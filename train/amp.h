@@ -10,7 +10,7 @@
 // O1 is what torch.autocast does: float32 weights, ops picking their precision (wrap the
 // forward pass in `AutocastGuard autocast(amp.low_dtype, amp.enabled_autocast)`). O2 runs
 // the model itself in the low dtype, batch norm excepted (it computes in float32 from a
-// float16 input, core/ops/norm.h), with float32 master weights in the optimizer (Note
+// float16 input, core/ops/batch_norm.h), with float32 master weights in the optimizer (Note
 // [Master weights] in optim/optimizer.h); its inputs go through amp_cast_input and its
 // outputs through amp_cast_output, as Apex patches forward to do. O3 is everything in
 // the low dtype: a speed baseline.

@@ -1,6 +1,6 @@
-// CUDA reductions (kernels/cuda/reduce.cu): sum over the last dim and over the first dim
-// of [rows, cols], a full sum, var_mean and argmax, in f32, f16 and bf16, from 1 MiB to
-// 256 MiB of input.
+// CUDA reductions (kernels/cuda/reduce.cuh and reduce_*.cu): sum over the last dim and
+// over the first dim of [rows, cols], a full sum, var_mean and argmax, in f32, f16 and
+// bf16, from 1 MiB to 256 MiB of input.
 //
 // Roofline: a reduction reads its input once and writes a result per output, with one
 // add (or a Welford update: ~6 flops; argmax: 2 compares) per element read, i.e. at most

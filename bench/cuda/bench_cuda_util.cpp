@@ -17,7 +17,7 @@ void register_cuda_benchmarks() {
   register_cuda_conv_benchmarks();
   register_cuda_copy_benchmarks();
   register_cuda_elementwise_benchmarks();
-  register_cuda_gemm_benchmarks();
+  register_cuda_matmul_benchmarks();
   register_cuda_index_benchmarks();
   register_cuda_optim_benchmarks();
   register_cuda_pool_benchmarks();

@@ -31,7 +31,7 @@ void register_cuda_batch_norm_benchmarks();
 void register_cuda_conv_benchmarks();
 void register_cuda_copy_benchmarks();
 void register_cuda_elementwise_benchmarks();
-void register_cuda_gemm_benchmarks();
+void register_cuda_matmul_benchmarks();
 void register_cuda_index_benchmarks();
 void register_cuda_optim_benchmarks();
 void register_cuda_pool_benchmarks();

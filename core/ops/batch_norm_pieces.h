@@ -1,4 +1,4 @@
-// The pieces batch_norm (norm.h) is assembled from, exposed so that SyncBatchNorm
+// The pieces batch_norm (batch_norm.h) is assembled from, exposed so that SyncBatchNorm
 // (dist/) can reuse them with all-reduces in between (Note [Batch norm pieces] in
 // core/backend.h): validate, compute local statistics, all-reduce (mean, var, count),
 // update the running statistics, normalise with an autograd node whose backward

@@ -1,4 +1,4 @@
-// CpuBackend::bmm: batched GEMM through Eigen (the only file that includes Eigen).
+// CpuBackend::bmm: batched GEMM through Eigen (with conv.cpp, the only files that include it).
 //
 // Each batch's operands are Eigen::Maps over the strided memory (row-major maps with
 // dynamic outer and inner strides), so transposed or sliced operands need no copy: Eigen

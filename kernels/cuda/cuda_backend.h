@@ -12,7 +12,7 @@
 //   pool.cu            max / average / adaptive average pooling, forward and backward
 //   index.cu           gather, scatter_add, index_select
 //   random.cu          Philox uniform/normal/randint/bernoulli, randperm
-//   cublas/gemm.cpp    bmm through cuBLAS (integer dtypes through a tiled kernel)
+//   cublas/matmul.cpp  bmm through cuBLAS (integer dtypes through a tiled kernel)
 //   cudnn/conv.cpp     convolution forward and backward through cuDNN, with the
 //                      algorithm cache of cudnn/conv_algorithm_cache.h
 // Every call runs on the tensors' device (a DeviceGuard), on the calling thread's current

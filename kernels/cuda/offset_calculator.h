@@ -10,7 +10,7 @@
 //   m = floor(2^32 (2^s - d) / d) + 1   (fits in 32 bits);
 // then for every n < 2^31,  n div d = (umulhi(n, m) + n) >> s.
 // The index is 32-bit (launches are split so that it fits, Note [32-bit indexing] in
-// elementwise.cuh); offsets are 64-bit. This header is plain C++ with __host__
+// elementwise_plan.h); offsets are 64-bit. This header is plain C++ with __host__
 // __device__ functions, so the host tests check it exhaustively without a GPU.
 #pragma once
 

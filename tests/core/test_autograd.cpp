@@ -1,6 +1,7 @@
 // The autograd engine and its rules: dependency counting, accumulation with grad = None
 // semantics, retain_graph, grad-mode guards, hooks, version counters, anomaly mode,
-// in-place ops under autograd, autograd::grad and activation checkpointing.
+// autograd::grad and activation checkpointing. The in-place rules under autograd are
+// tested in test_inplace.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -128,35 +129,6 @@ TEST(Autograd, ModifyingASavedTensorInPlaceIsAnErrorNamingTheOp) {
   Tensor z = mul(y, 2.0);
   y.mul_(2.0);  // y is a non-leaf: allowed, but exp's saved output is now stale
   EXPECT_KILN_ERROR(z.sum().backward(), "'exp'", "modified by an in-place operation", "version");
-}
-
-TEST(Autograd, InPlaceRules) {
-  Tensor w = leaf({1, 2});
-  EXPECT_KILN_ERROR(w.add_(tensor<double>({1, 1})), "add_", "leaf");
-  {
-    NoGradGuard no_grad;
-    w.add_(tensor<double>({1, 1}));  // optimizer-style update is fine
-  }
-  EXPECT_TRUE(all_equal(w.detach(), tensor<double>({2, 3})));
-  Tensor y = mul(w, 1.0);
-  EXPECT_KILN_ERROR(y.select(0, 0).mul_(2.0), "mul_", "view");
-}
-
-TEST(Autograd, InPlaceOnANonLeafRecordsTheRightGradient) {
-  Tensor x = leaf({1, 2, 3});
-  Tensor y = mul(x, 2.0);
-  y.mul_(x);       // y = 2x^2: the gradient for x needs the old y (cloned before overwrite)
-  y.add_(x, 3.0);  // y = 2x^2 + 3x
-  y.sum().backward();
-  EXPECT_TRUE(all_equal(x.grad(), tensor<double>({7, 11, 15})));  // 4x + 3
-}
-
-TEST(Autograd, InPlaceWithItselfAsOperandKeepsTheOldValues) {
-  Tensor x = leaf({1, 2, 3});
-  Tensor y = mul(x, 2.0);
-  y.mul_(y);  // y = 4x^2: both operands are the old y, cloned before the overwrite
-  y.sum().backward();
-  EXPECT_TRUE(all_equal(x.grad(), tensor<double>({8, 16, 24})));
 }
 
 TEST(Autograd, GradFunctionDoesNotTouchLeafGrads) {

@@ -1,6 +1,8 @@
 // Elementwise ops against naive reference loops: every unary and binary op in every
-// dtype it supports, on random non-zero, non-contiguous and broadcast inputs; type
-// promotion; in-place forms; error messages; and a gradient check per differentiable op.
+// dtype it supports (the activations' forward included), on random non-zero,
+// non-contiguous and broadcast inputs; type promotion; error messages; and a gradient
+// check per differentiable op of core/ops/elementwise.h. The activations' gradient checks
+// are in test_activation.cpp, the in-place forms in test_inplace.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,6 +22,7 @@ using testing::gradcheck;
 using testing::non_contiguous;
 using testing::random_nonzero;
 using testing::random_uniform;
+using testing::uniform_leaf;
 
 const DType kFloatTypes[] = {DType::Float64, DType::Float32, DType::Float16, DType::BFloat16};
 
@@ -248,28 +251,6 @@ TEST(Elementwise, WhereBroadcastsAndPromotes) {
   EXPECT_TRUE(all_equal(where(cond, a, 0.5), tensor<double>({1, 2, 0.5, 0.5, 1, 2}, {3, 2})));
 }
 
-TEST(Elementwise, InPlaceOpsWriteIntoSelfAndBumpTheVersion) {
-  Tensor x = tensor<double>({1, 2, 3, 4}, {2, 2});
-  const void* storage = x.data_ptr();
-  const uint32_t v0 = x.version();
-  x.add_(tensor<double>({10, 20}));
-  x.mul_(2.0);
-  x.sub_(tensor<double>({1}), 3);
-  x.div_(tensor<double>({2}));
-  EXPECT_EQ(x.data_ptr(), storage);
-  EXPECT_GT(x.version(), v0);
-  EXPECT_TRUE(all_equal(x, tensor<double>({9.5, 20.5, 11.5, 22.5}, {2, 2})));
-  x.clamp_(10, 20);
-  EXPECT_TRUE(all_equal(x, tensor<double>({10, 20, 11.5, 20}, {2, 2})));
-  x.zero_();
-  EXPECT_TRUE(all_equal(x, zeros({2, 2}, {.dtype = DType::Float64})));
-  // Through a non-contiguous view: only the viewed elements change.
-  Tensor base = zeros({2, 3}, {.dtype = DType::Float64});
-  Tensor column = base.select(1, 1);
-  column.fill_(5);
-  EXPECT_TRUE(all_equal(base, tensor<double>({0, 5, 0, 0, 5, 0}, {2, 3})));
-}
-
 TEST(Elementwise, ErrorsNameTheOpAndTheShapes) {
   EXPECT_KILN_ERROR(add(zeros({2, 3}), zeros({4})), "add", "[2, 3]", "[4]", "broadcast");
   EXPECT_KILN_ERROR(mul(zeros({2}), Tensor()), "mul", "undefined");
@@ -285,14 +266,6 @@ TEST(Elementwise, ErrorsNameTheOpAndTheShapes) {
 }
 
 // ---- gradient checks ------------------------------------------------------------------------
-
-Tensor uniform_leaf(const std::vector<int64_t>& sizes, uint64_t seed, double low = -1.5, double high = 1.5) {
-  Tensor x = random_uniform(sizes, low, high, DType::Float64, seed);
-  return x.requires_grad_(true);
-}
-
-
-// A non-contiguous float64 leaf (every other element of a buffer).
 
 using Inputs = std::vector<Tensor>;
 
@@ -384,56 +357,6 @@ TEST(Elementwise, SubgradientsAtKinksArePinned) {
   maximum(x, y).sum().backward();
   EXPECT_TRUE(all_equal(x.grad(), tensor<double>({0.5, 0, 0.5})));
   EXPECT_TRUE(all_equal(y.grad(), tensor<double>({0.5, 1, 0.5})));
-}
-
-KILN_GRADCHECK_TEST(to) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return mul(v[0].to(DType::Float32), 2.0).to(DType::Float64); },
-                        {uniform_leaf({3}, 1)}, {.eps = 1e-3, .atol = 1e-4, .rtol = 1e-4}));
-}
-
-KILN_GRADCHECK_TEST(clone) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return clone(v[0]); }, {testing::strided_grad_leaf({3, 2}, 1)})); }
-
-KILN_GRADCHECK_TEST(contiguous) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return contiguous(v[0]); }, {testing::strided_grad_leaf({3, 2}, 1)}));
-}
-
-KILN_GRADCHECK_TEST(copy_) {
-  // dest = a * 1 (a non-leaf), then dest.copy_(b broadcast): d/da = 0, d/db = summed g.
-  EXPECT_TRUE(gradcheck(
-      [](const Inputs& v) {
-        Tensor dest = mul(v[0], 1.0);
-        dest.copy_(v[1]);
-        return mul(dest, dest);
-      },
-      {uniform_leaf({3, 4}, 1), uniform_leaf({4}, 2)}));
-}
-
-KILN_GRADCHECK_TEST(relu) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return relu(v[0]); }, {testing::grad_leaf({4, 3}, 1)})); }
-
-KILN_GRADCHECK_TEST(leaky_relu) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return leaky_relu(v[0], 0.2); }, {testing::strided_grad_leaf({4, 3}, 1)}));
-}
-
-KILN_GRADCHECK_TEST(prelu) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return prelu(v[0], v[1]); }, {testing::grad_leaf({2, 3, 4}, 1), uniform_leaf({3}, 2)}));
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return prelu(v[0], v[1]); }, {testing::grad_leaf({2, 3}, 3), uniform_leaf({1}, 4)}));
-}
-
-KILN_GRADCHECK_TEST(sigmoid) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return sigmoid(v[0]); }, {uniform_leaf({4, 3}, 1)})); }
-
-KILN_GRADCHECK_TEST(tanh) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return tanh(v[0]); }, {testing::strided_grad_leaf({4, 3}, 1)})); }
-
-KILN_GRADCHECK_TEST(silu) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return silu(v[0]); }, {uniform_leaf({4, 3}, 1, -3, 3)})); }
-
-KILN_GRADCHECK_TEST(gelu) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return gelu(v[0]); }, {uniform_leaf({4, 3}, 1, -3, 3)}));
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return gelu(v[0], "tanh"); }, {testing::strided_grad_leaf({4, 3}, 2)}));
-}
-
-KILN_GRADCHECK_TEST(elu) { EXPECT_TRUE(gradcheck([](const Inputs& v) { return elu(v[0], 1.3); }, {testing::grad_leaf({4, 3}, 1)})); }
-
-KILN_GRADCHECK_TEST(softplus) {
-  EXPECT_TRUE(gradcheck([](const Inputs& v) { return softplus(v[0], 1.5, 2.0); }, {testing::grad_leaf({4, 3}, 1)}));
 }
 
 // Half-precision inputs compute in float32 and round once: compare with float32 results

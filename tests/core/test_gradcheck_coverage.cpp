@@ -38,7 +38,7 @@ const std::map<std::string, std::string> kNotDifferentiable = {
     {"unary_kernel", "engine entry point without autograd"},
     {"binary_kernel", "engine entry point without autograd"},
     {"wrap_scalar", "makes a constant"},
-    {"apply_inplace", "mechanism, checked through add_/mul_ in test_autograd"},
+    {"apply_inplace", "mechanism, checked through add_/mul_ in test_inplace"},
     {"multi_tensor_norm", "optimizer/clipping utility run under no_grad (core/ops/multi_tensor.h)"},
     {"invstd_of", "batch-norm piece (batch_norm_pieces.h): arithmetic on statistics inside batch_norm"},
     {"multi_tensor_norm", "optimizer and clipping kernel (multi_tensor.h), runs with autograd off"},

@@ -6,7 +6,7 @@
 // [Poisoned outputs]) and the public ops. Skips without a GPU.
 //
 // Tolerance: the GPU sums floats in float where the CPU sums in double (Note [Reduction
-// accumulators] in kernels/cuda/reduce.cu). Tree-shaped float sums of n terms of size
+// accumulators] (CUDA) in kernels/cuda/reduce_sum.cu). Tree-shaped float sums of n terms of size
 // about |x| err by a few float ulps times sqrt(n) |x| at worst in practice, so sums,
 // means, norms and variances are compared with the dtype's tolerance scaled by
 // 4 sqrt(n) (inputs are in +-[0.5, 1.5]: mean |x| is about 1). Max/min/argmax are exact.

@@ -1,11 +1,11 @@
 // CudaBackend::bmm: batched matrix products through cuBLAS (integer dtypes through the
-// tiled kernel of gemm_integer.cu).
+// tiled kernel of matmul_integer.cu).
 //
 // out[z] = a[z] @ b[z] with a [B, M, K], b [B, K, N], out [B, M, N], any strides, out
 // overwritten (=) and not overlapping a or b (as on the CPU). One
 // cublasGemmStridedBatchedEx call covers the whole batch (split only past cuBLAS's int
 // batch count): the operands are swapped so that column-major cuBLAS computes the
-// row-major product (Note [Row-major products on column-major cuBLAS] in gemm_plan.h).
+// row-major product (Note [Row-major products on column-major cuBLAS] in matmul_plan.h).
 // Operands whose layout cuBLAS cannot read are copied to contiguous temporaries (a
 // broadcast batch only once); an output it cannot write receives the product through a
 // temporary and a copy.
@@ -24,8 +24,8 @@
 #include "core/flags.h"
 #include "core/kernel_memory.h"
 #include "kernels/cuda/cublas/cublas_handle.h"
-#include "kernels/cuda/cublas/gemm_integer.h"
-#include "kernels/cuda/cublas/gemm_plan.h"
+#include "kernels/cuda/cublas/matmul_integer.h"
+#include "kernels/cuda/cublas/matmul_plan.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/launch.h"
 

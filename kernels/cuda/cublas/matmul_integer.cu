@@ -1,4 +1,4 @@
-// Integer bmm: a shared-memory tiled GEMM, the first rung of the GEMM teaching ladder.
+// Integer bmm: a shared-memory tiled GEMM (cuBLAS has no wrap-around integer products).
 //
 // Math: out[z, i, j] = sum_k a[z, i, k] * b[z, k, j], accumulated in the dtype's own
 // wrap-around (two's complement) arithmetic, exactly as the CPU backend's Eigen product
@@ -18,8 +18,8 @@
 // global traffic over the naive kernel. Tiles past the edges load zeros. gridDim.x covers
 // N's tiles; M's tiles and the batch are covered by gridDim.y and gridDim.z with
 // grid-stride loops, since those grid dimensions stop at 65535. Integer products are rare
-// (indices, counting) and small, so this simple kernel is the whole story; the faster
-// rungs (register tiles, tensor cores) are floating-point and live beside cuBLAS in bench/.
+// (indices, counting) and small, so this simple kernel is the whole story; floating-point
+// products, where register tiles and tensor cores pay, go to cuBLAS (matmul.cpp).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -27,7 +27,7 @@
 #include <type_traits>
 
 #include "core/dispatch.h"
-#include "kernels/cuda/cublas/gemm_integer.h"
+#include "kernels/cuda/cublas/matmul_integer.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch.h"
 

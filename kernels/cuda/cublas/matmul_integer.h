@@ -1,4 +1,4 @@
-// Batched integer GEMM on the GPU (gemm_integer.cu): cuBLAS has no integer products with
+// Batched integer GEMM on the GPU (matmul_integer.cu): cuBLAS has no integer products with
 // wrap-around accumulation, so Int64, Int32 and UInt8 bmm use a tiled kernel of our own.
 #pragma once
 

@@ -51,7 +51,7 @@ Tensor naive_matmul(const Tensor& a, const Tensor& b) {
   return c.reshape(out);
 }
 
-TEST(Linalg, MatmulShapeCasesMatchTheNaiveLoop) {
+TEST(Matmul, MatmulShapeCasesMatchTheNaiveLoop) {
   const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
       {{5}, {5}},          {{7, 13}, {13, 5}},       {{13}, {13, 4}},       {{3, 13}, {13}},
       {{2, 3, 4}, {4, 5}}, {{2, 1, 3, 4}, {5, 4, 6}}, {{4}, {2, 4, 3}},      {{2, 3, 4}, {4}},
@@ -72,7 +72,7 @@ TEST(Linalg, MatmulShapeCasesMatchTheNaiveLoop) {
   }
 }
 
-TEST(Linalg, TransposedAndExpandedOperandsNeedNoCopyAndAreRight) {
+TEST(Matmul, TransposedAndExpandedOperandsNeedNoCopyAndAreRight) {
   const Tensor a = random_nonzero({6, 4}, DType::Float32, 3);
   const Tensor b = random_nonzero({5, 6}, DType::Float32, 4);
   EXPECT_TRUE(all_close(matmul(a.t(), b.t()), naive_matmul(a.t(), b.t()).to(DType::Float32)));
@@ -84,7 +84,7 @@ TEST(Linalg, TransposedAndExpandedOperandsNeedNoCopyAndAreRight) {
   EXPECT_TRUE(all_close(matmul(a.to(DType::Float64), wide), naive_matmul(a.to(DType::Float64), wide)));
 }
 
-TEST(Linalg, IntegerProductsAreExactAndEmptyKGivesZeros) {
+TEST(Matmul, IntegerProductsAreExactAndEmptyKGivesZeros) {
   const Tensor a = tensor<int64_t>({1, 2, 3, 4, 5, 6}, {2, 3});
   const Tensor b = tensor<int64_t>({7, 8, 9, 10, 11, 12}, {3, 2});
   EXPECT_TRUE(all_equal(matmul(a, b), tensor<int64_t>({58, 64, 139, 154}, {2, 2})));
@@ -93,7 +93,7 @@ TEST(Linalg, IntegerProductsAreExactAndEmptyKGivesZeros) {
   EXPECT_EQ(matmul(zeros({0, 3}), zeros({3, 4})).sizes(), (std::vector<int64_t>{0, 4}));
 }
 
-TEST(Linalg, LinearMatchesMatmulPlusBias) {
+TEST(Matmul, LinearMatchesMatmulPlusBias) {
   const Tensor x = random_nonzero({2, 3, 5}, DType::Float64, 1);
   const Tensor w = random_nonzero({4, 5}, DType::Float64, 2);
   const Tensor b = random_nonzero({4}, DType::Float64, 3);
@@ -101,7 +101,7 @@ TEST(Linalg, LinearMatchesMatmulPlusBias) {
   EXPECT_TRUE(all_close(linear(x, w), naive_matmul(x, w.t())));
 }
 
-TEST(Linalg, ErrorsNameBothShapes) {
+TEST(Matmul, ErrorsNameBothShapes) {
   EXPECT_KILN_ERROR(matmul(zeros({2, 3}), zeros({4, 5})), "matmul", "[2, 3]", "[4, 5]", "cannot be multiplied");
   EXPECT_KILN_ERROR(matmul(zeros({2, 3}), zeros({3, 2}, {.dtype = DType::Float64})), "matmul", "same dtype",
                     "float32", "float64");

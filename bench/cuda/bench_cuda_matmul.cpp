@@ -98,13 +98,13 @@ void run_gemm(benchmark::State& state, GemmMode mode, int64_t m, int64_t n, int6
 }
 
 // Args: mode, size.
-void BM_CudaGemm_Square(benchmark::State& state) {
+void BM_CudaMatmul_Square(benchmark::State& state) {
   const int64_t n = state.range(1);
   run_gemm(state, static_cast<GemmMode>(state.range(0)), n, n, n);
 }
 
 // Args: mode, layer (1-4) of a 3D ResNet-18 at batch 8 on 64^3 volumes.
-void BM_CudaGemm_Resnet3dConv(benchmark::State& state) {
+void BM_CudaMatmul_Resnet3dConv(benchmark::State& state) {
   const int64_t layer = state.range(1);
   const int64_t side = int64_t{32} >> layer;  // 16, 8, 4, 2
   const int64_t channels = int64_t{32} << layer;  // 64, 128, 256, 512
@@ -117,11 +117,11 @@ const std::vector<int64_t> kModes = {static_cast<int64_t>(GemmMode::kFloat32), s
 
 }  // namespace
 
-void register_cuda_gemm_benchmarks() {
-  benchmark::RegisterBenchmark("BM_CudaGemm_Square", BM_CudaGemm_Square)
+void register_cuda_matmul_benchmarks() {
+  benchmark::RegisterBenchmark("BM_CudaMatmul_Square", BM_CudaMatmul_Square)
       ->ArgsProduct({kModes, {1024, 2048, 4096, 8192}})
       ->UseManualTime();
-  benchmark::RegisterBenchmark("BM_CudaGemm_Resnet3dConv", BM_CudaGemm_Resnet3dConv)
+  benchmark::RegisterBenchmark("BM_CudaMatmul_Resnet3dConv", BM_CudaMatmul_Resnet3dConv)
       ->ArgsProduct({kModes, {1, 2, 3, 4}})
       ->UseManualTime();
 }

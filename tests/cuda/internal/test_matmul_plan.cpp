@@ -1,9 +1,9 @@
-// The GEMM operand planning of kernels/cuda/cublas/gemm_plan.h, on the host: which
+// The GEMM operand planning of kernels/cuda/cublas/matmul_plan.h, on the host: which
 // row-major layouts cuBLAS reads in place (and with which operation and leading
 // dimension), which must be copied, and which outputs cuBLAS can write.
 #include <gtest/gtest.h>
 
-#include "kernels/cuda/cublas/gemm_plan.h"
+#include "kernels/cuda/cublas/matmul_plan.h"
 #include "kernels/cuda/cublas/cublas_handle.h"
 
 namespace kiln::cuda {
@@ -19,19 +19,19 @@ void expect_view(const std::optional<TransposedView>& view, bool transpose, int6
   EXPECT_EQ(view->ld, ld);
 }
 
-TEST(GemmPlan, ContiguousRowsAreReadAsTheTransposeWithOperationN) {
+TEST(MatmulPlan, ContiguousRowsAreReadAsTheTransposeWithOperationN) {
   expect_view(transposed_view(contiguous(5, 7)), false, 7);
   // A row slice of a wider matrix: ld is the row stride.
   expect_view(transposed_view({5, 7, 20, 1}), false, 20);
 }
 
-TEST(GemmPlan, TransposedViewsAreReadWithOperationT) {
+TEST(MatmulPlan, TransposedViewsAreReadWithOperationT) {
   // b.transpose(1, 2) of a contiguous [7, 5] matrix: strides (1, 5).
   expect_view(transposed_view(transposed(5, 7)), true, 5);
   expect_view(transposed_view({5, 7, 1, 9}), true, 9);
 }
 
-TEST(GemmPlan, SizeOneDimensionsGetTheSmallestLegalLd) {
+TEST(MatmulPlan, SizeOneDimensionsGetTheSmallestLegalLd) {
   // A single row: its row stride is meaningless (may be 0 or huge); ld = cols.
   expect_view(transposed_view({1, 7, 0, 1}), false, 7);
   expect_view(transposed_view({1, 7, 123456, 1}), false, 7);
@@ -44,7 +44,7 @@ TEST(GemmPlan, SizeOneDimensionsGetTheSmallestLegalLd) {
   expect_view(transposed_view({1, 1, 0, 0}), false, 1);
 }
 
-TEST(GemmPlan, LayoutsCublasCannotReadAreCopied) {
+TEST(MatmulPlan, LayoutsCublasCannotReadAreCopied) {
   EXPECT_FALSE(transposed_view({5, 7, 14, 2}).has_value());   // every other column
   EXPECT_FALSE(transposed_view({5, 7, 0, 1}).has_value());    // broadcast rows (stride 0)
   EXPECT_FALSE(transposed_view({5, 7, 1, 0}).has_value());    // broadcast columns
@@ -52,7 +52,7 @@ TEST(GemmPlan, LayoutsCublasCannotReadAreCopied) {
   EXPECT_FALSE(transposed_view({5, 7, int64_t{INT_MAX} + 1, 1}).has_value());  // ld beyond int
 }
 
-TEST(GemmPlan, OutputsMustHaveContiguousRows) {
+TEST(MatmulPlan, OutputsMustHaveContiguousRows) {
   EXPECT_EQ(output_ld(contiguous(5, 7)), 7);
   EXPECT_EQ(output_ld({5, 7, 16, 1}), 16);
   EXPECT_EQ(output_ld({5, 1, 2, 2}), 2);
@@ -62,7 +62,7 @@ TEST(GemmPlan, OutputsMustHaveContiguousRows) {
   EXPECT_FALSE(output_ld({1, 7, 14, 2}).has_value());
 }
 
-TEST(GemmPlan, BatchStrideAndIntLimits) {
+TEST(MatmulPlan, BatchStrideAndIntLimits) {
   EXPECT_EQ(cublas_batch_stride(1, 12345), 0);
   EXPECT_EQ(cublas_batch_stride(4, 0), 0);
   EXPECT_EQ(cublas_batch_stride(4, 35), 35);
@@ -71,7 +71,7 @@ TEST(GemmPlan, BatchStrideAndIntLimits) {
   EXPECT_FALSE(fits_cublas_int(-1));
 }
 
-TEST(GemmPlan, WorkspaceFollowsCublasGuidance) {
+TEST(MatmulPlan, WorkspaceFollowsCublasGuidance) {
   EXPECT_EQ(cublas_workspace_bytes(9), size_t{32} << 20);  // Hopper
   EXPECT_EQ(cublas_workspace_bytes(8), size_t{4} << 20);   // Ampere and before
 }

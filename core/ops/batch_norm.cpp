@@ -1,8 +1,8 @@
-// batch_norm (norm.h) and the pieces it is built from (batch_norm_pieces.h): argument
+// batch_norm (batch_norm.h) and the pieces it is built from (batch_norm_pieces.h): argument
 // checks, statistics, the running-statistics update, and the normalisation with its
 // backward node, each a call into the backend's batch-norm kernels (Note [Batch norm
 // pieces] in core/backend.h).
-#include "core/ops/norm.h"
+#include "core/ops/batch_norm.h"
 
 #include <cmath>
 

@@ -2,7 +2,7 @@
 // matmul and linear are composed from views and bmm, so their gradients come for free.
 // All three are autocast's lower-precision ops (core/autocast.h): under autocast their
 // floating inputs are cast to the autocast dtype first.
-#include "core/ops/linalg.h"
+#include "core/ops/matmul.h"
 
 #include "core/autocast.h"
 #include "core/autograd/node.h"
