@@ -285,15 +285,15 @@ std::string_view header_value(const std::string& path, const std::vector<std::st
 
 }  // namespace
 
-int64_t write_algorithm_file(const std::string& path, const AlgorithmCacheIdentity& identity,
-                             const std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>>& entries) {
+int64_t write_algorithm_file(const std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>>& entries,
+                             const std::string& path, const AlgorithmCacheIdentity& identity) {
   KILN_CHECK(identity.gpu.find('\n') == std::string::npos, "save_algorithm_cache: a GPU name with a newline");
   write_atomically(path, file_text(identity, entries));
   return static_cast<int64_t>(entries.size());
 }
 
-cudnn::LoadReport read_algorithm_file(const std::string& path, const AlgorithmCacheIdentity& identity,
-                                      ConvAlgorithmCache& cache) {
+cudnn::LoadReport read_algorithm_file(ConvAlgorithmCache& cache, const std::string& path,
+                                      const AlgorithmCacheIdentity& identity) {
   const std::string text = read_text(path);
   const std::vector<std::string_view> lines = split_lines(text);
   const std::string_view version = header_value(path, lines, 0, kMagic);

@@ -42,12 +42,13 @@ struct AlgorithmCacheIdentity {
 // A file larger than this is not an algorithm cache (a model has hundreds of entries).
 inline constexpr int64_t kMaxAlgorithmFileBytes = int64_t{64} << 20;
 
-// Writes `entries` to `path` atomically; returns how many were written.
-int64_t write_algorithm_file(const std::string& path, const AlgorithmCacheIdentity& identity,
-                             const std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>>& entries);
+// Writes `entries` to `path` atomically; returns how many were written. Arguments in the
+// order of Note [Save and load argument order] (core/safetensors.h): what, path, options.
+int64_t write_algorithm_file(const std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>>& entries,
+                             const std::string& path, const AlgorithmCacheIdentity& identity);
 
 // Adds the entries of `path` to `cache` when the file's identity is `identity`.
-cudnn::LoadReport read_algorithm_file(const std::string& path, const AlgorithmCacheIdentity& identity,
-                                      ConvAlgorithmCache& cache);
+cudnn::LoadReport read_algorithm_file(ConvAlgorithmCache& cache, const std::string& path,
+                                      const AlgorithmCacheIdentity& identity);
 
 }  // namespace kiln::cuda

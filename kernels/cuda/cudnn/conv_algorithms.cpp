@@ -239,11 +239,11 @@ void CudaBackend::reset_conv_algorithm_stats() { conv_algorithm_cache().reset_st
 void CudaBackend::clear_conv_algorithm_cache() { conv_algorithm_cache().clear(); }
 
 int64_t CudaBackend::save_conv_algorithm_cache(const std::string& path) {
-  return write_algorithm_file(path, this_machine(), conv_algorithm_cache().entries());
+  return write_algorithm_file(conv_algorithm_cache().entries(), path, this_machine());
 }
 
 cudnn::LoadReport CudaBackend::load_conv_algorithm_cache(const std::string& path) {
-  return read_algorithm_file(path, this_machine(), conv_algorithm_cache());
+  return read_algorithm_file(conv_algorithm_cache(), path, this_machine());
 }
 
 }  // namespace kiln::cuda

@@ -430,7 +430,7 @@ class ConvAlgorithmFile : public ::testing::Test {
     write_text(text);
     ConvAlgorithmCache cache;
     try {
-      read_algorithm_file(path(), kIdentity, cache);
+      read_algorithm_file(cache, path(), kIdentity);
     } catch (const Error& e) {
       EXPECT_EQ(cache.size(), 0u) << "a bad file must leave the cache as it was";
       return e.what();
@@ -448,7 +448,7 @@ class ConvAlgorithmFile : public ::testing::Test {
   }
 
   std::vector<std::string> valid_lines() const {
-    write_algorithm_file(path("valid.txt"), kIdentity, saved_entries());
+    write_algorithm_file(saved_entries(), path("valid.txt"), kIdentity);
     std::ifstream in(path("valid.txt"));
     std::vector<std::string> lines;
     for (std::string line; std::getline(in, line);) lines.push_back(line);
@@ -461,9 +461,9 @@ class ConvAlgorithmFile : public ::testing::Test {
 
 TEST_F(ConvAlgorithmFile, RoundTripRestoresEveryEntry) {
   const auto original = saved_entries();
-  EXPECT_EQ(write_algorithm_file(path(), kIdentity, original), 3);
+  EXPECT_EQ(write_algorithm_file(original, path(), kIdentity), 3);
   ConvAlgorithmCache loaded;
-  const cudnn::LoadReport report = read_algorithm_file(path(), kIdentity, loaded);
+  const cudnn::LoadReport report = read_algorithm_file(loaded, path(), kIdentity);
   EXPECT_TRUE(report.loaded) << report.message;
   EXPECT_EQ(report.entries, 3);
   ASSERT_EQ(loaded.size(), 3u);
@@ -485,9 +485,9 @@ TEST_F(ConvAlgorithmFile, RoundTripRestoresEveryEntry) {
 }
 
 TEST_F(ConvAlgorithmFile, ALoadedSearchIsAHitInBenchmarkMode) {
-  write_algorithm_file(path(), kIdentity, saved_entries());
+  write_algorithm_file(saved_entries(), path(), kIdentity);
   ConvAlgorithmCache cache;
-  read_algorithm_file(path(), kIdentity, cache);
+  read_algorithm_file(cache, path(), kIdentity);
   FakeSource source;
   FakeWorkspaceMemory memory;
   EXPECT_EQ(cache.choose(base_key(), true, source, memory).algorithm.algo, 1);
@@ -497,11 +497,11 @@ TEST_F(ConvAlgorithmFile, ALoadedSearchIsAHitInBenchmarkMode) {
 }
 
 TEST_F(ConvAlgorithmFile, AnotherGpuOrCudnnLoadsNothingAndSaysWhy) {
-  write_algorithm_file(path(), kIdentity, saved_entries());
+  write_algorithm_file(saved_entries(), path(), kIdentity);
   for (const AlgorithmCacheIdentity& other : {AlgorithmCacheIdentity{.gpu = "NVIDIA A100-SXM4-80GB", .cudnn_version = 91900},
                                               AlgorithmCacheIdentity{.gpu = "NVIDIA H200", .cudnn_version = 90100}}) {
     ConvAlgorithmCache cache;
-    const cudnn::LoadReport report = read_algorithm_file(path(), other, cache);
+    const cudnn::LoadReport report = read_algorithm_file(cache, path(), other);
     EXPECT_FALSE(report.loaded);
     EXPECT_EQ(report.entries, 0);
     EXPECT_EQ(cache.size(), 0u);
@@ -514,7 +514,7 @@ TEST_F(ConvAlgorithmFile, AnotherGpuOrCudnnLoadsNothingAndSaysWhy) {
 TEST_F(ConvAlgorithmFile, SavingIntoAMissingFolderNamesThePath) {
   const std::string bad = path("no_such_folder/algos.txt");
   try {
-    write_algorithm_file(bad, kIdentity, {});
+    write_algorithm_file({}, bad, kIdentity);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("no_such_folder"), std::string::npos) << e.what();
@@ -522,10 +522,10 @@ TEST_F(ConvAlgorithmFile, SavingIntoAMissingFolderNamesThePath) {
 }
 
 TEST_F(ConvAlgorithmFile, SavingReplacesTheOldFileWhole) {
-  write_algorithm_file(path(), kIdentity, saved_entries());
-  write_algorithm_file(path(), kIdentity, {});
+  write_algorithm_file(saved_entries(), path(), kIdentity);
+  write_algorithm_file({}, path(), kIdentity);
   ConvAlgorithmCache cache;
-  EXPECT_EQ(read_algorithm_file(path(), kIdentity, cache).entries, 0);
+  EXPECT_EQ(read_algorithm_file(cache, path(), kIdentity).entries, 0);
 }
 
 TEST_F(ConvAlgorithmFile, CorruptAndTruncatedFilesAreClearErrors) {
@@ -583,14 +583,14 @@ TEST_F(ConvAlgorithmFile, AnOversizedOrMissingFileIsRefusedBeforeReading) {
   EXPECT_THROW(
       {
         try {
-          read_algorithm_file(path(), kIdentity, cache);
+          read_algorithm_file(cache, path(), kIdentity);
         } catch (const Error& e) {
           EXPECT_NE(std::string(e.what()).find("more than any algorithm cache"), std::string::npos) << e.what();
           throw;
         }
       },
       Error);
-  EXPECT_THROW(read_algorithm_file(path("missing.txt"), kIdentity, cache), Error);
+  EXPECT_THROW(read_algorithm_file(cache, path("missing.txt"), kIdentity), Error);
 }
 
 }  // namespace
