@@ -38,7 +38,7 @@ struct TensorOptions {
   // CPU tensors only: allocate page-locked (pinned) host memory, which the GPU reads
   // directly, so host-to-device copies from it can be asynchronous (non_blocking).
   // Needs a CUDA-capable build and machine.
-  bool pinned_memory = false;
+  bool pin_memory = false;
 };
 
 class Tensor {

@@ -25,7 +25,7 @@ void BM_CudaCopy_DeviceToDevice(benchmark::State& state) {
 void BM_CudaCopy_HostToDevice(benchmark::State& state) {
   const int64_t bytes = state.range(0);
   const bool pinned = state.range(1) != 0;
-  const Tensor host = zeros({bytes}, {.dtype = DType::UInt8, .pinned_memory = pinned});
+  const Tensor host = zeros({bytes}, {.dtype = DType::UInt8, .pin_memory = pinned});
   Tensor device = empty({bytes}, {.dtype = DType::UInt8, .device = Device::cuda()});
   NoGradGuard no_grad;
   run_cuda_benchmark(state, static_cast<double>(bytes), "bytes/s", 0.0,
@@ -36,7 +36,7 @@ void BM_CudaCopy_HostToDevice(benchmark::State& state) {
 void BM_CudaCopy_DeviceToHost(benchmark::State& state) {
   const int64_t bytes = state.range(0);
   const bool pinned = state.range(1) != 0;
-  Tensor host = zeros({bytes}, {.dtype = DType::UInt8, .pinned_memory = pinned});
+  Tensor host = zeros({bytes}, {.dtype = DType::UInt8, .pin_memory = pinned});
   const Tensor device = zeros({bytes}, {.dtype = DType::UInt8, .device = Device::cuda()});
   NoGradGuard no_grad;
   run_cuda_benchmark(state, static_cast<double>(bytes), "bytes/s", 0.0,

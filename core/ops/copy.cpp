@@ -93,7 +93,7 @@ Tensor pin_memory(const Tensor& t) {
   KILN_CHECK(t.defined(), "pin_memory: undefined tensor");
   KILN_CHECK(t.device().is_cpu(), "pin_memory: only CPU tensors can be pinned, got a tensor on ", t.device());
   if (is_pinned(t)) return t;
-  Tensor out = empty(t.sizes(), {.dtype = t.dtype(), .pinned_memory = true});
+  Tensor out = empty(t.sizes(), {.dtype = t.dtype(), .pin_memory = true});
   NoGradGuard no_grad;
   raw_copy(t, out, false);
   return out;

@@ -22,12 +22,12 @@ Tensor finish(Tensor t, const TensorOptions& options) {
 
 // The device's allocator, or the pinned host allocator of the CUDA backend.
 Allocator& allocator_for(const TensorOptions& options) {
-  if (!options.pinned_memory) return backend(options.device).allocator(options.device.index);
-  KILN_CHECK(options.device.is_cpu(), "pinned_memory: only CPU tensors can be pinned, asked for ", options.device);
-  KILN_CHECK(cuda_is_available(), "pinned_memory: pinned host memory needs CUDA, which is not available (",
-             "drop pinned_memory on this machine)");
+  if (!options.pin_memory) return backend(options.device).allocator(options.device.index);
+  KILN_CHECK(options.device.is_cpu(), "pin_memory: only CPU tensors can be pinned, asked for ", options.device);
+  KILN_CHECK(cuda_is_available(), "pin_memory: pinned host memory needs CUDA, which is not available (",
+             "drop pin_memory on this machine)");
   Allocator* pinned = backend(Device::cuda()).pinned_allocator();
-  KILN_CHECK(pinned != nullptr, "pinned_memory: the CUDA backend has no pinned allocator");
+  KILN_CHECK(pinned != nullptr, "pin_memory: the CUDA backend has no pinned allocator");
   return *pinned;
 }
 

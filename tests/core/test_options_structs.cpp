@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 TEST(OptionsOrder, TensorOptionsFollowPyTorchsFactoryKeywords) {
   // torch.zeros(..., dtype, layout, device, requires_grad, pin_memory); Kiln has no layout.
   const TensorOptions options{
-      .dtype = DType::Float64, .device = Device::cpu(), .requires_grad = true, .pinned_memory = false};
+      .dtype = DType::Float64, .device = Device::cpu(), .requires_grad = true, .pin_memory = false};
   EXPECT_TRUE(options.requires_grad);
 }
 

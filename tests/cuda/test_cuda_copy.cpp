@@ -33,7 +33,7 @@ void check_copy(Device from, Device to, DType src_dtype, DType dst_dtype, bool s
   const Tensor src_cpu = random_for(kSizes, src_dtype, 3);
   Tensor src = on_device(src_cpu, from, src_strided);
   if (pinned && from.is_cpu()) {
-    src = empty(kSizes, {.dtype = src_dtype, .pinned_memory = true});
+    src = empty(kSizes, {.dtype = src_dtype, .pin_memory = true});
     backend(Device::cpu()).copy(src_cpu, src, false);
   }
   Tensor buffer;
@@ -41,7 +41,7 @@ void check_copy(Device from, Device to, DType src_dtype, DType dst_dtype, bool s
   if (pinned && to.is_cpu()) {
     // Poisoned too (Note [Poisoned outputs]): the pinned allocator hands back the block
     // of the previous check_copy, which already holds the right values.
-    dst = empty(kSizes, {.dtype = dst_dtype, .pinned_memory = true});
+    dst = empty(kSizes, {.dtype = dst_dtype, .pin_memory = true});
     backend(Device::cpu()).fill(dst, poison_value(dst_dtype));
     buffer = dst;
   } else {

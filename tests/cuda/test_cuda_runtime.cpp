@@ -19,7 +19,7 @@ TEST(CudaRuntime, UnavailableCudaIsAClearErrorNotACrash) {
   EXPECT_FALSE(cuda_unavailable_reason().empty());
   EXPECT_KILN_ERROR(zeros({2}, {.dtype = DType::Float32, .device = kCuda}), "CUDA is not available");
   EXPECT_KILN_ERROR(ones({2}).to(kCuda), "CUDA is not available");
-  EXPECT_KILN_ERROR(empty({2}, {.dtype = DType::Float32, .pinned_memory = true}), "pinned_memory", "not available");
+  EXPECT_KILN_ERROR(empty({2}, {.dtype = DType::Float32, .pin_memory = true}), "pin_memory", "not available");
   EXPECT_FALSE(ones({2}).is_pinned());
 }
 

@@ -26,7 +26,7 @@ const Device kCuda = kiln::testing::kCuda;
 
 constexpr int64_t kElements = int64_t{1} << 18;  // 1 MiB of float32
 
-TensorOptions pinned_floats() { return {.dtype = DType::Float32, .pinned_memory = true}; }
+TensorOptions pinned_floats() { return {.dtype = DType::Float32, .pin_memory = true}; }
 TensorOptions device_floats() { return {.dtype = DType::Float32, .device = kCuda}; }
 
 TEST(CudaCopyRules, PinnedNonBlockingCopiesReturnAtOnceAndKeepTheirBlocks) {
