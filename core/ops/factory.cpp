@@ -60,6 +60,7 @@ Tensor full(const std::vector<int64_t>& sizes, Scalar value, TensorOptions optio
   TensorOptions o = options;
   o.dtype = options.dtype.value_or(default_dtype_of(value));
   o.requires_grad = false;
+  value.check_representable(*o.dtype, "full");
   Tensor t = empty(sizes, o);
   if (t.numel() > 0) backend(t.device()).fill(t, value);
   return finish(t, options);

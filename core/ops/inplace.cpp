@@ -117,6 +117,7 @@ Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
 }
 
 Tensor& Tensor::fill_(Scalar value) {
+  value.check_representable(dtype(), "fill_");
   const bool recording = autograd::any_requires_grad({this});
   if (recording) return copy_(scalar_tensor(value, {.dtype = dtype(), .device = device()}));
   check_inplace_allowed(*this, false, "fill_");

@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
+#include "core/checked_math.h"
 #include "core/ops/copy.h"
 #include "core/ops/factory.h"
 #include "core/ops/reduce.h"
@@ -196,10 +198,17 @@ Tensor slice(const Tensor& t, int64_t dim, std::optional<int64_t> start_opt,
   auto clamp_index = [size](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + size : i, 0, size); };
   const int64_t start = clamp_index(start_opt.value_or(0));
   const int64_t end = std::max(start, clamp_index(end_opt.value_or(size)));
-  const int64_t length = (end - start + step - 1) / step;
+  // 0 <= end - start <= size, so neither this nor the count can overflow (end - start +
+  // step - 1 could, for a step near INT64_MAX).
+  const int64_t length = end == start ? 0 : (end - start - 1) / step + 1;
   std::vector<int64_t> sizes = t.sizes(), strides = t.strides();
   sizes[dim] = length;
-  strides[dim] *= step;
+  const std::optional<int64_t> stepped_stride = checked_mul(strides[dim], step);
+  // A dim of at most one element never moves by its stride, so an overflowing one is kept
+  // as it was; otherwise the view could not be addressed in int64.
+  KILN_CHECK(stepped_stride || length <= 1, "slice: stride ", strides[dim], " times step ", step,
+             " overflows int64 (dimension ", dim, ", ", length, " elements)");
+  strides[dim] = stepped_stride.value_or(strides[dim]);
   Tensor out = make_view(t, sizes, strides, t.storage_offset() + start * t.strides()[dim]);
   record_slice(t, out, dim, start, end, step, false, "slice");
   return out;
@@ -210,7 +219,7 @@ Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
   dim = wrap_dim(dim, t.dim(), "narrow");
   const int64_t size = t.sizes()[dim];
   if (start < 0) start += size;
-  KILN_CHECK(start >= 0 && length >= 0 && start + length <= size, "narrow: start ", start,
+  KILN_CHECK(start >= 0 && start <= size && length >= 0 && length <= size - start, "narrow: start ", start,
              " and length ", length, " out of range for dimension ", dim, " of size ", size);
   return slice(t, dim, start, start + length, 1);
 }

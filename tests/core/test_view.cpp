@@ -110,6 +110,29 @@ TEST(View, DimensionErrorsNameTheOp) {
   EXPECT_KILN_ERROR(scalar_tensor(1.0).select(0, 0), "select", "0-d");
 }
 
+// A step near INT64_MAX once overflowed the length computation (end - start + step - 1)
+// and made slice(0, 0, 10, INT64_MAX) empty; the stride times the step is checked too.
+TEST(View, HugeStepsKeepTheFirstElementAndNeverOverflow) {
+  const Tensor x = iota({10});
+  for (const int64_t step : {int64_t{10}, int64_t{1} << 32, int64_t{1} << 62, INT64_MAX}) {
+    const Tensor s = x.slice(0, 0, 10, step);
+    ASSERT_EQ(s.sizes(), (std::vector<int64_t>{1})) << "step " << step;
+    EXPECT_EQ(s.item<double>(), 0.0) << "step " << step;
+  }
+  EXPECT_EQ(x.slice(0, 3, 10, INT64_MAX).item<double>(), 3.0);
+  EXPECT_EQ(x.slice(0, 0, 10, 9).sizes(), (std::vector<int64_t>{2}));
+  EXPECT_EQ(x.slice(0, 10, 10, INT64_MAX).sizes(), (std::vector<int64_t>{0}));
+  // Stride 2 times step 2^62 does not fit int64; the one element left never moves by it,
+  // so the stride is kept (a length >= 2 would need a view larger than any storage).
+  const Tensor strided = iota({4, 2}).t().slice(1, 1, 4, int64_t{1} << 62);  // stride 2 along dim 1
+  EXPECT_EQ(strided.sizes(), (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(strided.strides()[1], 2);
+  EXPECT_TRUE(all_equal(strided.contiguous(), tensor<double>({2, 3}, {2, 1})));
+  EXPECT_EQ(x.slice(0, 0, 10, 4).strides(), (std::vector<int64_t>{4}));
+  EXPECT_KILN_ERROR(x.narrow(0, 2, INT64_MAX), "narrow", "out of range");
+  EXPECT_KILN_ERROR(x.narrow(0, 11, 0), "narrow", "out of range");
+}
+
 
 
 KILN_GRADCHECK_TEST(view) {
