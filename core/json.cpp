@@ -390,12 +390,18 @@ class Parser {
 
 // ---- writer -----------------------------------------------------------------------------
 
+// The shortest text that reads back as exactly `value` (std::to_chars), marked as a
+// floating number: to_chars writes 2^63 as "9223372036854775808" and 123456.0 as "123456",
+// which the reader would take for an integer (refused past int64, or read back as an
+// Integer), so an integral-looking result gets ".0", as Python's json writes 123456.0.
 void append_number(std::string& out, double value) {
   KILN_CHECK(std::isfinite(value), "json: cannot write the non-finite number ", value);
   char buffer[32];
   const auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
   KILN_ASSERT(ec == std::errc(), "to_chars failed");
-  out.append(buffer, end);
+  const std::string_view text(buffer, static_cast<size_t>(end - buffer));
+  out.append(text);
+  if (text.find_first_of(".eE") == std::string_view::npos) out += ".0";
 }
 
 void append_value(std::string& out, const Value& value) {

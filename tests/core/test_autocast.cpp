@@ -179,8 +179,9 @@ TEST(Autocast, OffByDefaultAndRegionsNest) {
 }
 
 TEST(Autocast, RejectsDtypesOtherThanHalfTypes) {
-  EXPECT_KILN_ERROR(AutocastGuard(DType::Float32), "autocast", "float16 or bfloat16", "float32");
-  EXPECT_KILN_ERROR(AutocastGuard(DType::Int64, false), "autocast", "int64");
+  // Named guards: `AutocastGuard(DType::Float32);` alone is a declaration to Clang.
+  EXPECT_KILN_ERROR(const AutocastGuard guard(DType::Float32), "autocast", "float16 or bfloat16", "float32");
+  EXPECT_KILN_ERROR(const AutocastGuard guard(DType::Int64, false), "autocast", "int64");
   EXPECT_FALSE(autocast_enabled());
 }
 

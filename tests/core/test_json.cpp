@@ -3,6 +3,7 @@
 // and size limits, error offsets, and serde_json-compatible output.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "core/json.h"
@@ -117,6 +118,25 @@ TEST(Json, DumpIsCompactWithSerdeEscapes) {
             "{\"name \\\"q\\\" \\\\ /\":\"\\b\\f\\n\\r\\t\\u0001\\u001f\x7f \xC3\xA9\","
             "\"list\":[-3,true,null,0.5]}");
   EXPECT_KILN_ERROR(json::dump(Value::number(std::numeric_limits<double>::infinity())), "non-finite");
+}
+
+// Doubles round-trip exactly and stay numbers: an integral double once came out without
+// a "." or exponent, and 2^63 was then refused as an int64 overflow (an optimizer state with
+// such an option could not be reloaded).
+TEST(Json, DoublesRoundTripExactlyAndStayNumbers) {
+  const double values[] = {9223372036854775808.0, -9223372036854775808.0, 1e19, 1.7976931348623157e308, -1.7976931348623157e308, 1e5,
+                           0.0, -0.0, 5e-324, 0.1, 1.0 / 3.0, 4503599627370497.0, 123456789012345680.0};
+  for (const double v : values) {
+    const std::string text = json::dump(Value::number(v));
+    const Value back = json::parse(text);
+    ASSERT_EQ(back.type(), json::Type::Number) << text;
+    EXPECT_EQ(back.as_number(), v) << text;
+    EXPECT_EQ(std::signbit(back.as_number()), std::signbit(v)) << text;
+  }
+  EXPECT_EQ(json::dump(Value::number(123456.0)), "123456.0");
+  EXPECT_EQ(json::dump(Value::number(-0.0)), "-0.0");
+  EXPECT_EQ(json::dump(Value::number(0.5)), "0.5");
+  EXPECT_EQ(json::dump(Value::number(1e300)), "1e+300");
 }
 
 TEST(Json, DumpThenParseRoundTrips) {
