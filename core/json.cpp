@@ -102,6 +102,32 @@ void Value::add(std::string key, Value value) {
 
 namespace {
 
+// One multi-byte UTF-8 sequence starting at text[pos] (a byte >= 0x80): its length, or
+// the problem with it in the words of find_invalid_utf8.
+struct Utf8Sequence {
+  size_t length = 0;
+  std::string problem;
+};
+
+Utf8Sequence utf8_sequence_at(std::string_view text, size_t pos) {
+  const auto lead = static_cast<unsigned char>(text[pos]);
+  size_t length = 0;
+  uint32_t cp = 0;
+  if (lead >= 0xC2 && lead <= 0xDF) { length = 2; cp = lead & 0x1F; }
+  else if (lead >= 0xE0 && lead <= 0xEF) { length = 3; cp = lead & 0x0F; }
+  else if (lead >= 0xF0 && lead <= 0xF4) { length = 4; cp = lead & 0x07; }
+  else return {0, "invalid UTF-8 byte " + printable(text.substr(pos, 1))};
+  if (pos + length > text.size()) return {0, "truncated UTF-8 sequence"};
+  for (size_t i = 1; i < length; ++i) {
+    const auto next = static_cast<unsigned char>(text[pos + i]);
+    if ((next & 0xC0) != 0x80) return {0, "invalid UTF-8 sequence"};
+    cp = (cp << 6) | (next & 0x3F);
+  }
+  const bool overlong = (length == 3 && cp < 0x800) || (length == 4 && cp < 0x10000);
+  if (overlong || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return {0, "invalid UTF-8 sequence"};
+  return {length, ""};
+}
+
 class Parser {
  public:
   Parser(std::string_view text, ParseLimits limits) : text_(text), limits_(limits) {}
@@ -121,12 +147,7 @@ class Parser {
   [[noreturn]] void fail(const Parts&... parts) const {
     detail::throw_user_error(detail::str_cat("json: ", parts..., " at byte ", pos_));
   }
-  static std::string printable(char c) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x20 && byte < 0x7f) return std::string(1, c);
-    static const char* kHex = "0123456789abcdef";
-    return std::string("\\x") + kHex[byte >> 4] + kHex[byte & 15];
-  }
+  static std::string printable(char c) { return json::printable(std::string_view(&c, 1)); }
 
   bool at_end() const { return pos_ >= text_.size(); }
   char peek() const { return at_end() ? '\0' : text_[pos_]; }
@@ -362,25 +383,10 @@ class Parser {
   // Copies one multi-byte UTF-8 sequence, rejecting stray continuation bytes, truncated
   // sequences, overlong forms, encoded surrogates and code points above U+10FFFF.
   void copy_utf8_sequence(std::string& out) {
-    const auto lead = static_cast<unsigned char>(text_[pos_]);
-    int length = 0;
-    uint32_t cp = 0;
-    if (lead >= 0xC2 && lead <= 0xDF) { length = 2; cp = lead & 0x1F; }
-    else if (lead >= 0xE0 && lead <= 0xEF) { length = 3; cp = lead & 0x0F; }
-    else if (lead >= 0xF0 && lead <= 0xF4) { length = 4; cp = lead & 0x07; }
-    else fail("invalid UTF-8 byte ", printable(text_[pos_]), " in a string");
-    if (pos_ + length > text_.size()) fail("truncated UTF-8 sequence in a string");
-    for (int i = 1; i < length; ++i) {
-      const auto next = static_cast<unsigned char>(text_[pos_ + i]);
-      if ((next & 0xC0) != 0x80) fail("invalid UTF-8 sequence in a string");
-      cp = (cp << 6) | (next & 0x3F);
-    }
-    const bool overlong = (length == 3 && cp < 0x800) || (length == 4 && cp < 0x10000);
-    if (overlong || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) {
-      fail("invalid UTF-8 sequence in a string");
-    }
-    out.append(text_.substr(pos_, length));
-    pos_ += length;
+    const Utf8Sequence sequence = utf8_sequence_at(text_, pos_);
+    if (!sequence.problem.empty()) fail(sequence.problem, " in a string");
+    out.append(text_.substr(pos_, sequence.length));
+    pos_ += sequence.length;
   }
 
   std::string_view text_;
@@ -444,7 +450,40 @@ Value parse(std::string_view text, ParseLimits limits) {
   return Parser(text, limits).parse_document();
 }
 
+std::optional<Utf8Problem> find_invalid_utf8(std::string_view text) {
+  for (size_t pos = 0; pos < text.size();) {
+    if (static_cast<unsigned char>(text[pos]) < 0x80) {
+      ++pos;
+      continue;
+    }
+    Utf8Sequence sequence = utf8_sequence_at(text, pos);
+    if (!sequence.problem.empty()) return Utf8Problem{pos, std::move(sequence.problem)};
+    pos += sequence.length;
+  }
+  return std::nullopt;
+}
+
+std::string printable(std::string_view text) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f) {
+      out.push_back(c);
+    } else {
+      out += "\\x";
+      out.push_back(kHex[byte >> 4]);
+      out.push_back(kHex[byte & 15]);
+    }
+  }
+  return out;
+}
+
 void append_quoted(std::string& out, std::string_view text) {
+  if (const std::optional<Utf8Problem> problem = find_invalid_utf8(text)) {
+    KILN_CHECK(false, "json: cannot write the string \"", printable(text), "\": ", problem->what,
+               " in a string at byte ", problem->offset);
+  }
   static const char* kHex = "0123456789abcdef";
   out.push_back('"');
   for (const char c : text) {

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -79,7 +80,22 @@ struct ParseLimits {
 // an error.
 Value parse(std::string_view text, ParseLimits limits = {});
 
-// Compact serialization (see the file comment). Non-finite numbers are an error.
+// Where `text` first breaks the UTF-8 rules the parser applies to strings (no stray
+// continuation bytes, truncated sequences, overlong forms, encoded surrogates or code
+// points above U+10FFFF): the byte offset and the parser's words for it ("invalid UTF-8
+// byte \xff", "truncated UTF-8 sequence", "invalid UTF-8 sequence"); nullopt when valid.
+// Writers check with it, so a file is never written that its reader would refuse.
+struct Utf8Problem {
+  size_t offset;
+  std::string what;
+};
+std::optional<Utf8Problem> find_invalid_utf8(std::string_view text);
+
+// `text` with every byte outside printable ASCII as \xNN: safe to put in a message.
+std::string printable(std::string_view text);
+
+// Compact serialization (see the file comment). Non-finite numbers and strings that are not
+// valid UTF-8 (find_invalid_utf8) are an error.
 std::string dump(const Value& value);
 // Appends `text` as a quoted, escaped JSON string.
 void append_quoted(std::string& out, std::string_view text);

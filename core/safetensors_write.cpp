@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "core/autograd/grad_mode.h"
@@ -111,9 +112,27 @@ class AtomicFile final : public ByteSink {
 
 // ---- the header ---------------------------------------------------------------------------
 
+// A header string the reader would refuse (safetensors.cpp parses the header as JSON,
+// whose strings must be valid UTF-8) is refused here, in the reader's words, before any
+// byte is written.
+void check_utf8(std::string_view what, const std::string& text) {
+  if (const std::optional<json::Utf8Problem> problem = json::find_invalid_utf8(text)) {
+    KILN_CHECK(false, "safetensors: save: ", what, " \"", json::printable(text), "\" is not valid UTF-8: ",
+               problem->what, " in a string at byte ", problem->offset);
+  }
+}
+
+void check_metadata(const Metadata& metadata) {
+  for (const auto& [key, value] : metadata) {
+    check_utf8("metadata key", key);
+    check_utf8("metadata value of \"" + json::printable(key) + "\"", value);
+  }
+}
+
 void check_tensors(const NamedTensors& tensors) {
   std::set<std::string_view> names;
   for (const auto& [name, tensor] : tensors) {
+    check_utf8("tensor name", name);
     KILN_CHECK(name != kMetadataKey, "safetensors: save: the name \"", kMetadataKey,
                "\" is reserved for the metadata");
     KILN_CHECK(names.insert(name).second, "safetensors: save: two tensors are named '", name, "'");
@@ -170,6 +189,7 @@ std::string header_text(const NamedTensors& tensors, const std::vector<size_t>& 
 
 void write_safetensors(ByteSink& sink, const NamedTensors& tensors, const Metadata& metadata) {
   check_tensors(tensors);
+  check_metadata(metadata);
   const std::vector<size_t> order = write_order(tensors);
   const std::string header = header_text(tensors, order, metadata);
   uint8_t length[8];

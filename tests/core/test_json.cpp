@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "core/json.h"
@@ -137,6 +138,32 @@ TEST(Json, DoublesRoundTripExactlyAndStayNumbers) {
   EXPECT_EQ(json::dump(Value::number(-0.0)), "-0.0");
   EXPECT_EQ(json::dump(Value::number(0.5)), "0.5");
   EXPECT_EQ(json::dump(Value::number(1e300)), "1e+300");
+}
+
+TEST(Json, DumpRefusesStringsTheParserWouldRefuse) {
+  EXPECT_KILN_ERROR(json::dump(Value::string("a\xFF")), "json: cannot write the string \"a\\xff\"",
+                    "invalid UTF-8 byte \\xff in a string at byte 1");
+  Value object = Value::object();
+  object.add("\xE0\x80\x80", Value());  // overlong NUL as a key
+  EXPECT_KILN_ERROR(json::dump(object), "invalid UTF-8 sequence");
+  EXPECT_EQ(json::dump(Value::string("\xC3\xA9\xF0\x9F\x98\x80")), "\"\xC3\xA9\xF0\x9F\x98\x80\"");
+}
+
+TEST(Json, FindInvalidUtf8AgreesWithTheParser) {
+  const std::string cases[] = {"plain", "\xC3\xA9", "\xFF", "a\xC3", "\xC0\x80", "\xED\xA0\x80",
+                               "\xF4\x90\x80\x80", "\xE2\x82", "\xE2\x28\xA1", "ok\xF0\x9F\x98\x80ok"};
+  for (const std::string& text : cases) {
+    const std::optional<json::Utf8Problem> problem = json::find_invalid_utf8(text);
+    bool parses = true;
+    try {
+      json::parse("\"" + text + "\"");
+    } catch (const Error&) {
+      parses = false;
+    }
+    EXPECT_EQ(!problem.has_value(), parses) << json::printable(text);
+  }
+  EXPECT_EQ(json::find_invalid_utf8("ab\xC3\xA9\x80")->offset, 4u);
+  EXPECT_EQ(json::find_invalid_utf8("ab\xC3\xA9\x80")->what, "invalid UTF-8 byte \\x80");
 }
 
 TEST(Json, DumpThenParseRoundTrips) {

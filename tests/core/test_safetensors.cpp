@@ -397,6 +397,33 @@ TEST(Safetensors, FailedSaveLeavesTheOldFileAndNoTemporary) {
   EXPECT_EQ(folder.entries(), (std::vector<std::string>{"ckpt.safetensors", "dir.safetensors"}));
 }
 
+// A name or metadata string that is not valid UTF-8 was once written, and the file could
+// then not be loaded. Now save refuses it with the reader's words, before writing a byte.
+TEST(Safetensors, SaveRefusesWhatLoadWouldRefuse) {
+  TempFolder folder;
+  const fs::path path = folder.path() / "ckpt.safetensors";
+  const st::NamedTensors old_tensors = {{"w", sample({4}, DType::Float32, 1)}};
+  st::save(old_tensors, path.string());
+  const std::vector<uint8_t> old_bytes = read_bytes(path);
+  const Tensor t = sample({2}, DType::Float32, 2);
+  EXPECT_KILN_ERROR(st::save({{"w\xFF", t}}, path.string()), "safetensors: save: tensor name \"w\\xff\"",
+                    "invalid UTF-8 byte \\xff in a string at byte 1");
+  EXPECT_KILN_ERROR(st::save({{"ok", t}, {"\xC3", t}}, path.string()), "tensor name", "truncated UTF-8 sequence");
+  EXPECT_KILN_ERROR(st::save({{"\xC0\xAF", t}}, path.string()), "invalid UTF-8 byte \\xc0");  // overlong '/'
+  EXPECT_KILN_ERROR(st::save({{"\xED\xA0\x80", t}}, path.string()), "invalid UTF-8 sequence");  // a surrogate
+  EXPECT_KILN_ERROR(st::save(old_tensors, path.string(), {{"k\xFE", "v"}}), "metadata key \"k\\xfe\"");
+  EXPECT_KILN_ERROR(st::save(old_tensors, path.string(), {{"k", "v\x80"}}), "metadata value of \"k\"",
+                    "invalid UTF-8 byte \\x80 in a string at byte 1");
+  EXPECT_EQ(read_bytes(path), old_bytes);
+  EXPECT_EQ(folder.entries(), std::vector<std::string>{"ckpt.safetensors"});
+  // Valid multi-byte names still round-trip.
+  st::save({{"gewicht-\xC3\xA9-\xF0\x9F\x98\x80", t}}, path.string(), {{"\xE2\x82\xAC", "\xC3\xA9"}});
+  const st::Loaded loaded = st::load(path.string());
+  ASSERT_EQ(loaded.tensors.size(), 1u);
+  EXPECT_EQ(loaded.tensors[0].first, "gewicht-\xC3\xA9-\xF0\x9F\x98\x80");
+  EXPECT_EQ(loaded.metadata.at("\xE2\x82\xAC"), "\xC3\xA9");
+}
+
 TEST(Safetensors, WriteFailureMidFileLeavesTheOldFile) {
   // A file-size limit makes write() fail with EFBIG partway through the data (SIGXFSZ
   // ignored so the failure is an error return, not a signal).
