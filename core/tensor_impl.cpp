@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 
 #include "core/autograd/node.h"
+#include "core/checked_math.h"
 #include "core/error.h"
 
 namespace kiln {
@@ -23,6 +25,9 @@ TensorImpl::TensorImpl(Storage storage_, int64_t storage_offset_, std::vector<in
 TensorImpl::~TensorImpl() = default;
 
 int64_t TensorImpl::numel() const {
+  // Every tensor's sizes passed checked_numel when it was made, so the product fits int64
+  // unless a size is 0, and then the product of the others may not: test for 0 first.
+  if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) return 0;
   int64_t n = 1;
   for (int64_t s : sizes) n *= s;
   return n;
@@ -45,18 +50,56 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
     strides[i] = stride;
     // Shapes whose element count overflows int64 are rejected by checked_numel; saturate
     // rather than overflow (undefined behaviour) when asked for their strides first.
-    if (__builtin_mul_overflow(stride, std::max<int64_t>(sizes[i], 1), &stride)) stride = INT64_MAX;
+    stride = checked_mul(stride, std::max<int64_t>(sizes[i], 1)).value_or(INT64_MAX);
   }
   return strides;
 }
 
 int64_t checked_numel(const std::vector<int64_t>& sizes, const char* op) {
+  for (const int64_t size : sizes) KILN_CHECK(size >= 0, op, ": negative dimension in size ", sizes);
+  // A zero anywhere makes the count 0, however large the other sizes ([0, 2^62, 2^62] is
+  // a valid empty tensor), so the order of the sizes cannot decide whether it overflows.
+  if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) return 0;
   int64_t n = 1;
-  for (int64_t s : sizes) {
-    KILN_CHECK(s >= 0, op, ": negative dimension in size ", sizes);
-    KILN_CHECK(!__builtin_mul_overflow(n, s, &n), op, ": size ", sizes, " overflows int64");
+  for (const int64_t size : sizes) {
+    const std::optional<int64_t> product = checked_mul(n, size);
+    KILN_CHECK(product, op, ": size ", sizes, " has more than 2^63 - 1 elements");
+    n = *product;
   }
   return n;
+}
+
+int64_t checked_span(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, const char* op) {
+  KILN_CHECK(sizes.size() == strides.size(), op, ": ", sizes.size(), " sizes but ", strides.size(), " strides");
+  for (const int64_t stride : strides) KILN_CHECK(stride >= 0, op, ": negative stride in ", strides);
+  if (checked_numel(sizes, op) == 0) return 0;
+  int64_t span = 1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const std::optional<int64_t> reach = checked_mul(sizes[i] - 1, strides[i]);
+    const std::optional<int64_t> sum = reach ? checked_add(span, *reach) : std::nullopt;
+    KILN_CHECK(sum, op, ": size ", sizes, " with strides ", strides, " addresses more than 2^63 - 1 elements");
+    span = *sum;
+  }
+  return span;
+}
+
+int64_t checked_nbytes(int64_t elements, DType dtype, const char* op) {
+  const std::optional<int64_t> bytes = checked_mul(elements, static_cast<int64_t>(itemsize(dtype)));
+  KILN_CHECK(bytes, op, ": ", elements, " elements of ", dtype, " are more than 2^63 - 1 bytes");
+  return *bytes;
+}
+
+void check_within_storage(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                          int64_t storage_offset, DType dtype, size_t storage_nbytes, const char* op) {
+  KILN_CHECK(storage_offset >= 0, op, ": negative storage offset ", storage_offset);
+  const int64_t span = checked_span(sizes, strides, op);
+  if (span == 0) return;
+  const std::optional<int64_t> end = checked_add(storage_offset, span);
+  const std::optional<int64_t> end_bytes = end ? checked_mul(*end, static_cast<int64_t>(itemsize(dtype)))
+                                               : std::nullopt;
+  KILN_CHECK(end_bytes && static_cast<uint64_t>(*end_bytes) <= storage_nbytes, op, ": size ", sizes,
+             " with strides ", strides, " at offset ", storage_offset, " reaches past the end of its storage (",
+             storage_nbytes / itemsize(dtype), " elements of ", dtype, ")");
 }
 
 }  // namespace kiln

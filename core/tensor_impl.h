@@ -50,7 +50,24 @@ struct TensorImpl {
 
 // Row-major ("C order") strides for `sizes`.
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
-// Product of sizes; throws on overflow or negative sizes, naming `op`.
+
+// Note [Checked sizes]: every size, element count, span and byte count of a tensor is
+// computed once, with overflow checks, when the tensor is made (factories, from_blob,
+// views, file readers); an error names the op and the sizes. Afterwards every tensor
+// satisfies: sizes >= 0, numel fits int64, strides >= 0, and offset + span elements fit in
+// its storage. Kernels and shape code may then multiply sizes and strides freely.
+
+// Product of sizes (0 if any is 0); throws naming `op` on a negative size or when the
+// product overflows int64.
 int64_t checked_numel(const std::vector<int64_t>& sizes, const char* op);
+// Elements from the first to one past the last that a tensor of `sizes` and `strides`
+// addresses (0 when a size is 0); throws naming `op` on a negative stride or overflow.
+int64_t checked_span(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, const char* op);
+// `elements` of `dtype` in bytes; throws naming `op` when that overflows int64.
+int64_t checked_nbytes(int64_t elements, DType dtype, const char* op);
+// Throws naming `op` unless a tensor of `sizes`, `strides` and `storage_offset` addresses
+// only bytes inside a storage of `storage_nbytes` (checked when every view is made).
+void check_within_storage(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                          int64_t storage_offset, DType dtype, size_t storage_nbytes, const char* op);
 
 }  // namespace kiln

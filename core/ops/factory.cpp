@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/backend.h"
+#include "core/checked_math.h"
 #include "core/ops/elementwise.h"
 
 namespace kiln {
@@ -31,49 +32,54 @@ Allocator& allocator_for(const TensorOptions& options) {
   return *pinned;
 }
 
-}  // namespace
-
-Tensor empty_strided(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
-                     TensorOptions options) {
-  KILN_CHECK(sizes.size() == strides.size(), "empty_strided: ", sizes.size(), " sizes but ",
-             strides.size(), " strides");
-  checked_numel(sizes, "empty");
+// The one allocation behind every factory, named `op` in its errors: sizes and strides
+// checked (Note [Checked sizes]), then exactly the bytes they span from the allocator.
+Tensor allocate_strided(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                        const TensorOptions& options, const char* op) {
   const DType dtype = options.dtype.value_or(kDefaultFloat);
-  int64_t span = 1;  // elements from the first to one past the last
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    KILN_CHECK(strides[i] >= 0, "empty_strided: negative stride in ", strides);
-    if (sizes[i] == 0) span = 0;
-  }
-  if (span != 0) {
-    for (size_t i = 0; i < sizes.size(); ++i) span += (sizes[i] - 1) * strides[i];
-  }
-  Storage storage = Storage::allocate(allocator_for(options), static_cast<size_t>(span) * itemsize(dtype));
+  const int64_t nbytes = checked_nbytes(checked_span(sizes, strides, op), dtype, op);
+  Storage storage = Storage::allocate(allocator_for(options), static_cast<size_t>(nbytes));
   auto impl = std::make_shared<TensorImpl>(std::move(storage), 0, sizes, strides, dtype, options.device);
   return finish(Tensor(std::move(impl)), options);
 }
 
-Tensor empty(const std::vector<int64_t>& sizes, TensorOptions options) {
-  return empty_strided(sizes, contiguous_strides(sizes), options);
+Tensor allocate(const std::vector<int64_t>& sizes, const TensorOptions& options, const char* op) {
+  checked_numel(sizes, op);  // before contiguous_strides, which saturates on overflow
+  return allocate_strided(sizes, contiguous_strides(sizes), options, op);
 }
 
-Tensor full(const std::vector<int64_t>& sizes, Scalar value, TensorOptions options) {
+Tensor full_named(const std::vector<int64_t>& sizes, Scalar value, const TensorOptions& options,
+                  const char* op) {
   TensorOptions o = options;
   o.dtype = options.dtype.value_or(default_dtype_of(value));
   o.requires_grad = false;
-  value.check_representable(*o.dtype, "full");
-  Tensor t = empty(sizes, o);
+  value.check_representable(*o.dtype, op);
+  Tensor t = allocate(sizes, o, op);
   if (t.numel() > 0) backend(t.device()).fill(t, value);
   return finish(t, options);
 }
 
+}  // namespace
+
+Tensor empty_strided(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                     TensorOptions options) {
+  return allocate_strided(sizes, strides, options, "empty_strided");
+}
+
+Tensor empty(const std::vector<int64_t>& sizes, TensorOptions options) { return allocate(sizes, options, "empty"); }
+
+Tensor full(const std::vector<int64_t>& sizes, Scalar value, TensorOptions options) {
+  return full_named(sizes, value, options, "full");
+}
+
 Tensor zeros(const std::vector<int64_t>& sizes, TensorOptions options) {
   options.dtype = options.dtype.value_or(kDefaultFloat);
-  return full(sizes, 0, options);
+  return full_named(sizes, 0, options, "zeros");
 }
 
 Tensor ones(const std::vector<int64_t>& sizes, TensorOptions options) {
   options.dtype = options.dtype.value_or(kDefaultFloat);
-  return full(sizes, 1, options);
+  return full_named(sizes, 1, options, "ones");
 }
 
 Tensor scalar_tensor(Scalar value, TensorOptions options) { return full({}, value, options); }
@@ -100,26 +106,45 @@ Tensor ones_like(const Tensor& like, TensorOptions options) { return full_like(l
 
 Tensor arange(Scalar end, TensorOptions options) { return arange(0, end, 1, options); }
 
+namespace {
+
+// ceil((end - start) / step) for integers, or 0 when the range is empty. The distance is
+// taken in uint64, where it is exact for any int64 ends (end - start itself can overflow),
+// so arange(INT64_MIN, INT64_MAX) is refused for its length, never wrapped.
+int64_t integral_arange_length(int64_t start, int64_t end, int64_t step) {
+  KILN_CHECK(step != 0, "arange: step must be nonzero");
+  if (start == end || (end > start) != (step > 0)) return 0;
+  const uint64_t distance = end > start ? static_cast<uint64_t>(end) - static_cast<uint64_t>(start)
+                                        : static_cast<uint64_t>(start) - static_cast<uint64_t>(end);
+  const uint64_t magnitude = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
+  const uint64_t length = distance / magnitude + (distance % magnitude != 0);
+  KILN_CHECK(length <= static_cast<uint64_t>(INT64_MAX), "arange: ", length, " elements from ", start, " to ",
+             end, " by ", step, " are more than 2^63 - 1");
+  return static_cast<int64_t>(length);
+}
+
+int64_t floating_arange_length(double start, double end, double step) {
+  KILN_CHECK(step != 0.0 && std::isfinite(step), "arange: step must be finite and nonzero, got ", step);
+  KILN_CHECK(std::isfinite(start) && std::isfinite(end), "arange: start and end must be finite, got ", start,
+             " and ", end);
+  const double length = std::ceil((end - start) / step);  // may be inf when end - start overflows
+  if (!(length > 0)) return 0;
+  KILN_CHECK(fits_integer<int64_t>(length), "arange: ", length, " elements from ", start, " to ", end, " by ",
+             step, " are more than 2^63 - 1");
+  return static_cast<int64_t>(length);
+}
+
+}  // namespace
+
 Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
   const bool integral = !start.is_floating() && !end.is_floating() && !step.is_floating();
   const DType dtype = options.dtype.value_or(integral ? DType::Int64 : kDefaultFloat);
-  int64_t n = 0;
-  if (integral) {
-    KILN_CHECK(step.to_int() != 0, "arange: step must be nonzero");
-    const int64_t span = end.to_int() - start.to_int();
-    const int64_t s = step.to_int();
-    n = span == 0 || (span > 0) != (s > 0) ? 0 : (span + s + (s > 0 ? -1 : 1)) / s;
-  } else {
-    const double s = step.to_double();
-    KILN_CHECK(s != 0.0 && std::isfinite(s), "arange: step must be finite and nonzero, got ", s);
-    KILN_CHECK(std::isfinite(start.to_double()) && std::isfinite(end.to_double()),
-               "arange: start and end must be finite");
-    n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((end.to_double() - start.to_double()) / s)));
-  }
+  const int64_t n = integral ? integral_arange_length(start.to_int(), end.to_int(), step.to_int())
+                             : floating_arange_length(start.to_double(), end.to_double(), step.to_double());
   TensorOptions o = options;
   o.dtype = dtype;
   o.requires_grad = false;
-  Tensor t = empty({n}, o);
+  Tensor t = allocate({n}, o, "arange");
   if (n > 0) backend(t.device()).arange(t, start, step);
   return finish(t, options);
 }
@@ -129,7 +154,7 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions options) 
   TensorOptions o = options;
   o.dtype = options.dtype.value_or(kDefaultFloat);
   o.requires_grad = false;
-  Tensor t = empty({steps}, o);
+  Tensor t = allocate({steps}, o, "linspace");
   if (steps > 0) {
     const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
     backend(t.device()).arange(t, start, step);
@@ -140,25 +165,21 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions options) 
 Tensor eye(int64_t n, TensorOptions options) {
   KILN_CHECK(n >= 0, "eye: n must be non-negative, got ", n);
   TensorOptions o = options;
+  o.dtype = options.dtype.value_or(kDefaultFloat);
   o.requires_grad = false;
-  Tensor t = zeros({n, n}, o);
+  Tensor t = full_named({n, n}, 0, o, "eye");
   if (n > 0) backend(t.device()).fill(t.as_strided({n}, {n + 1}, 0), 1);
   return finish(t, options);
 }
 
 Tensor from_blob(void* data, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
                  TensorOptions options, std::function<void(void*)> deleter) {
-  KILN_CHECK(sizes.size() == strides.size(), "from_blob: ", sizes.size(), " sizes but ",
-             strides.size(), " strides");
-  const int64_t n = checked_numel(sizes, "from_blob");
-  KILN_CHECK(data != nullptr || n == 0, "from_blob: null data for ", n, " elements");
   const DType dtype = options.dtype.value_or(kDefaultFloat);
-  int64_t span = n == 0 ? 0 : 1;
-  for (size_t i = 0; i < sizes.size() && n > 0; ++i) {
-    KILN_CHECK(strides[i] >= 0, "from_blob: negative stride in ", strides);
-    span += (sizes[i] - 1) * strides[i];
-  }
-  Storage storage(DataPtr{data, std::move(deleter), options.device}, static_cast<size_t>(span) * itemsize(dtype));
+  const int64_t span = checked_span(sizes, strides, "from_blob");
+  const int64_t nbytes = checked_nbytes(span, dtype, "from_blob");
+  KILN_CHECK(data != nullptr || span == 0, "from_blob: null data for ", checked_numel(sizes, "from_blob"),
+             " elements");
+  Storage storage(DataPtr{data, std::move(deleter), options.device}, static_cast<size_t>(nbytes));
   auto impl = std::make_shared<TensorImpl>(std::move(storage), 0, sizes, strides, dtype, options.device);
   return finish(Tensor(std::move(impl)), options);
 }

@@ -7,10 +7,14 @@
 #include "core/ops/shape.h"
 
 #include <algorithm>
+#include <new>
+#include <optional>
+#include <stdexcept>
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/backend.h"
+#include "core/checked_math.h"
 #include "core/ops/factory.h"
 #include "core/ops/view.h"
 
@@ -106,7 +110,9 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     const bool skipped = is_legacy_empty(tensors[i]) && i != ref;
     const int64_t length = skipped ? 0 : tensors[i].sizes()[dim];
     pieces.push_back({.offset = out_sizes[dim], .length = length, .dtype = tensors[i].dtype(), .skipped = skipped});
-    out_sizes[dim] += length;
+    const std::optional<int64_t> total = checked_add(out_sizes[dim], length);
+    KILN_CHECK(total, "cat: the sizes along dimension ", dim, " add up to more than 2^63 - 1");
+    out_sizes[dim] = *total;
   }
 
   Tensor out = empty(out_sizes, {.dtype = cat_dtype(tensors), .device = tensors[ref].device()});
@@ -152,7 +158,9 @@ std::vector<Tensor> split_with_sizes(const Tensor& x, const std::vector<int64_t>
   int64_t total = 0;
   for (int64_t s : sizes) {
     KILN_CHECK(s >= 0, "split_with_sizes: sizes must be non-negative, got ", sizes);
-    total += s;
+    const std::optional<int64_t> sum = checked_add(total, s);
+    KILN_CHECK(sum, "split_with_sizes: sizes ", sizes, " add up to more than 2^63 - 1");
+    total = *sum;
   }
   KILN_CHECK(total == x.sizes()[dim], "split_with_sizes: sizes ", sizes, " add up to ", total, " but dimension ",
              dim, " has size ", x.sizes()[dim]);
@@ -186,9 +194,16 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
   KILN_CHECK(x.dim() > 0, "chunk: expected a tensor with at least one dimension, got a 0-d tensor");
   dim = wrap_dim(dim, x.dim(), "chunk");
   const int64_t size = x.sizes()[dim];
-  // An empty dim gives `chunks` empty pieces (split would give one).
-  if (size == 0) return split_with_sizes(x, std::vector<int64_t>(chunks, 0), dim);
-  return split(x, (size + chunks - 1) / chunks, dim);
+  // An empty dim gives `chunks` empty pieces (split would give one), as many as fit in memory.
+  if (size == 0) {
+    try {
+      return split_with_sizes(x, std::vector<int64_t>(static_cast<size_t>(chunks), 0), dim);
+    } catch (const std::bad_alloc&) {
+    } catch (const std::length_error&) {
+    }
+    KILN_CHECK(false, "chunk: out of memory for ", chunks, " empty pieces of dimension ", dim);
+  }
+  return split(x, (size - 1) / chunks + 1, dim);  // ceil(size / chunks), without size + chunks overflowing
 }
 
 // ---- meshgrid: expand views of reshaped inputs (gradient through expand and reshape) ----

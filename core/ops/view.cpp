@@ -17,9 +17,12 @@ namespace {
 
 using autograd::Node;
 
+// Every view is made here, and checked here: a view never addresses memory outside its
+// base's storage (Note [Checked sizes] in core/tensor_impl.h), whatever sizes it was given.
 Tensor make_view(const Tensor& base, std::vector<int64_t> sizes, std::vector<int64_t> strides,
-                 int64_t storage_offset) {
+                 int64_t storage_offset, const char* op) {
   const TensorImpl& b = *base.impl();
+  check_within_storage(sizes, strides, storage_offset, b.dtype, b.storage.nbytes(), op);
   auto impl = std::make_shared<TensorImpl>(b.storage, storage_offset, std::move(sizes),
                                            std::move(strides), b.dtype, b.device);
   impl->version = b.version;
@@ -86,17 +89,25 @@ void record_slice(const Tensor& input, const Tensor& out, int64_t dim, int64_t s
   autograd::record(node, {input}, {out});
 }
 
+// `sizes` with its -1 (if any) replaced by what makes `numel` elements. The known sizes'
+// product is checked, so [2^32, 2^32] cannot wrap to 0 and pass for an empty shape; a 0
+// among them makes it 0 whatever the others are.
 std::vector<int64_t> infer_size(std::vector<int64_t> sizes, int64_t numel, const char* op) {
   int64_t infer_at = -1;
-  int64_t known = 1;
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] == -1) {
       KILN_CHECK(infer_at < 0, op, ": only one dimension can be -1, got ", sizes);
       infer_at = static_cast<int64_t>(i);
     } else {
       KILN_CHECK(sizes[i] >= 0, op, ": invalid size ", sizes);
-      known *= sizes[i];
     }
+  }
+  int64_t known = std::find(sizes.begin(), sizes.end(), 0) != sizes.end() ? 0 : 1;
+  for (size_t i = 0; i < sizes.size() && known != 0; ++i) {
+    if (static_cast<int64_t>(i) == infer_at) continue;
+    const std::optional<int64_t> product = checked_mul(known, sizes[i]);
+    KILN_CHECK(product, op, ": shape ", sizes, " has more than 2^63 - 1 elements");
+    known = *product;
   }
   if (infer_at >= 0) {
     KILN_CHECK(known != 0 && numel % known == 0, op, ": shape ", sizes,
@@ -148,7 +159,7 @@ Tensor view(const Tensor& t, std::vector<int64_t> sizes) {
   KILN_CHECK(strides.has_value(), "view: size ", sizes, " is not compatible with the input's size ",
              t.sizes(), " and stride ", t.strides(), " (at least one dimension spans two contiguous "
              "subspaces); use reshape() instead");
-  Tensor out = make_view(t, sizes, *strides, t.storage_offset());
+  Tensor out = make_view(t, sizes, *strides, t.storage_offset(), "view");
   record_reshape(t, out, "view");
   return out;
 }
@@ -171,7 +182,7 @@ Tensor permute(const Tensor& t, const std::vector<int64_t>& dims) {
     sizes[i] = t.sizes()[d];
     strides[i] = t.strides()[d];
   }
-  Tensor out = make_view(t, sizes, strides, t.storage_offset());
+  Tensor out = make_view(t, sizes, strides, t.storage_offset(), "permute");
   if (autograd::any_requires_grad({&t})) {
     auto node = std::make_shared<PermuteBackward>();
     node->inverse = inverse;
@@ -209,7 +220,10 @@ Tensor slice(const Tensor& t, int64_t dim, std::optional<int64_t> start_opt,
   KILN_CHECK(stepped_stride || length <= 1, "slice: stride ", strides[dim], " times step ", step,
              " overflows int64 (dimension ", dim, ", ", length, " elements)");
   strides[dim] = stepped_stride.value_or(strides[dim]);
-  Tensor out = make_view(t, sizes, strides, t.storage_offset() + start * t.strides()[dim]);
+  // An empty slice addresses nothing and keeps its base's offset: start * stride with
+  // start == size may lie past every element (and past int64 for a huge stride).
+  const int64_t offset = length == 0 ? t.storage_offset() : t.storage_offset() + start * t.strides()[dim];
+  Tensor out = make_view(t, sizes, strides, offset, "slice");
   record_slice(t, out, dim, start, end, step, false, "slice");
   return out;
 }
@@ -234,7 +248,7 @@ Tensor select(const Tensor& t, int64_t dim, int64_t index) {
   std::vector<int64_t> sizes = t.sizes(), strides = t.strides();
   sizes.erase(sizes.begin() + dim);
   strides.erase(strides.begin() + dim);
-  Tensor out = make_view(t, sizes, strides, t.storage_offset() + index * t.strides()[dim]);
+  Tensor out = make_view(t, sizes, strides, t.storage_offset() + index * t.strides()[dim], "select");
   record_slice(t, out, dim, index, index + 1, 1, true, "select");
   return out;
 }
@@ -262,11 +276,11 @@ Tensor expand(const Tensor& t, const std::vector<int64_t>& sizes) {
     out_strides[i] = have == want ? t.strides()[i - lead] : 0;
   }
   if (out_sizes == t.sizes()) {
-    Tensor out = make_view(t, out_sizes, t.strides(), t.storage_offset());
+    Tensor out = make_view(t, out_sizes, t.strides(), t.storage_offset(), "expand");
     record_reshape(t, out, "expand");
     return out;
   }
-  Tensor out = make_view(t, out_sizes, out_strides, t.storage_offset());
+  Tensor out = make_view(t, out_sizes, out_strides, t.storage_offset(), "expand");
   if (autograd::any_requires_grad({&t})) {
     auto node = std::make_shared<ExpandBackward>();
     node->input_sizes = t.sizes();
@@ -304,9 +318,8 @@ Tensor flatten(const Tensor& t, int64_t start_dim, int64_t end_dim) {
   end_dim = wrap_dim(end_dim, t.dim(), "flatten");
   KILN_CHECK(start_dim <= end_dim, "flatten: start_dim ", start_dim, " is after end_dim ", end_dim);
   std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().begin() + start_dim);
-  int64_t merged = 1;
-  for (int64_t d = start_dim; d <= end_dim; ++d) merged *= t.sizes()[d];
-  sizes.push_back(merged);
+  // Checked: beside a 0-size dim, the merged sizes' product may not fit ([0, 2^62, 2^62]).
+  sizes.push_back(checked_numel({t.sizes().begin() + start_dim, t.sizes().begin() + end_dim + 1}, "flatten"));
   sizes.insert(sizes.end(), t.sizes().begin() + end_dim + 1, t.sizes().end());
   return reshape(t, sizes);
 }
@@ -315,19 +328,7 @@ Tensor as_strided(const Tensor& t, const std::vector<int64_t>& sizes,
                   const std::vector<int64_t>& strides, int64_t storage_offset) {
   KILN_CHECK(!autograd::any_requires_grad({&t}), "as_strided: not differentiable; call it on a "
              "detached tensor or under NoGradGuard");
-  KILN_CHECK(sizes.size() == strides.size(), "as_strided: ", sizes.size(), " sizes but ",
-             strides.size(), " strides");
-  int64_t last = storage_offset;
-  const int64_t n = checked_numel(sizes, "as_strided");
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    KILN_CHECK(strides[i] >= 0, "as_strided: negative stride in ", strides);
-    if (n > 0) last += (sizes[i] - 1) * strides[i];
-  }
-  KILN_CHECK(storage_offset >= 0 && (n == 0 || static_cast<size_t>(last + 1) * t.element_size() <=
-                                                   t.storage().nbytes()),
-             "as_strided: sizes ", sizes, " strides ", strides, " offset ", storage_offset,
-             " reach past the storage of ", t.storage().nbytes(), " bytes");
-  return make_view(t, sizes, strides, storage_offset);
+  return make_view(t, sizes, strides, storage_offset, "as_strided");
 }
 
 std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b,

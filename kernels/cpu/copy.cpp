@@ -1,6 +1,7 @@
 // CpuBackend's memory kernels: strided copy with dtype conversion, fill, arange.
 #include "core/dispatch.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/arange_value.h"
 #include "kernels/cpu/elementwise_engine.h"
 #include "kernels/copy_cast.h"
 
@@ -41,12 +42,12 @@ void CpuBackend::arange(const Tensor& dst, Scalar start, Scalar step) {
     if constexpr (is_floating_v<T>) {
       const double s0 = start.to_double(), ds = step.to_double();
       parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) out[i] = static_cast<T>(static_cast<opmath_t<T>>(s0 + ds * static_cast<double>(i)));
+        for (int64_t i = begin; i < end; ++i) out[i] = static_cast<T>(static_cast<opmath_t<T>>(arange_floating_value(s0, ds, i)));
       });
     } else {
       const int64_t s0 = start.to_int(), ds = step.to_int();
       parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) out[i] = static_cast<T>(s0 + ds * i);
+        for (int64_t i = begin; i < end; ++i) out[i] = static_cast<T>(arange_integral_value(s0, ds, i));
       });
     }
   });

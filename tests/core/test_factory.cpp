@@ -210,5 +210,55 @@ TEST(Factory, TensorFromValues) {
   EXPECT_EQ(tensor<float>({}, {0}).numel(), 0);
 }
 
+// Byte and span counts once wrapped: zeros({2^62}) asked for 2^64 = 0 bytes and then
+// wrote through them; empty_strided({2^40, 2}, {2^40, 1}) and from_blob overflowed signed
+// arithmetic. Each is now an error naming the op and the sizes (Note [Checked sizes]).
+TEST(Factory, SizesWhoseBytesOverflowAreErrors) {
+  const int64_t big = int64_t{1} << 62;
+  EXPECT_KILN_ERROR(zeros({big}), "zeros: 4611686018427387904 elements of float32 are more than 2^63 - 1 bytes");
+  EXPECT_KILN_ERROR(empty({int64_t{1} << 61}, {.dtype = DType::Float64}).fill_(1), "empty",
+                    "more than 2^63 - 1 bytes");
+  EXPECT_KILN_ERROR(ones({big, 4}), "ones: size [4611686018427387904, 4] has more than 2^63 - 1 elements");
+  EXPECT_KILN_ERROR(full({INT64_MAX}, 1, {.dtype = DType::UInt8}), "out of memory");
+  EXPECT_KILN_ERROR(empty_strided({int64_t{1} << 40, 2}, {int64_t{1} << 40, 1}), "empty_strided",
+                    "addresses more than 2^63 - 1 elements");
+  EXPECT_KILN_ERROR(empty_strided({3, 2}, {INT64_MAX, 1}), "empty_strided", "addresses more than 2^63 - 1 elements");
+  EXPECT_KILN_ERROR(empty_strided({2}, {1, 1}), "empty_strided", "1 sizes but 2 strides");
+  EXPECT_KILN_ERROR(empty_strided({2, 2}, {1, -1}), "empty_strided", "negative stride");
+  EXPECT_KILN_ERROR(empty_strided({0, 2}, {1, -1}), "empty_strided", "negative stride");
+  float one = 1;
+  EXPECT_KILN_ERROR(from_blob(&one, {int64_t{1} << 40, 2}, {int64_t{1} << 40, 1}), "from_blob",
+                    "addresses more than 2^63 - 1 elements");
+  EXPECT_KILN_ERROR(from_blob(&one, {big}), "from_blob", "more than 2^63 - 1 bytes");
+  EXPECT_KILN_ERROR(from_blob(&one, {big, big}), "from_blob", "has more than 2^63 - 1 elements");
+  EXPECT_KILN_ERROR(from_blob(&one, {2, 2}, {1, -1}), "from_blob", "negative stride");
+  EXPECT_KILN_ERROR(eye(int64_t{1} << 32), "eye: size [4294967296, 4294967296] has more than 2^63 - 1 elements");
+  // Zero-size dims make any size and stride harmless, in any order.
+  EXPECT_EQ(empty_strided({0, 2}, {INT64_MAX, INT64_MAX}).numel(), 0);
+  EXPECT_EQ(from_blob(nullptr, {0, big}, {INT64_MAX, 1}).numel(), 0);
+  EXPECT_EQ(zeros({0, big, big}).numel(), 0);
+  EXPECT_EQ(zeros({big, big, 0}).numel(), 0);
+  EXPECT_EQ(zeros({big, big, 0}).sizes(), (std::vector<int64_t>{big, big, 0}));
+}
+
+// arange's length once came from end - start and a rounding that overflow int64 (and from
+// a double -> int64 cast of inf); now it is computed exactly or refused.
+TEST(Factory, ArangeLengthsThatOverflowAreErrors) {
+  EXPECT_KILN_ERROR(arange(INT64_MIN, INT64_MAX), "arange: 18446744073709551615 elements", "more than 2^63 - 1");
+  EXPECT_KILN_ERROR(arange(-1e308, 1e308, 1e-300), "arange", "more than 2^63 - 1");
+  EXPECT_KILN_ERROR(arange(0.0, 1e300, 1.0), "arange", "more than 2^63 - 1");
+  EXPECT_KILN_ERROR(arange(0, 10, 0), "arange: step must be nonzero");
+  // Huge steps give one element or none, never a wrapped count.
+  EXPECT_EQ(arange(INT64_MIN, INT64_MAX, INT64_MAX).to_vector<int64_t>(),
+            (std::vector<int64_t>{INT64_MIN, -1, INT64_MAX - 1}));
+  EXPECT_EQ(arange(INT64_MAX, INT64_MIN, INT64_MIN).to_vector<int64_t>(), (std::vector<int64_t>{INT64_MAX, -1}));
+  EXPECT_EQ(arange(0, 5, INT64_MAX).to_vector<int64_t>(), (std::vector<int64_t>{0}));
+  EXPECT_EQ(arange(5, 0, INT64_MIN).to_vector<int64_t>(), (std::vector<int64_t>{5}));
+  EXPECT_EQ(arange(0, 10, 3).to_vector<int64_t>(), (std::vector<int64_t>{0, 3, 6, 9}));
+  EXPECT_EQ(arange(10, 0, -3).to_vector<int64_t>(), (std::vector<int64_t>{10, 7, 4, 1}));
+  EXPECT_EQ(arange(0, 0).numel(), 0);
+  EXPECT_EQ(arange(0, -5, 1).numel(), 0);
+}
+
 }  // namespace
 }  // namespace kiln

@@ -580,5 +580,18 @@ KILN_GRADCHECK_TEST(logsumexp) {
   EXPECT_TRUE(gradcheck([](const Inputs& v) { return logsumexp(v[0], {0, 2}, true); }, {leaf({2, 3, 2}, 10)}));
 }
 
+// An empty input can have a huge output: a spec-valid safetensors tensor of shape
+// [0, 2^62] once loaded and then segfaulted in .sum({0}), whose [2^62] float32 output
+// wrapped to 0 bytes. The output's size is now checked when it is allocated.
+TEST(Reduce, HugeOutputsOfEmptyInputsAreErrorsNotWrappedAllocations) {
+  const int64_t big = int64_t{1} << 62;
+  EXPECT_KILN_ERROR(zeros({0, big}).sum({0}), "4611686018427387904 elements of float32 are more than 2^63 - 1 bytes");
+  EXPECT_KILN_ERROR(zeros({0, big}).mean({0}), "more than 2^63 - 1 bytes");
+  EXPECT_KILN_ERROR(zeros({0, int64_t{1} << 50}).sum({0}), "out of memory");
+  const Tensor sums = zeros({0, 5}).sum({0});
+  EXPECT_TRUE(all_equal(sums, zeros({5})));
+  EXPECT_EQ(zeros({0, big}).sum().item<float>(), 0.0f);
+}
+
 }  // namespace
 }  // namespace kiln

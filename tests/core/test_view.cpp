@@ -94,7 +94,11 @@ TEST(View, ExpandSqueezeUnsqueezeFlatten) {
 TEST(View, AsStridedAndItsBounds) {
   const Tensor x = iota({3, 3});
   EXPECT_TRUE(all_equal(x.as_strided({3}, {4}, 0), tensor<double>({0, 4, 8})));
-  EXPECT_KILN_ERROR(x.as_strided({3}, {4}, 1), "as_strided", "past the storage");
+  EXPECT_KILN_ERROR(x.as_strided({3}, {4}, 1), "as_strided", "reaches past the end of its storage (9 elements");
+  EXPECT_KILN_ERROR(x.as_strided({2}, {INT64_MAX}, 0), "as_strided", "addresses more than 2^63 - 1 elements");
+  EXPECT_KILN_ERROR(x.as_strided({1}, {1}, INT64_MAX), "as_strided", "reaches past the end of its storage");
+  EXPECT_KILN_ERROR(x.as_strided({1}, {1}, -1), "as_strided", "negative storage offset -1");
+  EXPECT_EQ(x.as_strided({0, 5}, {INT64_MAX, 1}, 9).numel(), 0);  // addresses nothing
   Tensor leaf = iota({2}).requires_grad_(true);
   EXPECT_KILN_ERROR(leaf.as_strided({1}, {1}, 0), "as_strided", "not differentiable");
 }
@@ -133,6 +137,53 @@ TEST(View, HugeStepsKeepTheFirstElementAndNeverOverflow) {
   EXPECT_KILN_ERROR(x.narrow(0, 11, 0), "narrow", "out of range");
 }
 
+
+// view and reshape once multiplied the requested sizes unchecked: empty({0}).view({2^32,
+// 2^32}) wrapped to 0 elements and was accepted, and select(0, 7) on it then gave 2^32
+// elements over a 0-byte storage. Sizes are now multiplied with overflow checks, and no
+// view may reach past its storage (Note [Checked sizes]).
+TEST(View, ImpossibleShapesAreErrors) {
+  const int64_t two32 = int64_t{1} << 32;
+  const Tensor none = empty({0});
+  EXPECT_KILN_ERROR(none.view({two32, two32}), "view: shape [4294967296, 4294967296] has more than 2^63 - 1 elements");
+  EXPECT_KILN_ERROR(none.reshape({two32, two32}), "reshape", "more than 2^63 - 1 elements");
+  EXPECT_KILN_ERROR(none.view({two32, two32, -1}), "view", "more than 2^63 - 1 elements");
+  EXPECT_KILN_ERROR(none.view({0, -1}), "view: shape [0, -1] is invalid for input of size 0");
+  EXPECT_KILN_ERROR(iota({4}).view({INT64_MAX, 2, -1}), "view: shape [9223372036854775807, 2, -1] has more than");
+  // A zero among the sizes makes any others harmless: PyTorch accepts these too.
+  const Tensor zero_view = none.view({two32, 0, two32});
+  EXPECT_EQ(zero_view.numel(), 0);
+  EXPECT_EQ(zero_view.select(0, 7).sizes(), (std::vector<int64_t>{0, two32}));
+  EXPECT_EQ(zero_view.select(2, two32 - 1).numel(), 0);
+  EXPECT_NO_THROW(zero_view.select(0, 7).fill_(1));
+  // Expanding a one-element tensor to 2^62 elements is a valid (stride-0) view; beyond
+  // 2^63 - 1 elements it is not.
+  const Tensor one = iota({1});
+  EXPECT_EQ(one.expand({int64_t{1} << 62}).numel(), int64_t{1} << 62);
+  EXPECT_KILN_ERROR(one.expand({two32, two32}), "expand", "more than 2^63 - 1 elements");
+  EXPECT_KILN_ERROR(one.expand({INT64_MAX, 2}), "expand", "more than 2^63 - 1 elements");
+  // Flattening dims whose product overflows beside a zero-size dim.
+  EXPECT_KILN_ERROR(empty({0, two32, two32}).flatten(1, 2), "flatten", "more than 2^63 - 1 elements");
+  EXPECT_EQ(empty({0, two32, two32}).flatten(0, 1).sizes(), (std::vector<int64_t>{0, two32}));
+}
+
+// A view's largest reachable element is checked against its storage when it is made, so
+// no sequence of views can address memory it does not own.
+TEST(View, ViewsNeverReachPastTheirStorage) {
+  const Tensor x = iota({2, 3});
+  const Tensor row = x.select(0, 1);
+  EXPECT_EQ(row.storage_offset(), 3);
+  EXPECT_TRUE(all_equal(row.as_strided({3}, {1}, 3), tensor<double>({3, 4, 5})));
+  EXPECT_KILN_ERROR(row.as_strided({3}, {1}, 4), "as_strided", "reaches past the end of its storage (6 elements");
+  EXPECT_TRUE(all_equal(row.as_strided({2, 2}, {3, 1}, 0), tensor<double>({0, 1, 3, 4}, {2, 2})));
+  EXPECT_KILN_ERROR(row.as_strided({2, 2}, {3, 1}, 3), "as_strided", "reaches past the end");
+  // An empty slice at the end keeps its base's offset: start * stride with start == size
+  // would point past the last element (and past int64 for a huge stride).
+  const Tensor huge_stride = empty_strided({1}, {INT64_MAX});
+  EXPECT_EQ(huge_stride.slice(0, 1, 1).numel(), 0);
+  EXPECT_EQ(huge_stride.slice(0, 1, 1).storage_offset(), 0);
+  EXPECT_EQ(x.slice(1, 3, 3).sizes(), (std::vector<int64_t>{2, 0}));
+}
 
 
 KILN_GRADCHECK_TEST(view) {
