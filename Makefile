@@ -8,8 +8,16 @@ CMAKE_FLAGS ?=
 # Debian packages the build needs (compiler, CMake, Eigen, GoogleTest, Google Benchmark),
 # and pkg-config for the test of the installed kiln.pc (tests/install/).
 PACKAGES := g++ make cmake libeigen3-dev libgtest-dev libbenchmark-dev pkg-config
+# `make sanitize` builds with Clang (its sanitizer runtimes and its OpenMP) as well.
+SANITIZE_PACKAGES := clang libclang-rt-dev libomp-dev
+SANITIZE_BUILD ?= build-sanitize
+# The sanitizers' settings (every report fatal, leaks reported, a failed allocation
+# returns null) are compiled into the test and fuzz binaries: tests/sanitizer_options.cpp.
 
-.PHONY: all deps configure build test demo bench clean
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+
+.PHONY: all deps configure build test demo bench sanitize fuzz clean
 
 all: build
 
@@ -42,5 +50,25 @@ bench: configure
 	cmake --build $(BUILD) -j$(JOBS) --target kiln_bench
 	$(BUILD)/bin/kiln_bench --benchmark_counters_tabular=true
 
+# The CPU configuration built by Clang with ASan + UBSan (KILN_SANITIZE), and the whole CPU
+# test suite run under them. CI runs it after `make test`.
+sanitize:
+	$(MAKE) deps PACKAGES="$(PACKAGES) $(SANITIZE_PACKAGES)"
+	cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ \
+	  -DKILN_CUDA=OFF -DKILN_SANITIZE=ON -DKILN_WERROR=ON -DKILN_BUILD_BENCH=OFF -DKILN_BUILD_EXAMPLES=OFF \
+	  -DKILN_INSTALL=OFF $(CMAKE_FLAGS)
+	cmake --build $(SANITIZE_BUILD) -j$(JOBS)
+	ctest --test-dir $(SANITIZE_BUILD) --output-on-failure -j$(JOBS)
+
+# Every libFuzzer harness of tests/fuzz, built by Clang with ASan + UBSan, run for
+# FUZZ_SECONDS each (tests/fuzz/README.md): `make fuzz FUZZ_SECONDS=600`.
+fuzz:
+	$(MAKE) deps PACKAGES="$(PACKAGES) $(SANITIZE_PACKAGES)"
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ \
+	  -DKILN_CUDA=OFF -DKILN_SANITIZE=ON -DKILN_FUZZ=ON -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_BENCH=OFF \
+	  -DKILN_BUILD_EXAMPLES=OFF -DKILN_INSTALL=OFF $(CMAKE_FLAGS)
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target kiln_fuzzers
+	tests/fuzz/run_fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(SANITIZE_BUILD) $(FUZZ_BUILD)

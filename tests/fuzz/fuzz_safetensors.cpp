@@ -1,0 +1,77 @@
+// libFuzzer harness for the safetensors reader (core/safetensors.h).
+//
+// Any bytes are read as a whole file, header first (read_header_from_bytes) and then with
+// the tensors (load_from_bytes); a kiln::Error is the expected answer to a bad file. A
+// file that loads must describe itself consistently (each tensor's bytes are its elements
+// times the item size) and must save and load again to the same tensors. Anything else
+// (another exception, a sanitizer report, a mismatch) stops the fuzzer with the input.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/safetensors.h"
+#include "kiln/init.h"
+
+namespace {
+
+[[noreturn]] void fail(const char* what, const std::string& detail) {
+  std::fprintf(stderr, "fuzz_safetensors: %s: %s\n", what, detail.c_str());
+  std::abort();
+}
+
+bool same_bytes(const kiln::Tensor& a, const kiln::Tensor& b) {
+  if (a.dtype() != b.dtype() || a.sizes() != b.sizes()) return false;
+  const size_t nbytes = static_cast<size_t>(a.numel()) * a.element_size();
+  return nbytes == 0 || std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), nbytes) == 0;
+}
+
+void check_round_trip(const kiln::safetensors::Loaded& loaded) {
+  const std::vector<uint8_t> saved = kiln::safetensors::save_to_bytes(loaded.tensors, loaded.metadata);
+  const kiln::safetensors::Loaded again = kiln::safetensors::load_from_bytes(saved);
+  if (again.tensors.size() != loaded.tensors.size() || again.metadata != loaded.metadata) {
+    fail("save + load changed the file", "tensor count or metadata");
+  }
+  for (size_t i = 0; i < loaded.tensors.size(); ++i) {
+    if (again.tensors[i].first != loaded.tensors[i].first || !same_bytes(again.tensors[i].second, loaded.tensors[i].second)) {
+      fail("save + load changed a tensor", loaded.tensors[i].first);
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const bool initialised = (kiln::init(), true);
+  (void)initialised;
+  const std::span<const uint8_t> bytes(data, size);
+  kiln::safetensors::Header header;
+  try {
+    header = kiln::safetensors::read_header_from_bytes(bytes, "<fuzz>");
+  } catch (const kiln::Error&) {
+    return 0;
+  }
+  for (const kiln::safetensors::TensorInfo& info : header.tensors) {
+    const auto dtype = kiln::safetensors::to_kiln_dtype(info.dtype);
+    if (dtype && info.nbytes() != info.numel() * static_cast<int64_t>(kiln::itemsize(*dtype))) {
+      fail("a tensor's byte range does not match its shape", info.name);
+    }
+  }
+  kiln::safetensors::Loaded loaded;
+  try {
+    loaded = kiln::safetensors::load_from_bytes(bytes, kiln::Device::cpu(), "<fuzz>");
+  } catch (const kiln::Error&) {
+    return 0;  // e.g. a valid header with a dtype Kiln does not hold
+  }
+  try {
+    check_round_trip(loaded);
+  } catch (const kiln::Error& e) {
+    fail("a loaded file could not be saved and loaded again", e.what());
+  }
+  return 0;
+}
