@@ -36,6 +36,29 @@
 // safetensors::load(path, device), optim::load_state_dict_file(path, device),
 // cudnn::save_algorithm_cache(path).
 //
+// Note [All-or-nothing loads]: every load_state_dict (nn::Module, optim::Optimizer, the
+// learning-rate schedulers, GradScaler) loads everything or changes nothing, whatever
+// fails part-way: a bad entry, or memory running out. Each runs in two phases:
+//   stage   everything that can fail, with nothing of the object changed yet: parse and
+//           check every entry; allocate every new tensor (an optimizer's state copies and
+//           float32 masters); convert every source into a fresh tensor of its
+//           destination's dtype, shape and layout, so that what is left is a plain copy;
+//   commit  only steps that cannot fail: moves and swaps of the staged values, and
+//           copy_ of each staged source into its parameter or buffer, which allocates
+//           nothing then (same dtype, same shape, contiguous: one memcpy on the CPU,
+//           within a GPU, or from the host into a GPU).
+// Parameters and buffers keep their identity (an optimizer and a layer hold handles to
+// them): the values are copied in under no-grad, bumping their version counters, as
+// PyTorch's load_state_dict does. What a commit cannot rule out is a GPU that has
+// already failed (a sticky CUDA error, which every later call reports and nothing
+// survives), user code it runs (CyclicLR's custom scale_fn) and std::bad_alloc from
+// small host bookkeeping, which Kiln, like PyTorch, does not try to survive. The cost is
+// memory: a converted source exists twice until the commit (loading float64 weights into
+// a float32 model holds both). A host source for a GPU tensor is converted on the host,
+// so loading a weights file into a GPU model takes no extra device memory. The tests
+// inject an allocation failure at every point of each load and compare the object bit
+// for bit (Note [Injected allocation failures] in core/fault_injection.h).
+//
 // Big-endian hosts are not supported (a static_assert in safetensors.cpp).
 #pragma once
 

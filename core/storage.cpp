@@ -1,6 +1,8 @@
 // Storage construction from an allocation or an allocator (see storage.h).
 #include "core/storage.h"
 
+#include "core/fault_injection.h"
+
 namespace kiln {
 
 Storage::Storage(DataPtr data, size_t nbytes) : impl_(std::make_shared<Impl>()) {
@@ -9,6 +11,7 @@ Storage::Storage(DataPtr data, size_t nbytes) : impl_(std::make_shared<Impl>()) 
 }
 
 Storage Storage::allocate(Allocator& allocator, size_t nbytes) {
+  detail::before_allocation(nbytes);  // Note [Injected allocation failures]
   return Storage(allocator.allocate(nbytes), nbytes);
 }
 

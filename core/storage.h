@@ -16,7 +16,8 @@ class Storage {
  public:
   Storage() = default;
   Storage(DataPtr data, size_t nbytes);
-  // Allocates nbytes from `allocator`.
+  // Allocates nbytes from `allocator`: every tensor's memory comes through here, and a
+  // test can make it fail (Note [Injected allocation failures] in core/fault_injection.h).
   static Storage allocate(Allocator& allocator, size_t nbytes);
 
   void* data() const { return impl_ ? impl_->data.data : nullptr; }

@@ -246,18 +246,17 @@ std::string describe_problems(const LoadStateDictResult& r) {
   return os.str();
 }
 
-}  // namespace
-
-LoadStateDictResult Module::load_state_dict(const StateDict& state_dict, bool strict) {
-  const StateDict own = this->state_dict();
-  std::map<std::string, Tensor> given(state_dict.begin(), state_dict.end());
+// The state dict's entries matched to the module's by name: the pairs to copy
+// (destination, source) and the report of what did not match.
+LoadStateDictResult match_keys(const StateDict& own, const StateDict& given,
+                               std::vector<std::pair<Tensor, Tensor>>& to_copy) {
+  const std::map<std::string, Tensor> by_name(given.begin(), given.end());
   std::set<std::string> own_names;
   LoadStateDictResult report;
-  std::vector<std::pair<Tensor, Tensor>> to_copy;  // (destination, source)
   for (const auto& [name, dst] : own) {
     own_names.insert(name);
-    const auto it = given.find(name);
-    if (it == given.end()) {
+    const auto it = by_name.find(name);
+    if (it == by_name.end()) {
       report.missing_keys.push_back(name);
     } else if (!it->second.defined() || it->second.sizes() != dst.sizes()) {
       report.mismatched_keys.push_back(
@@ -266,14 +265,35 @@ LoadStateDictResult Module::load_state_dict(const StateDict& state_dict, bool st
       to_copy.emplace_back(dst, it->second);
     }
   }
-  for (const auto& [name, t] : state_dict) {
+  for (const auto& [name, t] : given) {
     if (!own_names.count(name)) report.unexpected_keys.push_back(name);
   }
+  return report;
+}
+
+// `src` as the commit copies it into `dst` (Note [All-or-nothing loads]): dst's dtype,
+// contiguous when dst is, on dst's device; but a host source for a contiguous GPU tensor
+// stays on the host (the copy is then one host-to-device memcpy, and the weights are not
+// held twice on the GPU). `src` itself when it is that already; else a fresh tensor.
+Tensor staged_source(const Tensor& src, const Tensor& dst) {
+  const bool from_host = src.device().is_cpu() && !dst.device().is_cpu() && dst.is_contiguous();
+  const Tensor staged = src.detach().to(from_host ? src.device() : dst.device(), dst.dtype());
+  return dst.is_contiguous() ? staged.contiguous() : staged;
+}
+
+}  // namespace
+
+// Note [All-or-nothing loads]: names, shapes and every conversion (each may fail: a
+// conversion allocates) come first; then copies that cannot fail.
+LoadStateDictResult Module::load_state_dict(const StateDict& state_dict, bool strict) {
+  std::vector<std::pair<Tensor, Tensor>> to_copy;  // (destination, source)
+  LoadStateDictResult report = match_keys(this->state_dict(), state_dict, to_copy);
   KILN_CHECK(!strict || report.ok(), "load_state_dict: error(s) loading the state dict of ", type_name(),
              " (nothing was loaded):", describe_problems(report),
              "\nHint: load_state_dict(sd, /*strict=*/false) loads the matching keys and reports the rest");
   NoGradGuard no_grad;
-  for (auto& [dst, src] : to_copy) dst.copy_(src);
+  for (auto& [dst, src] : to_copy) src = staged_source(src, dst);
+  for (auto& [dst, src] : to_copy) dst.copy_(src);  // staged: a plain copy, which cannot fail
   return report;
 }
 

@@ -111,9 +111,12 @@ class Module : public std::enable_shared_from_this<Module> {
   // ---- state -----------------------------------------------------------------------------
   // Parameters and persistent buffers by dotted name, detached, sharing their storage.
   StateDict state_dict() const;
-  // Copies the values in by name (converting dtype and device). strict: any missing or
-  // unexpected key or shape mismatch is an error listing them all, and nothing is loaded.
-  // Non-strict: loads every key whose shape matches and reports the rest.
+  // Copies the values in by name (converting dtype and device) under no-grad: the
+  // parameters and buffers keep their identity, and their version counters are bumped.
+  // strict: any missing or unexpected key or shape mismatch is an error listing them all,
+  // and nothing is loaded. Non-strict: loads every key whose shape matches and reports the
+  // rest. Either way all or nothing is loaded, even when memory runs out part-way (Note
+  // [All-or-nothing loads] in core/safetensors.h).
   LoadStateDictResult load_state_dict(const StateDict& state_dict, bool strict = true);
 
   // The module tree as PyTorch prints it: "Sequential(\n  (0): Linear(...)\n)".

@@ -3,6 +3,7 @@
 #include "optim/cyclic_lr.h"
 
 #include <cmath>
+#include <utility>
 
 #include "core/error.h"
 #include "optim/scheduler_state.h"
@@ -167,7 +168,7 @@ void CyclicLR::load_extra(const json::Value& state) {
   if (!custom) custom_scale_fn_ = nullptr;  // the saved schedule used the built-in mode
   scale_mode_ = scale_mode == "cycle" ? ScaleMode::Cycle : ScaleMode::Iterations;
   cycle_momentum_ = cycle_momentum;
-  momentum_key_ = momentum_key;
+  momentum_key_ = std::move(momentum_key);
   base_momentums_ = std::move(base_momentums);
   max_momentums_ = std::move(max_momentums);
 }

@@ -197,6 +197,9 @@ void GradScaler::load_state_dict(const json::Value& state) {
              " is below min_scale ", next.min_scale,
              " (Note [GradScaler min_scale]). Hint: lower it first with set_min_scale()");
   check_options(next);  // every option is valid before anything changes
+  // Commit (Note [All-or-nothing loads]): plain assignments, and fills of the existing
+  // scale and tracker tensors, which allocate nothing and whose values fit their dtypes
+  // (the tracker is below growth_interval, at most 2^31 - 1).
   options_ = next;
   init_growth_tracker_ = tracker;
   if (scale_.defined()) {

@@ -66,6 +66,7 @@ void LRScheduler::load_state_dict(const json::Value& state) {
   std::vector<double> base_lrs = ss::get_numbers(state, name_, "base_lrs", groups);
   std::vector<double> last_lr = ss::get_numbers(state, name_, "last_lr", groups);
   load_extra(state);  // checks everything before it assigns; nothing of ours changed yet
+  // Commit (Note [All-or-nothing loads]): moves, and writes of options the groups hold.
   last_epoch_ = last_epoch;
   base_lrs_ = std::move(base_lrs);
   last_lr_ = std::move(last_lr);

@@ -22,10 +22,10 @@
 // "last_lr", plus each scheduler's hyper-parameters and counters}. Non-finite numbers
 // (ReduceLROnPlateau's best starts at +-inf) are written as the strings "inf", "-inf",
 // "nan". load_state_dict() checks the name, the group count and every field's type, and
-// loads nothing when a check fails. Unlike PyTorch it also writes last_lr back into the
-// groups' "lr" (and the momentum the scheduler drives, if any), so a recursive schedule
-// continues exactly even when the optimizer's own state was not restored; when it was,
-// the values are the same ones.
+// loads nothing when a check fails (Note [All-or-nothing loads] in core/safetensors.h).
+// Unlike PyTorch it also writes last_lr back into the groups' "lr" (and the momentum the
+// scheduler drives, if any), so a recursive schedule continues exactly even when the
+// optimizer's own state was not restored; when it was, the values are the same ones.
 #pragma once
 
 #include <cstddef>
@@ -92,11 +92,13 @@ class LRScheduler {
   // The lrs for last_epoch_ (PyTorch's get_lr), one per group; may also set momentum.
   virtual std::vector<double> compute_lrs() = 0;
   // A derived scheduler's own fields in and out of the state dict. load_extra reads and
-  // checks every field before it assigns any (so a failed load changes nothing); the
-  // base commits its own fields after it.
+  // checks every field, and whatever restore_group_extras will need, before it moves any
+  // into place (so a failed load changes nothing); the base commits its own fields after
+  // it (Note [All-or-nothing loads] in core/safetensors.h).
   virtual void save_extra(json::Value& /*state*/) const {}
   virtual void load_extra(const json::Value& /*state*/) {}
-  // After a load: re-applies what the scheduler drives besides lr (CyclicLR's momentum).
+  // After a load's commit: re-applies what the scheduler drives besides lr (CyclicLR's and
+  // OneCycleLR's momentum). It must not fail: load_extra has checked what it reads.
   virtual void restore_group_extras() {}
 
   // The current lrs of the groups (the base of the recursive schedules).

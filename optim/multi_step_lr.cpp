@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "core/error.h"
 #include "optim/scheduler_state.h"
@@ -43,10 +44,10 @@ void MultiStepLR::save_extra(json::Value& state) const {
 }
 
 void MultiStepLR::load_extra(const json::Value& state) {
-  const MultiStepLROptions options{.milestones = scheduler_state::get_integers(state, name(), "milestones"),
-                                   .gamma = scheduler_state::get_number(state, name(), "gamma")};
+  MultiStepLROptions options{.milestones = scheduler_state::get_integers(state, name(), "milestones"),
+                             .gamma = scheduler_state::get_number(state, name(), "gamma")};
   check_options(options);
-  options_ = options;
+  options_ = std::move(options);  // a move: the commit allocates nothing (Note [All-or-nothing loads])
 }
 
 }  // namespace kiln::optim

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <utility>
 
 #include "core/error.h"
 #include "optim/scheduler_state.h"
@@ -73,16 +74,32 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, const OneCycleLROptions& options)
   initial_step();
 }
 
-std::vector<OneCycleLR::Phase> OneCycleLR::phases() const {
-  const double steps = static_cast<double>(total_steps_);
-  const double last = static_cast<double>(total_steps_ - 1);
-  if (three_phase_) {
-    return {{pct_start_ * steps - 1, Level::Initial, Level::Max, Level::MaxMomentum, Level::BaseMomentum},
-            {2 * pct_start_ * steps - 2, Level::Max, Level::Initial, Level::BaseMomentum, Level::MaxMomentum},
+std::vector<OneCycleLR::Phase> OneCycleLR::phases(int64_t total_steps, double pct_start, bool three_phase) {
+  const double steps = static_cast<double>(total_steps);
+  const double last = static_cast<double>(total_steps - 1);
+  if (three_phase) {
+    return {{pct_start * steps - 1, Level::Initial, Level::Max, Level::MaxMomentum, Level::BaseMomentum},
+            {2 * pct_start * steps - 2, Level::Max, Level::Initial, Level::BaseMomentum, Level::MaxMomentum},
             {last, Level::Initial, Level::Min, Level::MaxMomentum, Level::MaxMomentum}};
   }
-  return {{pct_start_ * steps - 1, Level::Initial, Level::Max, Level::MaxMomentum, Level::BaseMomentum},
+  return {{pct_start * steps - 1, Level::Initial, Level::Max, Level::MaxMomentum, Level::BaseMomentum},
           {last, Level::Max, Level::Min, Level::BaseMomentum, Level::MaxMomentum}};
+}
+
+// The first phase that ends at or after `step`, else the last.
+OneCycleLR::PhaseAt OneCycleLR::phase_at(const std::vector<Phase>& schedule, int64_t step,
+                                         int64_t total_steps, double pct_start) {
+  KILN_CHECK(step <= total_steps, kWho, ": tried to step ", step, " times; total_steps is ", total_steps,
+             " (step once per batch, and give total_steps or epochs * steps_per_epoch for the whole run)");
+  PhaseAt at{.index = 0, .start_step = 0};
+  while (at.index + 1 < schedule.size() && static_cast<double>(step) > schedule[at.index].end_step) {
+    at.start_step = schedule[at.index].end_step;
+    ++at.index;
+  }
+  KILN_CHECK(schedule[at.index].end_step != at.start_step, kWho, ": phase ", at.index + 1,
+             " of the schedule has no steps (pct_start ", pct_start, ", total_steps ", total_steps,
+             "); change pct_start or total_steps");
+  return at;
 }
 
 double OneCycleLR::level(Level which, size_t group) const {
@@ -110,21 +127,10 @@ double OneCycleLR::anneal(double start, double end, double pct) const {
 
 std::vector<double> OneCycleLR::compute_lrs() {
   const int64_t step = last_epoch();
-  KILN_CHECK(step <= total_steps_, kWho, ": tried to step ", step, " times; total_steps is ", total_steps_,
-             " (step once per batch, and give total_steps or epochs * steps_per_epoch for the whole run)");
-  const std::vector<Phase> schedule = phases();
-  // The phase that holds `step`: the first that ends at or after it, else the last.
-  size_t phase = 0;
-  double start_step = 0;
-  while (phase + 1 < schedule.size() && static_cast<double>(step) > schedule[phase].end_step) {
-    start_step = schedule[phase].end_step;
-    ++phase;
-  }
-  const Phase& p = schedule[phase];
-  KILN_CHECK(p.end_step != start_step, kWho, ": phase ", phase + 1,
-             " of the schedule has no steps (pct_start ", pct_start_, ", total_steps ", total_steps_,
-             "); change pct_start or total_steps");
-  const double pct = (static_cast<double>(step) - start_step) / (p.end_step - start_step);
+  const std::vector<Phase> schedule = phases(total_steps_, pct_start_, three_phase_);
+  const PhaseAt at = phase_at(schedule, step, total_steps_, pct_start_);
+  const Phase& p = schedule[at.index];
+  const double pct = (static_cast<double>(step) - at.start_step) / (p.end_step - at.start_step);
   std::vector<ParamGroup>& groups = optimizer_.param_groups();
   std::vector<double> lrs;
   for (size_t i = 0; i < base_lrs_.size(); ++i) {
@@ -162,13 +168,22 @@ void OneCycleLR::load_extra(const json::Value& state) {
   std::vector<double> min_lrs = ss::get_numbers(state, kWho, "min_lrs", groups);
   std::vector<double> base_momentums = ss::get_numbers(state, kWho, "base_momentums", groups);
   std::vector<double> max_momentums = ss::get_numbers(state, kWho, "max_momentums", groups);
-  const std::string momentum_key = cycle_momentum ? momentum_option(optimizer_, kWho) : "";
+  std::string momentum_key = cycle_momentum ? momentum_option(optimizer_, kWho) : "";
+  // With cycle_momentum the load ends by writing the momentum of last_epoch into the
+  // groups (restore_group_extras), after the commit: a last_epoch that compute_lrs would
+  // refuse is refused now, while nothing has changed (Note [All-or-nothing loads]).
+  if (cycle_momentum) {
+    const int64_t last_epoch = ss::get_integer(state, kWho, "last_epoch");
+    KILN_CHECK(last_epoch <= total_steps, kWho, ": load_state_dict: last_epoch ", last_epoch,
+               " is past total_steps ", total_steps, "; the momentum of that step cannot be restored");
+    phase_at(phases(total_steps, pct_start, three_phase), last_epoch, total_steps, pct_start);
+  }
   total_steps_ = total_steps;
   pct_start_ = pct_start;
   anneal_strategy_ = strategy;
   three_phase_ = three_phase;
   cycle_momentum_ = cycle_momentum;
-  momentum_key_ = momentum_key;
+  momentum_key_ = std::move(momentum_key);
   max_lrs_ = std::move(max_lrs);
   min_lrs_ = std::move(min_lrs);
   base_momentums_ = std::move(base_momentums);

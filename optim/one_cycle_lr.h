@@ -65,7 +65,15 @@ class OneCycleLR : public LRScheduler {
     double end_step;
     Level start_lr, end_lr, start_momentum, end_momentum;
   };
-  std::vector<Phase> phases() const;
+  // The phase that holds a step, and the step it starts at.
+  struct PhaseAt {
+    size_t index;
+    double start_step;
+  };
+  static std::vector<Phase> phases(int64_t total_steps, double pct_start, bool three_phase);
+  // A kiln::Error when `step` is past total_steps or its phase has no steps.
+  static PhaseAt phase_at(const std::vector<Phase>& schedule, int64_t step, int64_t total_steps,
+                          double pct_start);
   double level(Level which, size_t group) const;
   double anneal(double start, double end, double pct) const;
 

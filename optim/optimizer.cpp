@@ -140,13 +140,18 @@ const Tensor* Optimizer::find_master(const Tensor& param) const {
   return it == masters_.end() ? nullptr : &it->second;
 }
 
+bool Optimizer::keeps_master(const Tensor& param) const {
+  return master_weights_ && is_low_precision(param.dtype());
+}
+
+Tensor Optimizer::make_master(const Tensor& param) {
+  return param.detach().to(param.device(), DType::Float32, /*non_blocking=*/false, /*copy=*/true);
+}
+
 Tensor Optimizer::master_of(const Tensor& param) {
-  if (!master_weights_ || !is_low_precision(param.dtype())) return Tensor();
+  if (!keeps_master(param)) return Tensor();
   auto it = masters_.find(param.impl());
-  if (it == masters_.end()) {
-    const Tensor master = param.detach().to(param.device(), DType::Float32, /*non_blocking=*/false, /*copy=*/true);
-    it = masters_.emplace(param.impl(), master.contiguous()).first;
-  }
+  if (it == masters_.end()) it = masters_.emplace(param.impl(), make_master(param)).first;
   return it->second;
 }
 

@@ -116,7 +116,9 @@ class Optimizer {
 
   // PyTorch's layout (above). load_state_dict checks the group count, each group's
   // parameter count and every tensor's shape against this optimizer, and loads nothing
-  // when any check fails (kiln::Error naming what differs). With master weights, a
+  // when any check fails (kiln::Error naming what differs) or memory runs out part-way
+  // (Note [All-or-nothing loads] in core/safetensors.h). It replaces the options, the
+  // state and the masters; the parameters are not touched. With master weights, a
   // parameter whose master the dict does not hold gets a fresh one from its current
   // value, as at a first step (call master_params() again after a load).
   OptimizerStateDict state_dict() const;
@@ -159,9 +161,19 @@ class Optimizer {
   void step_bucket(ParamGroup& group, Bucket& bucket, const AmpStepArgs& amp);
   // The float32 master of `param` (made now if missing), or undefined when it keeps none.
   Tensor master_of(const Tensor& param);
+  // Whether `param` keeps a master (master weights on, float16/bfloat16), and a new master
+  // for it: a float32 copy of its current values (contiguous, as every fresh copy).
+  bool keeps_master(const Tensor& param) const;
+  static Tensor make_master(const Tensor& param);
   const Tensor* find_master(const Tensor& param) const;
   std::vector<Tensor> scale_grads(const Tensor& inv_scale, bool write);
   void check_option_names(const Options& options) const;
+  // load_state_dict's stage phase (Note [All-or-nothing loads]; optimizer_state_dict.cpp):
+  // everything checked, copied and allocated, nothing of this optimizer changed.
+  struct StagedLoad;
+  StagedLoad stage_load(const OptimizerStateDict& state) const;
+  std::vector<Options> stage_options(const OptimizerStateDict& state,
+                                     std::map<int64_t, Tensor>& params_by_index) const;
 
   std::string name_;
   std::vector<ParamGroup> groups_;

@@ -3,13 +3,17 @@
 // "state.<index>.master_weight"); the groups' options and parameter indices as JSON.
 //
 // Loading follows PyTorch: the saved groups are matched to this optimizer's groups in
-// order, and the saved parameter indices to its parameters in order. Everything is
-// checked first (group and parameter counts, option names and values, every tensor's
-// name and shape) and nothing is loaded if any check fails. Loaded tensors are copies,
-// in the dtype and on the device of the tensor they belong to (a step counter: Float32
-// on the parameter's device), so a state dict can move between devices.
+// order, and the saved parameter indices to its parameters in order. Note [All-or-nothing
+// loads]: everything is checked (group and parameter counts, option names and values,
+// every tensor's name and shape), copied and allocated first, into a StagedLoad, and the
+// commit swaps it in, so a failed check or an out-of-memory part-way loads nothing.
+// Loaded tensors are copies, in the dtype and on the device of the tensor they belong to
+// (a step counter: Float32 on the parameter's device), so a state dict can move between
+// devices.
 #include <charconv>
+#include <optional>
 #include <string_view>
+#include <utility>
 
 #include "core/error.h"
 #include "optim/optimizer.h"
@@ -104,15 +108,26 @@ OptimizerStateDict Optimizer::state_dict() const {
   return out;
 }
 
-void Optimizer::load_state_dict(const OptimizerStateDict& state) {
+// ---- load_state_dict (Note [All-or-nothing loads]) ---------------------------------------
+
+// What load_state_dict stages: the new options, masters and state, laid out as groups_'
+// options, masters_ and state_, for the commit to swap in.
+struct Optimizer::StagedLoad {
+  std::vector<Options> options;                            // one per group
+  std::unordered_map<const TensorImpl*, Tensor> masters;   // model parameter -> master
+  std::unordered_map<const TensorImpl*, ParamState> state;
+};
+
+// The saved groups matched to ours in order: their checked options, and the map saved
+// parameter index -> parameter.
+std::vector<Options> Optimizer::stage_options(const OptimizerStateDict& state,
+                                              std::map<int64_t, Tensor>& params_by_index) const {
   const std::string src = from(state);
   const std::string who = name_ + ".load_state_dict";
-  // Groups: counts, options, and the map saved index -> parameter.
-  std::vector<SavedGroup> saved = parse_groups(state.param_groups, name_, src);
+  const std::vector<SavedGroup> saved = parse_groups(state.param_groups, name_, src);
   KILN_CHECK(saved.size() == groups_.size(), who, ": the state dict has ", saved.size(),
              " parameter groups, this optimizer has ", groups_.size(), src);
-  std::map<int64_t, Tensor> params_by_index;
-  std::vector<Options> new_options;
+  std::vector<Options> options;
   for (size_t g = 0; g < saved.size(); ++g) {
     KILN_CHECK(saved[g].params.size() == groups_[g].params.size(), who, ": parameter group ", g, " has ",
                saved[g].params.size(), " parameters in the state dict, ", groups_[g].params.size(),
@@ -120,55 +135,87 @@ void Optimizer::load_state_dict(const OptimizerStateDict& state) {
     for (size_t k = 0; k < saved[g].params.size(); ++k)
       KILN_CHECK(params_by_index.emplace(saved[g].params[k], groups_[g].params[k]).second, who,
                  ": parameter index ", saved[g].params[k], " appears twice in param_groups", src);
-    Options options = saved[g].options;
-    check_option_names(options);
-    for (const auto& [key, value] : defaults_) options.emplace(key, value);
-    check_options(options);
-    new_options.push_back(std::move(options));
+    Options group_options = saved[g].options;
+    check_option_names(group_options);
+    for (const auto& [key, value] : defaults_) group_options.emplace(key, value);
+    check_options(group_options);
+    options.push_back(std::move(group_options));
   }
+  return options;
+}
 
-  // Tensors: each names a known parameter, has its shape, and becomes a copy in place.
-  std::map<const TensorImpl*, Tensor> loaded_masters;  // model parameter -> master
-  std::vector<std::tuple<Tensor, std::string, Tensor>> loaded_state;  // parameter, name, tensor
-  for (const auto& [name, tensor] : state.tensors) {
-    const auto parsed = parse_state_name(name);
-    KILN_CHECK(parsed.has_value(), who, ": unexpected tensor \"", name, "\" (expected state.<index>.<name>)", src);
-    const auto& [index, key] = *parsed;
-    const auto it = params_by_index.find(index);
-    KILN_CHECK(it != params_by_index.end(), who, ": tensor \"", name, "\" names parameter ", index,
-               ", which no parameter group lists", src);
-    const Tensor& p = it->second;
-    KILN_CHECK(tensor.defined(), who, ": tensor \"", name, "\" is undefined", src);
-    if (key == "step") {
-      KILN_CHECK(tensor.numel() == 1, who, ": \"", name, "\" has shape ", tensor.sizes(), "; a step counter is one number", src);
-      loaded_state.emplace_back(p, key, tensor.to(p.device(), DType::Float32, false, true).reshape({}));
-      continue;
-    }
-    KILN_CHECK(tensor.sizes() == p.sizes(), who, ": \"", name, "\" has shape ", tensor.sizes(), ", parameter ", index,
-               " has shape ", p.sizes(), src);
-    const bool has_master = master_weights_ && is_low_precision(p.dtype());
-    const DType dtype = has_master ? DType::Float32 : p.dtype();
-    const Tensor copy = tensor.to(p.device(), dtype, false, /*copy=*/true).contiguous();
-    if (key == kMasterName) {
-      KILN_CHECK(has_master, who, ": \"", name, "\" is a master weight, but parameter ", index, " (", p.dtype(),
-                 ") keeps none in this optimizer (enable_master_weights() for float16/bfloat16 parameters)", src);
-      loaded_masters[p.impl()] = copy;
-    } else {
-      loaded_state.emplace_back(p, key, copy);
-    }
-  }
+namespace {
 
-  // Everything checked: replace the options, the masters and the whole state.
-  for (size_t g = 0; g < groups_.size(); ++g) groups_[g].options = std::move(new_options[g]);
-  // Masters the dict does not hold are made again from the model's current weights
-  // (Note [Master weights]); the ones from before the load would write stale values back.
-  masters_.clear();
-  for (const auto& [param, master] : loaded_masters) masters_[param] = master;
-  state_.clear();
-  for (const auto& [p, key, tensor] : loaded_state) {
-    const Tensor master = master_of(p);  // made from the parameter when the dict held none
-    state_[master.defined() ? master.impl() : p.impl()][key] = tensor;
+// One tensor of the dict, checked against its parameter and copied to where it will live:
+// the parameter's device, in the dtype of what it belongs with (float32 when the
+// parameter keeps a master; a step counter is Float32 []).
+struct StagedTensor {
+  Tensor param;     // the model parameter it belongs to
+  std::string key;  // "exp_avg", "step", "master_weight", ...
+  Tensor value;
+};
+
+StagedTensor stage_tensor(const std::string& name, const Tensor& tensor,
+                          const std::map<int64_t, Tensor>& params, bool master_weights, const std::string& who,
+                          const std::string& src) {
+  const auto parsed = parse_state_name(name);
+  KILN_CHECK(parsed.has_value(), who, ": unexpected tensor \"", name, "\" (expected state.<index>.<name>)",
+             src);
+  const auto& [index, key] = *parsed;
+  const auto it = params.find(index);
+  KILN_CHECK(it != params.end(), who, ": tensor \"", name, "\" names parameter ", index,
+             ", which no parameter group lists", src);
+  const Tensor& p = it->second;
+  KILN_CHECK(tensor.defined(), who, ": tensor \"", name, "\" is undefined", src);
+  if (key == "step") {
+    KILN_CHECK(tensor.numel() == 1, who, ": \"", name, "\" has shape ", tensor.sizes(),
+               "; a step counter is one number", src);
+    return {p, key, tensor.to(p.device(), DType::Float32, false, /*copy=*/true).reshape({})};
   }
+  KILN_CHECK(tensor.sizes() == p.sizes(), who, ": \"", name, "\" has shape ", tensor.sizes(), ", parameter ",
+             index, " has shape ", p.sizes(), src);
+  const bool has_master = master_weights && is_low_precision(p.dtype());
+  KILN_CHECK(key != kMasterName || has_master, who, ": \"", name, "\" is a master weight, but parameter ",
+             index, " (", p.dtype(), ") keeps none in this optimizer (enable_master_weights() for float16/bfloat16 ",
+             "parameters)", src);
+  const DType dtype = has_master ? DType::Float32 : p.dtype();
+  return {p, key, tensor.to(p.device(), dtype, false, /*copy=*/true).contiguous()};
+}
+
+}  // namespace
+
+Optimizer::StagedLoad Optimizer::stage_load(const OptimizerStateDict& state) const {
+  const std::string who = name_ + ".load_state_dict", src = from(state);
+  std::map<int64_t, Tensor> params_by_index;
+  StagedLoad staged;
+  staged.options = stage_options(state, params_by_index);
+  std::vector<StagedTensor> tensors;
+  for (const auto& [name, tensor] : state.tensors)
+    tensors.push_back(stage_tensor(name, tensor, params_by_index, master_weights_, who, src));
+  for (const StagedTensor& t : tensors)
+    if (t.key == kMasterName) staged.masters[t.param.impl()] = t.value;
+  // A parameter's state lives under its master (Note [Master weights]). Masters the dict
+  // does not hold are made from the model's current weights, as at a first step; the ones
+  // from before the load would write stale values back.
+  for (StagedTensor& t : tensors) {
+    if (t.key == kMasterName) continue;
+    const TensorImpl* owner = t.param.impl();
+    if (keeps_master(t.param)) {
+      auto it = staged.masters.find(owner);
+      if (it == staged.masters.end()) it = staged.masters.emplace(owner, make_master(t.param)).first;
+      owner = it->second.impl();
+    }
+    staged.state[owner][t.key] = std::move(t.value);
+  }
+  return staged;
+}
+
+void Optimizer::load_state_dict(const OptimizerStateDict& state) {
+  StagedLoad staged = stage_load(state);
+  // Commit: swaps, which cannot fail. The parameters themselves are not touched.
+  for (size_t g = 0; g < groups_.size(); ++g) groups_[g].options.swap(staged.options[g]);
+  masters_.swap(staged.masters);
+  state_.swap(staged.state);
   grads_prepared_ = false;
 }
 

@@ -135,6 +135,7 @@ void ReduceLROnPlateau::load_state_dict(const json::Value& state) {
   KILN_CHECK(last_epoch >= 0 && num_bad_epochs >= 0 && cooldown_counter >= 0, kWho,
              ": load_state_dict: counters must be >= 0 (last_epoch ", last_epoch, ", num_bad_epochs ",
              num_bad_epochs, ", cooldown_counter ", cooldown_counter, ")");
+  // Commit (Note [All-or-nothing loads]): moves, and writes of the lr the groups hold.
   options_ = std::move(options);
   min_lrs_ = std::move(min_lrs);
   last_epoch_ = last_epoch;

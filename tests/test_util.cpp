@@ -4,6 +4,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/fault_injection.h"
+
 namespace kiln::testing {
 
 Tensor random_uniform(const std::vector<int64_t>& sizes, double low, double high, DType dtype, uint64_t seed) {
@@ -84,6 +86,82 @@ Tolerance tolerance_for(DType dtype) {
     return ::testing::AssertionFailure() << "dtype " << actual.dtype() << " vs expected " << expected.dtype();
   }
   return all_close(actual, expected, {0.0, 0.0});
+}
+
+namespace {
+Tensor cpu_copy(const Tensor& t) { return t.detach().to(Device::cpu(), t.dtype(), false, /*copy=*/true); }
+}  // namespace
+
+::testing::AssertionResult bitwise_equal(const Tensor& actual, const Tensor& expected) {
+  if (actual.dtype() != expected.dtype() || actual.sizes() != expected.sizes()) {
+    return ::testing::AssertionFailure() << actual.dtype() << " " << shape_str(actual.sizes()) << " vs expected "
+                                         << expected.dtype() << " " << shape_str(expected.sizes());
+  }
+  const Tensor a = cpu_copy(actual), e = cpu_copy(expected);
+  const auto* a_bytes = static_cast<const unsigned char*>(a.data_ptr());
+  const auto* e_bytes = static_cast<const unsigned char*>(e.data_ptr());
+  const size_t nbytes = static_cast<size_t>(a.numel()) * a.element_size();
+  for (size_t i = 0; i < nbytes; ++i) {
+    if (a_bytes[i] != e_bytes[i]) {
+      return ::testing::AssertionFailure() << "element " << i / a.element_size() << " differs in its bytes";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+const Tensor* find_named(const std::vector<std::pair<std::string, Tensor>>& tensors, const std::string& name) {
+  for (const auto& entry : tensors) {
+    if (entry.first == name) return &entry.second;
+  }
+  return nullptr;
+}
+
+TensorsSnapshot::TensorsSnapshot(const Named& tensors) {
+  for (const auto& [name, t] : tensors) entries_.push_back({name, t, t.version(), cpu_copy(t)});
+}
+
+::testing::AssertionResult TensorsSnapshot::same_as(const Named& tensors) const {
+  if (tensors.size() != entries_.size()) {
+    return ::testing::AssertionFailure() << tensors.size() << " tensors, " << entries_.size() << " before";
+  }
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& before = entries_[i];
+    const auto& [name, now] = tensors[i];
+    if (name != before.name) {
+      return ::testing::AssertionFailure() << "\"" << name << "\" where \"" << before.name << "\" was";
+    }
+    if (!now.is_same(before.tensor)) {
+      return ::testing::AssertionFailure() << "\"" << name << "\" is another tensor";
+    }
+    if (now.version() != before.version) {
+      return ::testing::AssertionFailure() << "\"" << name << "\" is at version " << now.version() << ", was "
+                                           << before.version;
+    }
+    const ::testing::AssertionResult bytes = bitwise_equal(now, before.bytes);
+    if (!bytes) return ::testing::AssertionFailure() << "\"" << name << "\": " << bytes.message();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+int64_t fail_each_allocation(const std::function<void()>& operation,
+                             const std::function<void()>& expect_unchanged) {
+  for (int64_t n = 0;; ++n) {
+    {
+      FailNthAllocation fail(n);
+      try {
+        operation();
+        EXPECT_FALSE(fail.fired()) << "allocation " << n << " failed, yet the operation ran to the end";
+        return n;
+      } catch (const Error& e) {
+        if (!fail.fired()) {
+          ADD_FAILURE() << "with allocation " << n << " set to fail, another error came first: " << e.what();
+          return n;
+        }
+      }
+    }
+    SCOPED_TRACE(::testing::Message() << "after allocation " << n << " failed");
+    expect_unchanged();
+  }
 }
 
 }  // namespace kiln::testing

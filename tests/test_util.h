@@ -1,10 +1,15 @@
 // Helpers shared by the test suites: random non-zero inputs, non-contiguous copies,
-// per-dtype tolerances, closeness checks and error-message assertions.
+// per-dtype tolerances, closeness checks and error-message assertions, and for tests of
+// what a failure part-way leaves behind, snapshots compared bit for bit and a loop that
+// fails each allocation of an operation in turn.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/ops.h"
@@ -39,6 +44,37 @@ Tolerance tolerance_for(DType dtype);
 ::testing::AssertionResult all_close(const Tensor& actual, const Tensor& expected);
 // Exact equality of shape, dtype and every value.
 ::testing::AssertionResult all_equal(const Tensor& actual, const Tensor& expected);
+// Equality of shape, dtype and every byte (-0.0 is not 0.0; a NaN equals the same NaN).
+::testing::AssertionResult bitwise_equal(const Tensor& actual, const Tensor& expected);
+
+// The tensor called `name` in a list of named tensors (a state dict), or nullptr.
+const Tensor* find_named(const std::vector<std::pair<std::string, Tensor>>& tensors, const std::string& name);
+
+// Named tensors as they are now: which tensor each name holds (its identity), its version
+// counter and its bytes, so a test can check after a failed operation that it changed none.
+class TensorsSnapshot {
+ public:
+  using Named = std::vector<std::pair<std::string, Tensor>>;
+  explicit TensorsSnapshot(const Named& tensors);
+  // The same names in the same order, each the same tensor, at the same version, with the same bytes.
+  ::testing::AssertionResult same_as(const Named& tensors) const;
+
+ private:
+  struct Entry {
+    std::string name;
+    Tensor tensor;
+    uint32_t version;
+    Tensor bytes;  // a CPU copy
+  };
+  std::vector<Entry> entries_;
+};
+
+// Note [Injected allocation failures] (core/fault_injection.h): runs `operation` with its
+// allocation n failing, for n = 0, 1, ... until it runs to the end, and calls
+// `expect_unchanged` after each failure. Returns the number of failures injected (the
+// allocations the operation makes). An error other than the injected one fails the test.
+int64_t fail_each_allocation(const std::function<void()>& operation,
+                             const std::function<void()>& expect_unchanged);
 
 }  // namespace kiln::testing
 

@@ -1,7 +1,8 @@
 // nn::Module: PyTorch's dotted names and order for parameters, buffers and modules;
 // deduplication; registration errors; train/eval recursion; zero_grad; to() keeping
 // parameter identity and integer buffers' dtype; apply order; state_dict round trips,
-// strict errors and non-strict reports; weights files; printing and parameter counts.
+// strict errors and non-strict reports, loads that keep identity and leave everything
+// untouched when an allocation fails part-way; weights files; printing and parameter counts.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -225,6 +226,67 @@ TEST(Module, NonStrictLoadReportsAndLoadsTheRest) {
   EXPECT_TRUE(testing::all_equal(fresh.heads->at<nn::Linear>(0)->bias, source.heads->at<nn::Linear>(0)->bias));
   EXPECT_EQ(fresh.fc1->bias.to_vector<double>(), fresh_bias);
   EXPECT_FALSE(testing::all_equal(fresh.heads->at<nn::Linear>(1)->weight, source.heads->at<nn::Linear>(1)->weight));
+}
+
+// Every parameter and buffer by name, the tensors the module holds (not detached views).
+nn::NamedTensors live_tensors(const nn::Module& module) {
+  nn::NamedTensors all = module.named_parameters();
+  for (const auto& entry : module.named_buffers()) all.push_back(entry);
+  return all;
+}
+
+TEST(Module, LoadStateDictCopiesIntoTheSameTensorsAndBumpsTheirVersions) {
+  TinyNet source(1), target(2);
+  const nn::NamedTensors before = live_tensors(target);
+  std::vector<uint32_t> versions;
+  for (const auto& [name, t] : before) versions.push_back(t.version());
+  target.load_state_dict(source.state_dict());
+  const nn::NamedTensors after = live_tensors(target);
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_TRUE(after[i].second.is_same(before[i].second)) << after[i].first;
+    // The non-persistent scratch buffer is not in the state dict: not copied into.
+    const uint32_t bumps = after[i].first == "stats.scratch" ? 0 : 1;
+    EXPECT_EQ(after[i].second.version(), versions[i] + bumps) << after[i].first;
+  }
+  EXPECT_TRUE(target.fc1->weight.is_same(after[0].second));
+}
+
+// Note [All-or-nothing loads]: an allocation failing at any point of a load leaves every
+// parameter and buffer as it was (the same tensor, version and bytes); then the load runs
+// through. Returns the number of points a failure was injected at.
+int64_t expect_all_or_nothing(nn::Module& target, const nn::StateDict& sd, bool strict) {
+  const testing::TensorsSnapshot before(live_tensors(target));
+  return testing::fail_each_allocation([&] { target.load_state_dict(sd, strict); },
+                                       [&] { EXPECT_TRUE(before.same_as(live_tensors(target))); });
+}
+
+TEST(Module, LoadStateDictLoadsNothingWhenMemoryRunsOut) {
+  TinyNet source(1), target(2);
+  source.stats->count.fill_(int64_t{5});
+  source.to(DType::Float64);
+  nn::StateDict sd = source.state_dict();
+  ASSERT_EQ(sd[1].first, "fc1.bias");
+  sd[1].second = testing::non_contiguous(source.fc1->bias.to(DType::Float32));
+  // Seven float64 tensors to convert and a non-contiguous one to pack, each into a fresh
+  // tensor before anything is written; the int64 counter is copied as it is.
+  EXPECT_EQ(expect_all_or_nothing(target, sd, /*strict=*/true), 8);
+  for (const auto& [name, t] : target.state_dict()) {
+    const Tensor* given = testing::find_named(sd, name);
+    ASSERT_NE(given, nullptr) << name;
+    EXPECT_TRUE(testing::bitwise_equal(t, given->to(t.dtype()))) << name;
+  }
+  EXPECT_EQ(target.stats->count.item<int64_t>(), 5);
+}
+
+TEST(Module, NonStrictLoadLoadsNothingWhenMemoryRunsOut) {
+  TinyNet source(1), target(2);
+  source.to(DType::Float64);
+  const std::vector<double> heads1 = target.heads->at<nn::Linear>(1)->weight.to_vector<double>();
+  // Six float64 tensors match (fc1.bias is mismatched, heads.1.weight missing).
+  EXPECT_EQ(expect_all_or_nothing(target, broken_state_dict(source), /*strict=*/false), 6);
+  EXPECT_TRUE(testing::bitwise_equal(target.fc1->weight, source.fc1->weight.to(DType::Float32)));
+  EXPECT_EQ(target.heads->at<nn::Linear>(1)->weight.to_vector<double>(), heads1);
 }
 
 TEST(Module, WeightsFileRoundTrip) {

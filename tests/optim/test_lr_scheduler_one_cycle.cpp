@@ -1,7 +1,8 @@
 // OneCycleLR against a piecewise reference written here (phase boundaries from the
 // PyTorch docs, anneals as start + (end - start) w(pct) with w = (1 - cos(pi pct)) / 2 or
 // pct), two- and three-phase, cos and linear, the momentum on "momentum" and Adam's
-// "beta1", landmarks (initial, peak, final lr), per-group max_lr, state dicts, errors.
+// "beta1", landmarks (initial, peak, final lr), per-group max_lr, state dicts (a failed
+// load changes nothing), errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -139,6 +140,28 @@ TEST(OneCycleLR, StateDictRoundTripsMidSequence) {
     ASSERT_EQ(resumed.get_last_lr(), scheduler.get_last_lr()) << "step " << i;
     ASSERT_EQ(resumed_opt->param_groups()[0].get("beta1"), opt->param_groups()[0].get("beta1"));
   }
+}
+
+// Note [All-or-nothing loads]: a load ends by restoring the momentum of last_epoch, after
+// the commit; a last_epoch the schedule cannot evaluate is refused before anything changes.
+TEST(OneCycleLR, LoadingAStepPastTheEndChangesNothing) {
+  auto ended_opt = sched_test::sgd_like({1.0});
+  OneCycleLR ended(*ended_opt, {.max_lr = 0.1, .total_steps = 5});
+  for (int i = 0; i < 5; ++i) ended.step();
+  EXPECT_KILN_ERROR(ended.step(), "tried to step 6 times");  // last_epoch is 6 now, as in PyTorch
+  const json::Value state = sched_test::through_text(ended.state_dict());
+
+  auto opt = sched_test::sgd_like({1.0});
+  OneCycleLR scheduler(*opt, {.max_lr = 0.5, .total_steps = 20});
+  for (int i = 0; i < 3; ++i) scheduler.step();
+  const std::string before = json::dump(scheduler.state_dict());
+  const Options options_before = opt->param_groups()[0].options;
+  EXPECT_KILN_ERROR(scheduler.load_state_dict(state), "OneCycleLR: load_state_dict: last_epoch 6",
+                    "past total_steps 5");
+  EXPECT_EQ(json::dump(scheduler.state_dict()), before);
+  EXPECT_EQ(opt->param_groups()[0].options, options_before);
+  scheduler.step();
+  EXPECT_EQ(scheduler.last_epoch(), 4);
 }
 
 TEST(OneCycleLR, BadArguments) {

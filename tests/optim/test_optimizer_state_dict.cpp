@@ -1,8 +1,10 @@
 // Optimizer state dicts: the layout, a round trip through a file after which training
-// continues bit for bit as if uninterrupted (SGD, Adam with amsgrad, RMSprop), and bad
-// files and mismatched optimizers answered with errors that name the file and load nothing.
+// continues bit for bit as if uninterrupted (SGD, Adam with amsgrad, RMSprop), bad files
+// and mismatched optimizers answered with errors that name the file and load nothing, and
+// an allocation failing at any point of a load leaving everything as it was.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -262,6 +264,66 @@ TEST(OptimizerStateDict, MismatchedOptimizersAreErrorsAndLoadNothing) {
   optim::OptimizerStateDict bad_lr = saved.adam.state_dict();
   bad_lr.param_groups = json::parse(R"([{"lr": -1, "params": [0, 1]}, {"params": [2]}])");
   EXPECT_KILN_ERROR(target.load_state_dict(bad_lr), "Adam", "lr");
+}
+
+// The optimizer's options, state and masters (the tensors themselves, with their version
+// counters and bytes) and its parameters, to compare bit for bit after a failed load.
+struct Everything {
+  std::string options;
+  testing::TensorsSnapshot state, params;
+  explicit Everything(const Optimizer& optimizer)
+      : options(json::dump(optimizer.state_dict().param_groups)),
+        state(optimizer.state_dict().tensors),
+        params(named_params(optimizer)) {}
+  void expect_unchanged(const Optimizer& optimizer) const {
+    EXPECT_EQ(json::dump(optimizer.state_dict().param_groups), options);
+    EXPECT_TRUE(state.same_as(optimizer.state_dict().tensors));
+    EXPECT_TRUE(params.same_as(named_params(optimizer)));
+  }
+  static testing::TensorsSnapshot::Named named_params(const Optimizer& optimizer) {
+    testing::TensorsSnapshot::Named out;
+    for (const ParamGroup& group : optimizer.param_groups())
+      for (const Tensor& p : group.params) out.emplace_back(std::to_string(out.size()), p);
+    return out;
+  }
+};
+
+// Note [All-or-nothing loads]: an allocation failing at any point of a load (a state
+// copy, a master copy, a master the dict lacks made from its parameter) leaves the
+// options, the state and the masters as they were, bit for bit and the same tensors;
+// then the load runs through and holds the dict's values.
+TEST(OptimizerStateDict, LoadLoadsNothingWhenMemoryRunsOut) {
+  // The target: Adam keeping float32 masters of float16 parameters, two steps in.
+  const std::vector<Tensor> params = make_params(DType::Float16);
+  Adam target(params, AdamOptions{.lr = 0.1});
+  target.enable_master_weights();
+  train(target, params, 0, 2);
+  // The dict: three steps at another lr, with parameter 0's master left out, so that the
+  // load makes it from the model's weights (the allocation that came after the old state
+  // had been cleared).
+  const std::vector<Tensor> other = make_params(DType::Float16, 9);
+  Adam source(other, AdamOptions{.lr = 0.01});
+  source.enable_master_weights();
+  train(source, other, 0, 3);
+  optim::OptimizerStateDict dict = source.state_dict();
+  std::erase_if(dict.tensors, [](const auto& entry) { return entry.first == "state.0.master_weight"; });
+
+  const Everything before(target);
+  const int64_t failures = testing::fail_each_allocation([&] { target.load_state_dict(dict); },
+                                                         [&] { before.expect_unchanged(target); });
+  EXPECT_EQ(failures, static_cast<int64_t>(dict.tensors.size()) + 1);  // a copy each, and the new master
+
+  const optim::OptimizerStateDict loaded = target.state_dict();
+  EXPECT_EQ(json::dump(loaded.param_groups), json::dump(dict.param_groups));
+  EXPECT_EQ(loaded.tensors.size(), dict.tensors.size() + 1);
+  for (const auto& [name, tensor] : loaded.tensors) {
+    const Tensor* given = testing::find_named(dict.tensors, name);
+    EXPECT_TRUE(testing::bitwise_equal(tensor, given ? *given : params[0].detach().to(DType::Float32))) << name;
+    if (given) {
+      EXPECT_FALSE(tensor.is_same(*given)) << name << ": a copy";
+    }
+  }
+  EXPECT_TRUE(before.params.same_as(Everything::named_params(target)));  // a load never touches them
 }
 
 }  // namespace
