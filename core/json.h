@@ -1,13 +1,14 @@
-// A small JSON reader and writer, enough for safetensors headers (core/safetensors.h).
+// JSON values and text: json::Value, a tree of one JSON value (the optimizer and scheduler
+// states are built and read as trees); parse(), which builds one from text; dump(), which
+// writes one as text.
 //
-// parse() reads the full JSON grammar (RFC 8259): objects, arrays, strings with every
-// escape (\uXXXX and UTF-16 surrogate pairs become UTF-8), numbers, true/false/null.
-// Integers without fraction or exponent are kept exact as int64 (one that does not fit is
-// an error, never a silent rounding); other numbers are doubles. Objects keep their
-// members in file order and a repeated key is an error (safetensors names must be
-// unique). Strings must be valid UTF-8. Every error is a kiln::Error naming the problem
-// and its byte offset in the text; depth and size are bounded (ParseLimits) so hostile
-// input cannot exhaust the stack or memory.
+// parse() is a json::Reader (core/json_reader.h, the one reader: full RFC 8259 grammar,
+// exact int64 integers, escapes and surrogate pairs decoded to UTF-8, UTF-8 checked,
+// repeated keys refused, depth and size bounded, every error naming its byte offset)
+// whose every value is kept. Objects keep their members in file order.
+//
+// A Value is a std::variant of the seven JSON kinds, the size of a std::string and an
+// index (40 bytes with libstdc++): it once held every kind side by side, over 100 bytes.
 //
 // dump() writes compact JSON (no spaces) with the escapes serde_json uses (\" \\ \b \f
 // \n \r \t, other control characters as \u00xx, everything else raw UTF-8), so a
@@ -16,19 +17,18 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
+
+#include "core/json_reader.h"
 
 namespace kiln::json {
 
-enum class Type { Null, Bool, Integer, Number, String, Array, Object };
-std::string_view type_name(Type type);  // "null", "integer", "object", ...
-std::string with_article(Type type);    // "an integer", "a string", ...
-
-// One JSON value. Only the member of its type is meaningful.
+// One JSON value, of one of the seven types.
 class Value {
  public:
   using Member = std::pair<std::string, Value>;
@@ -41,8 +41,8 @@ class Value {
   static Value array(std::vector<Value> items = {});
   static Value object(std::vector<Member> members = {});
 
-  Type type() const { return type_; }
-  bool is(Type type) const { return type_ == type; }
+  Type type() const { return static_cast<Type>(data_.index()); }
+  bool is(Type type) const { return this->type() == type; }
 
   // Accessors check the type and throw kiln::Error ("json: expected a string, got an
   // integer") on a mismatch.
@@ -62,37 +62,19 @@ class Value {
  private:
   void expect(Type type) const;
 
-  Type type_ = Type::Null;
-  bool bool_ = false;
-  int64_t integer_ = 0;
-  double number_ = 0;
-  std::string string_;
-  std::vector<Value> array_;
-  std::vector<Member> object_;
-};
+  // The alternatives in the order of Type, so that index() is the type.
+  using Data = std::variant<std::monostate, bool, int64_t, double, std::string, std::vector<Value>,
+                            std::vector<Member>>;
+  static_assert(std::variant_size_v<Data> == 7 &&
+                std::is_same_v<std::variant_alternative_t<size_t(Type::Integer), Data>, int64_t> &&
+                std::is_same_v<std::variant_alternative_t<size_t(Type::Object), Data>, std::vector<Member>>);
 
-struct ParseLimits {
-  size_t max_bytes = 100'000'000;  // safetensors' own header limit
-  int max_depth = 64;              // nested arrays/objects
+  Data data_;
 };
 
 // Parses exactly one JSON value; whitespace may surround it, anything else after it is
-// an error.
+// an error (a ParseError, as every problem with the text).
 Value parse(std::string_view text, ParseLimits limits = {});
-
-// Where `text` first breaks the UTF-8 rules the parser applies to strings (no stray
-// continuation bytes, truncated sequences, overlong forms, encoded surrogates or code
-// points above U+10FFFF): the byte offset and the parser's words for it ("invalid UTF-8
-// byte \xff", "truncated UTF-8 sequence", "invalid UTF-8 sequence"); nullopt when valid.
-// Writers check with it, so a file is never written that its reader would refuse.
-struct Utf8Problem {
-  size_t offset;
-  std::string what;
-};
-std::optional<Utf8Problem> find_invalid_utf8(std::string_view text);
-
-// `text` with every byte outside printable ASCII as \xNN: safe to put in a message.
-std::string printable(std::string_view text);
 
 // Compact serialization (see the file comment). Non-finite numbers and strings that are not
 // valid UTF-8 (find_invalid_utf8) are an error.

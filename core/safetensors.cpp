@@ -1,4 +1,5 @@
-// Reading safetensors files (core/safetensors.h): the header is parsed and checked as in
+// Reading safetensors files (core/safetensors.h): the header is pulled from a json::Reader
+// entry by entry (Note [safetensors header memory]) and checked as in
 // Note [safetensors validation] before any tensor is allocated, then each tensor's bytes
 // are read straight into a new CPU tensor (pread from the file, memcpy from memory) and
 // moved to the requested device. Writing is core/safetensors_write.cpp.
@@ -96,35 +97,77 @@ template <typename... Parts>
 }
 
 // ---- header entries ---------------------------------------------------------------------
+//
+// Note [safetensors header memory]: the header is read with a json::Reader, never built
+// as a json::Value tree: each entry becomes its TensorInfo as it is read and is checked
+// then (the tiling, which needs every entry, after the last), so of several problems the
+// first in the text is the one reported (a bad entry before a JSON syntax error
+// included). What is held at once is the header text (at most kMaxHeaderBytes, the
+// 100,000,000 bytes past which Python's reader refuses a header, and so does ours), the
+// entries and metadata read so far, and the reader's set of the names seen (its
+// duplicate-key check): memory proportional to the header. Measured peaks
+// (tests/core/test_safetensors_memory.cpp, and 99 MB headers): 4 to 5.5 times the header
+// for many small tensors; about 9 for one long shape, at most 13 (its 2-byte dims, "1,",
+// become 8-byte int64s, and a vector holds up to 3 times its size while it doubles). As
+// a tree the same headers took 17 to 110 times their size, and a valid 99 MB header 7 GB
+// and 23 s.
 
-int64_t non_negative_integer(const ByteSource& source, const json::Value& value,
-                             const std::string& tensor, const char* field) {
-  if (!value.is(json::Type::Integer) || value.as_integer() < 0) {
-    fail(source, "tensor '", tensor, "': ", field, " must hold non-negative integers, found ",
-         value.is(json::Type::Integer) ? std::to_string(value.as_integer())
-                                       : json::with_article(value.type()));
-  }
-  return value.as_integer();
+[[noreturn]] void not_a_size(const ByteSource& source, const std::string& tensor, const char* field,
+                             const std::string& found) {
+  fail(source, "tensor '", tensor, "': ", field, " must hold non-negative integers, found ", found);
 }
 
-const json::Value& required_field(const ByteSource& source, const json::Value& entry,
-                                  const std::string& tensor, const char* field, json::Type type) {
-  const json::Value* value = entry.find(field);
-  if (value == nullptr) fail(source, "tensor '", tensor, "' has no \"", field, "\" field");
-  if (!value->is(type)) {
-    fail(source, "tensor '", tensor, "': \"", field, "\" must be ", json::with_article(type),
-         ", found ", json::with_article(value->type()));
-  }
-  return *value;
+// The next value, an element of `field` ("shape" or "data_offsets"): a non-negative integer.
+int64_t read_size(const ByteSource& source, json::Reader& reader, const std::string& tensor,
+                  const char* field) {
+  const json::Type type = reader.peek();
+  if (type != json::Type::Integer) not_a_size(source, tensor, field, json::with_article(type));
+  const int64_t value = reader.read_integer();
+  if (value < 0) not_a_size(source, tensor, field, std::to_string(value));
+  return value;
 }
 
-std::vector<int64_t> parse_shape(const ByteSource& source, const json::Value& entry,
-                                 const std::string& tensor) {
+// The next value, that of `field`, must be of `type`.
+void expect_field(const ByteSource& source, json::Reader& reader, const std::string& tensor,
+                  const char* field, json::Type type) {
+  const json::Type found = reader.peek();
+  if (found != type) {
+    fail(source, "tensor '", tensor, "': \"", field, "\" must be ", json::with_article(type), ", found ",
+         json::with_article(found));
+  }
+}
+
+std::string read_dtype(const ByteSource& source, json::Reader& reader, const std::string& tensor) {
+  expect_field(source, reader, tensor, "dtype", json::Type::String);
+  std::string dtype = reader.read_string();
+  if (!format_item_size(dtype)) fail(source, "tensor '", tensor, "' has unknown dtype \"", dtype, "\"");
+  return dtype;
+}
+
+std::vector<int64_t> read_shape(const ByteSource& source, json::Reader& reader, const std::string& tensor) {
+  expect_field(source, reader, tensor, "shape", json::Type::Array);
   std::vector<int64_t> shape;
-  for (const json::Value& dim : required_field(source, entry, tensor, "shape", json::Type::Array).as_array()) {
-    shape.push_back(non_negative_integer(source, dim, tensor, "shape"));
-  }
+  reader.begin_array();
+  while (reader.next_item()) shape.push_back(read_size(source, reader, tensor, "shape"));
   return shape;
+}
+
+// "data_offsets": [begin, end]. Values past the second are checked and counted, not kept.
+void read_data_offsets(const ByteSource& source, json::Reader& reader, TensorInfo& info) {
+  expect_field(source, reader, info.name, "data_offsets", json::Type::Array);
+  int64_t offsets[2] = {0, 0};
+  int64_t count = 0;
+  reader.begin_array();
+  while (reader.next_item()) {
+    const int64_t offset = read_size(source, reader, info.name, "data_offsets");
+    if (count < 2) offsets[count] = offset;
+    ++count;
+  }
+  if (count != 2) {
+    fail(source, "tensor '", info.name, "': data_offsets must be [begin, end], found ", count, " values");
+  }
+  info.data_begin = offsets[0];
+  info.data_end = offsets[1];
 }
 
 // numel * itemsize in bytes, or nullopt when it overflows int64.
@@ -140,50 +183,94 @@ std::optional<int64_t> checked_nbytes(const std::vector<int64_t>& shape, int64_t
   return bytes;
 }
 
-TensorInfo parse_entry(const ByteSource& source, const std::string& name, const json::Value& entry) {
-  if (!entry.is(json::Type::Object)) {
-    fail(source, "tensor '", name, "' must be a JSON object, found ", json::with_article(entry.type()));
-  }
-  TensorInfo info;
-  info.name = name;
-  info.dtype = required_field(source, entry, name, "dtype", json::Type::String).as_string();
-  const std::optional<int64_t> item_size = format_item_size(info.dtype);
-  if (!item_size) fail(source, "tensor '", name, "' has unknown dtype \"", info.dtype, "\"");
-  info.shape = parse_shape(source, entry, name);
-  const auto& offsets = required_field(source, entry, name, "data_offsets", json::Type::Array).as_array();
-  if (offsets.size() != 2) {
-    fail(source, "tensor '", name, "': data_offsets must be [begin, end], found ", offsets.size(),
-         " values");
-  }
-  info.data_begin = non_negative_integer(source, offsets[0], name, "data_offsets");
-  info.data_end = non_negative_integer(source, offsets[1], name, "data_offsets");
+// An entry read in full: its offsets hold exactly its shape's bytes.
+void check_entry_bytes(const ByteSource& source, const TensorInfo& info) {
   if (info.data_begin > info.data_end) {
-    fail(source, "tensor '", name, "': data_offsets [", info.data_begin, ", ", info.data_end,
+    fail(source, "tensor '", info.name, "': data_offsets [", info.data_begin, ", ", info.data_end,
          "] begin after they end");
   }
-  const std::optional<int64_t> nbytes = checked_nbytes(info.shape, *item_size);
-  if (!nbytes) fail(source, "tensor '", name, "': shape ", info.shape, " overflows 64-bit sizes");
+  const std::optional<int64_t> nbytes = checked_nbytes(info.shape, *format_item_size(info.dtype));
+  if (!nbytes) fail(source, "tensor '", info.name, "': shape ", info.shape, " overflows 64-bit sizes");
   if (*nbytes != info.nbytes()) {
-    fail(source, "tensor '", name, "': ", info.dtype, " shape ", info.shape, " needs ", *nbytes,
+    fail(source, "tensor '", info.name, "': ", info.dtype, " shape ", info.shape, " needs ", *nbytes,
          " bytes but data_offsets [", info.data_begin, ", ", info.data_end, "] hold ", info.nbytes());
   }
+}
+
+// The next value, the entry of tensor `name`: {"dtype": ..., "shape": [...],
+// "data_offsets": [begin, end]} in any order; other fields are ignored, as Python does.
+TensorInfo read_entry(const ByteSource& source, json::Reader& reader, std::string name) {
+  const json::Type type = reader.peek();
+  if (type != json::Type::Object) {
+    fail(source, "tensor '", name, "' must be a JSON object, found ", json::with_article(type));
+  }
+  TensorInfo info;
+  info.name = std::move(name);
+  bool has_dtype = false, has_shape = false, has_offsets = false;
+  reader.begin_object();
+  while (const std::optional<std::string> field = reader.next_key()) {
+    if (*field == "dtype") {
+      info.dtype = read_dtype(source, reader, info.name);
+      has_dtype = true;
+    } else if (*field == "shape") {
+      info.shape = read_shape(source, reader, info.name);
+      has_shape = true;
+    } else if (*field == "data_offsets") {
+      read_data_offsets(source, reader, info);
+      has_offsets = true;
+    } else {
+      reader.skip_value();
+    }
+  }
+  const char* missing = !has_dtype ? "dtype" : !has_shape ? "shape" : !has_offsets ? "data_offsets" : nullptr;
+  if (missing != nullptr) fail(source, "tensor '", info.name, "' has no \"", missing, "\" field");
+  check_entry_bytes(source, info);
   return info;
 }
 
-Metadata parse_metadata(const ByteSource& source, const json::Value& value) {
+// The next value, that of "__metadata__": an object of strings, or null for none.
+Metadata read_metadata(const ByteSource& source, json::Reader& reader) {
   Metadata metadata;
-  if (value.is(json::Type::Null)) return metadata;  // Python reads null as "no metadata"
-  if (!value.is(json::Type::Object)) {
-    fail(source, "\"__metadata__\" must be an object of strings, found ", json::with_article(value.type()));
+  const json::Type type = reader.peek();
+  if (type == json::Type::Null) {  // Python reads null as "no metadata"
+    reader.read_null();
+    return metadata;
   }
-  for (const auto& [key, item] : value.as_object()) {
-    if (!item.is(json::Type::String)) {
-      fail(source, "\"__metadata__\" value of \"", key, "\" must be a string, found ",
-           json::with_article(item.type()));
+  if (type != json::Type::Object) {
+    fail(source, "\"__metadata__\" must be an object of strings, found ", json::with_article(type));
+  }
+  reader.begin_object();
+  while (std::optional<std::string> key = reader.next_key()) {
+    const json::Type item = reader.peek();
+    if (item != json::Type::String) {
+      fail(source, "\"__metadata__\" value of \"", *key, "\" must be a string, found ", json::with_article(item));
     }
-    metadata.emplace(key, item.as_string());
+    metadata.emplace(std::move(*key), reader.read_string());
   }
   return metadata;
+}
+
+// The header's JSON object, read into `header` entry by entry (Note [safetensors header
+// memory]). A problem with the JSON itself is reported in the reader's words.
+void read_entries(const ByteSource& source, std::string_view text, Header& header) {
+  try {
+    json::Reader reader(text, {.max_bytes = static_cast<size_t>(kMaxHeaderBytes)});
+    const json::Type type = reader.peek();
+    if (type != json::Type::Object) {
+      fail(source, "header must be a JSON object, found ", json::with_article(type));
+    }
+    reader.begin_object();
+    while (std::optional<std::string> key = reader.next_key()) {
+      if (*key == kMetadataKey) {
+        header.metadata = read_metadata(source, reader);
+      } else {
+        header.tensors.push_back(read_entry(source, reader, std::move(*key)));
+      }
+    }
+    reader.finish();
+  } catch (const json::ParseError& e) {
+    fail(source, "header is not valid JSON (", e.what(), ")");
+  }
 }
 
 // Sorted by offsets, the tensors must tile [0, data_bytes) exactly.
@@ -221,8 +308,10 @@ uint64_t read_le_u64(const uint8_t bytes[8]) {
   return value;
 }
 
-Header parse_header(const ByteSource& source) {
-  Header header;
+// The header text after checking its length field: at most kMaxHeaderBytes (Python's
+// MAX_HEADER_SIZE, 100,000,000 bytes: a length past it means no safetensors file, and
+// reading stays bounded) and within the file. Sets header_bytes and file_bytes.
+std::string read_header_text(const ByteSource& source, Header& header) {
   header.file_bytes = source.size();
   if (header.file_bytes < 8) {
     fail(source, "file is ", header.file_bytes, " bytes, too short for the 8-byte header length");
@@ -241,23 +330,13 @@ Header parse_header(const ByteSource& source) {
   header.header_bytes = static_cast<int64_t>(length);
   std::string text(static_cast<size_t>(length), '\0');
   source.read(8, text.data(), header.header_bytes);
+  return text;
+}
 
-  json::Value root;
-  try {
-    root = json::parse(text, {.max_bytes = static_cast<size_t>(kMaxHeaderBytes)});
-  } catch (const Error& e) {
-    fail(source, "header is not valid JSON (", e.what(), ")");
-  }
-  if (!root.is(json::Type::Object)) {
-    fail(source, "header must be a JSON object, found ", json::with_article(root.type()));
-  }
-  for (const auto& [key, value] : root.as_object()) {
-    if (key == kMetadataKey) {
-      header.metadata = parse_metadata(source, value);
-    } else {
-      header.tensors.push_back(parse_entry(source, key, value));
-    }
-  }
+Header parse_header(const ByteSource& source) {
+  Header header;
+  // The text is a temporary: freed once its entries are read, before the tiling check.
+  read_entries(source, read_header_text(source, header), header);
   check_tiling(source, header.tensors, header.file_bytes - 8 - header.header_bytes);
   return header;
 }

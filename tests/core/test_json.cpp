@@ -1,6 +1,7 @@
-// The JSON reader and writer (core/json.h): every value kind, exact 64-bit integers and
-// their overflow, escapes with surrogate pairs, UTF-8 validation, duplicate keys, depth
-// and size limits, error offsets, and serde_json-compatible output.
+// JSON values, parse() and dump() (core/json.h): every value kind, exact 64-bit integers
+// and their overflow, escapes with surrogate pairs, UTF-8 validation, duplicate keys, depth
+// and size limits, error offsets, a compact Value, and serde_json-compatible output. The
+// reader's own interface is tested in test_json_reader.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -109,6 +110,34 @@ TEST(Json, AccessorsCheckTheType) {
   EXPECT_KILN_ERROR(json::parse("\"s\"").as_integer(), "expected an integer, got a string");
   EXPECT_KILN_ERROR(json::parse("1.5").as_integer(), "expected an integer, got a number");
   EXPECT_KILN_ERROR(json::parse("[]").find("k"), "expected an object, got an array");
+}
+
+// A Value once held a bool, an int64, a double, a string and two vectors side by side
+// (over 100 bytes per JSON value); it holds one of them now.
+TEST(Json, ValueHoldsOneKindAtATime) {
+  EXPECT_LE(sizeof(Value), sizeof(std::string) + sizeof(void*));
+  const Value original = json::parse(R"({"a":[1,"two",{"b":null}],"c":2.5})");
+  Value copy = original;  // deep
+  copy.add("d", Value::boolean(false));
+  EXPECT_EQ(original.as_object().size(), 2u);
+  EXPECT_EQ(json::dump(copy), R"({"a":[1,"two",{"b":null}],"c":2.5,"d":false})");
+  Value moved = std::move(copy);
+  EXPECT_EQ(moved.find("a")->as_array()[1].as_string(), "two");
+  EXPECT_TRUE(Value().is(Type::Null));
+}
+
+TEST(Json, ParseErrorsAreTheReadersErrors) {
+  EXPECT_THROW(json::parse("[1,,2]"), json::ParseError);
+  EXPECT_THROW(json::parse(std::string(100, '['), {.max_depth = 8}), json::ParseError);
+  // A well-formed value of the wrong type is the caller's complaint, not a ParseError.
+  try {
+    json::parse("1").as_string();
+    ADD_FAILURE() << "no error";
+  } catch (const json::ParseError&) {
+    ADD_FAILURE() << "an accessor's error is not a problem with the text";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "json: expected a string, got an integer");
+  }
 }
 
 TEST(Json, DumpIsCompactWithSerdeEscapes) {

@@ -275,6 +275,8 @@ TEST(Safetensors, EachCorruptHeaderHasItsOwnError) {
       {"no offsets", R"({"a":{"dtype":"F32","shape":[2]}})", 8, {"has no \"data_offsets\" field"}},
       {"one offset", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8]}})", 8,
        {"data_offsets must be [begin, end], found 1 values"}},
+      {"three offsets", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8,8]}})", 8,
+       {"data_offsets must be [begin, end], found 3 values"}},
       {"negative offset", R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[-1,-1]}})", 0,
        {"data_offsets must hold non-negative integers, found -1"}},
       {"begin after end", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8,
@@ -291,6 +293,11 @@ TEST(Safetensors, EachCorruptHeaderHasItsOwnError) {
        {"gap in the data buffer: bytes [0, 4)"}},
       {"trailing bytes", "{\"a\":{" + f32 + "}}", 12, {"the data buffer has 12 bytes but the tensors cover only 8"}},
       {"duplicate name", "{\"a\":{" + f32 + "},\"a\":{" + f32 + "}}", 8, {"duplicate key \"a\""}},
+      {"duplicate field", "{\"a\":{" + f32 + R"(,"dtype":"F32"}})", 8,
+       {"header is not valid JSON", "duplicate key \"dtype\""}},
+      {"bad JSON in an ignored field", "{\"a\":{" + f32 + R"(,"extra":[{"k":1,"k":2}]}})", 8,
+       {"header is not valid JSON", "duplicate key \"k\""}},
+      {"trailing text", "{\"a\":{" + f32 + "}} x", 8, {"header is not valid JSON", "unexpected 'x' after the value"}},
       {"metadata not an object", R"({"__metadata__":["x"]})", 0,
        {"\"__metadata__\" must be an object of strings, found an array"}},
       {"metadata value not a string", R"({"__metadata__":{"epoch":3}})", 0,
@@ -314,7 +321,8 @@ TEST(Safetensors, EachCorruptHeaderHasItsOwnError) {
 TEST(Safetensors, AcceptsWhatPythonAccepts) {
   // Pretty-printed, entries out of offset order, unknown fields, null metadata, padding.
   const std::string header =
-      "{ \"b\": {\"dtype\": \"U8\", \"shape\": [2], \"data_offsets\": [8, 10], \"extra\": 1},\n"
+      "{ \"b\": {\"dtype\": \"U8\", \"shape\": [2], \"data_offsets\": [8, 10], \"extra\": 1,\n"
+      "         \"nested\": {\"shape\": [\"not\", \"ours\"], \"x\": [null, 1.5, {}]}},\n"
       "  \"__metadata__\": null,\n"
       "  \"a\": {\"shape\": [2], \"data_offsets\": [0, 8], \"dtype\": \"F32\"} }    \n ";
   const st::Loaded loaded = st::load_from_bytes(make_file(header, 10));
