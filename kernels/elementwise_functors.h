@@ -3,13 +3,15 @@
 // Functors take and return the op's opmath type M (float for Half/BFloat16, Note [Opmath]
 // in core/dtype.h). NaN propagates through relu, clamp, maximum and minimum, as in
 // PyTorch. Backward functors take (grad_out, saved) where `saved` is the forward input or
-// output as Backend::BinaryOp documents.
+// output as Backend::BinaryOp documents. Integer arithmetic wraps (Note [Integer overflow
+// wraps] in kernels/wrapping_math.h).
 #pragma once
 
 #include <cmath>
 #include <type_traits>
 
 #include "core/half.h"  // KILN_HOST_DEVICE
+#include "kernels/wrapping_math.h"
 
 namespace kiln::functors {
 
@@ -21,11 +23,11 @@ template <typename M> KF bool is_nan(M x) {
 }
 
 // ---- unary ----------------------------------------------------------------------------------
-template <typename M> struct Neg { KF M operator()(M x) const { return -x; } };
+template <typename M> struct Neg { KF M operator()(M x) const { return wrapping_neg(x); } };
 template <typename M> struct Abs {
   KF M operator()(M x) const {
     if constexpr (std::is_unsigned_v<M>) return x;
-    else return x < M(0) ? -x : x;
+    else return x < M(0) ? wrapping_neg(x) : x;
   }
 };
 template <typename M> struct Sign {
@@ -35,7 +37,7 @@ template <typename M> struct Sign {
     else return static_cast<M>((M(0) < x) - (x < M(0)));
   }
 };
-template <typename M> struct Square { KF M operator()(M x) const { return x * x; } };
+template <typename M> struct Square { KF M operator()(M x) const { return wrapping_mul(x, x); } };
 template <typename M> struct Sqrt { KF M operator()(M x) const { return std::sqrt(x); } };
 template <typename M> struct Rsqrt { KF M operator()(M x) const { return M(1) / std::sqrt(x); } };
 template <typename M> struct Exp { KF M operator()(M x) const { return std::exp(x); } };
@@ -88,8 +90,8 @@ template <typename M> KF M int_pow(M base, M exponent) {
   }
   M result = 1;
   while (exponent > 0) {
-    if (exponent & 1) result = static_cast<M>(result * base);
-    base = static_cast<M>(base * base);
+    if (exponent & 1) result = wrapping_mul(result, base);
+    base = wrapping_mul(base, base);
     exponent = static_cast<M>(exponent >> 1);
   }
   return result;
@@ -132,10 +134,10 @@ template <typename M> struct IsFinite {
 // ---- binary ---------------------------------------------------------------------------------
 template <typename M> struct Add {
   M alpha;
-  KF M operator()(M a, M b) const { return a + alpha * b; }
+  KF M operator()(M a, M b) const { return wrapping_add(a, wrapping_mul(alpha, b)); }
 };
-template <typename M> struct Sub { KF M operator()(M a, M b) const { return a - b; } };
-template <typename M> struct Mul { KF M operator()(M a, M b) const { return a * b; } };
+template <typename M> struct Sub { KF M operator()(M a, M b) const { return wrapping_sub(a, b); } };
+template <typename M> struct Mul { KF M operator()(M a, M b) const { return wrapping_mul(a, b); } };
 template <typename M> struct Div { KF M operator()(M a, M b) const { return a / b; } };
 template <typename M> struct Maximum {
   KF M operator()(M a, M b) const { return is_nan(a) ? a : is_nan(b) ? b : (a > b ? a : b); }

@@ -27,6 +27,7 @@
 
 #include "core/dtype.h"
 #include "core/half.h"  // KILN_HOST_DEVICE
+#include "kernels/wrapping_math.h"
 
 namespace kiln::reduce_ops {
 
@@ -56,8 +57,9 @@ struct SumOp {
   S divisor = S(1);
   bool is_mean = false;
   KR Acc identity() const { return Acc(0); }
-  KR Acc reduce(Acc a, opmath_t<T> v, int64_t) const { return a + static_cast<Acc>(v); }
-  KR Acc combine(Acc a, Acc b) const { return a + b; }
+  // Integer sums wrap (Note [Integer overflow wraps]); floating ones are plain additions.
+  KR Acc reduce(Acc a, opmath_t<T> v, int64_t) const { return wrapping_add(a, static_cast<Acc>(v)); }
+  KR Acc combine(Acc a, Acc b) const { return wrapping_add(a, b); }
   KR void write(Acc a, int64_t o, int64_t) const { out[o] = round_to<Out>(is_mean ? a / divisor : a); }
 };
 

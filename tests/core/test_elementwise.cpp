@@ -174,6 +174,28 @@ TEST(Elementwise, IntegerArithmeticIsExactAndDivisionIsTrue) {
   EXPECT_TRUE(all_equal(maximum(a, b), tensor<int64_t>({7, 3, 9, 100})));
 }
 
+// Note [Integer overflow wraps]: as in PyTorch, integer arithmetic wraps modulo 2^bits
+// (it was signed overflow, undefined behaviour, which UBSan reports in make sanitize).
+TEST(Elementwise, IntegerOverflowWrapsAsInPyTorch) {
+  const Tensor big = tensor<int64_t>({INT64_MAX, INT64_MIN, INT64_MAX, 3});
+  const Tensor one = tensor<int64_t>({1, 1, 2, 1});
+  EXPECT_TRUE(all_equal(add(big, one), tensor<int64_t>({INT64_MIN, INT64_MIN + 1, INT64_MIN + 1, 4})));
+  EXPECT_TRUE(all_equal(sub(big, one, 3), tensor<int64_t>({INT64_MAX - 3, INT64_MAX - 2, INT64_MAX - 6, 0})));
+  EXPECT_TRUE(all_equal(mul(big, tensor<int64_t>({2, 2, 3, 2})), tensor<int64_t>({-2, 0, INT64_MAX - 2, 6})));
+  EXPECT_TRUE(all_equal(neg(big), tensor<int64_t>({INT64_MIN + 1, INT64_MIN, INT64_MIN + 1, -3})));
+  EXPECT_TRUE(all_equal(abs(big), tensor<int64_t>({INT64_MAX, INT64_MIN, INT64_MAX, 3})));
+  EXPECT_TRUE(all_equal(square(tensor<int64_t>({int64_t{1} << 32, 3})), tensor<int64_t>({0, 9})));
+  EXPECT_TRUE(all_equal(pow(tensor<int64_t>({2, 3}), tensor<int64_t>({64, 41})),
+                        tensor<int64_t>({0, static_cast<int64_t>(0xfa2a1cf67b5fb863ULL)})));  // 3^41 mod 2^64
+  const Tensor i32 = tensor<int32_t>({INT32_MAX, INT32_MIN});
+  EXPECT_TRUE(all_equal(add(i32, tensor<int32_t>({1, -1})), tensor<int32_t>({INT32_MIN, INT32_MAX})));
+  EXPECT_TRUE(all_equal(mul(i32, tensor<int32_t>({2, 2})), tensor<int32_t>({-2, 0})));
+  EXPECT_TRUE(all_equal(add(tensor<uint8_t>({250, 3}), tensor<uint8_t>({10, 255})), tensor<uint8_t>({4, 2})));
+  // Sums wrap too, whatever the reduction's order.
+  EXPECT_EQ(tensor<int64_t>({INT64_MAX, 1, 5}).sum().item<int64_t>(), INT64_MIN + 5);
+  EXPECT_EQ(tensor<int32_t>({INT32_MAX, 1}).sum().item<int64_t>(), int64_t{INT32_MAX} + 1);  // summed in int64
+}
+
 TEST(Elementwise, TypePromotionFollowsPyTorch) {
   const Tensor i32 = tensor<int32_t>({1, 2});
   const Tensor f16 = tensor<float>({1, 2}).to(DType::Float16);
