@@ -27,7 +27,7 @@ inline std::vector<int64_t> pool_output_of(int64_t pool, const std::vector<int64
   const PoolParams p = pool_params_of(pool);
   for (size_t d = 0; d < 3; ++d) {
     out.push_back(pool == kAdaptive ? 1
-                                    : pool_output_size(in[d + 2], p.kernel[d], p.stride[d], p.padding[d], 1, false));
+                                    : pool_output_size(in[d + 2], p.kernel[d], p.stride[d], p.padding[d], 1, false).value());
   }
   return out;
 }

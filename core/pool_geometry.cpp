@@ -3,13 +3,18 @@
 #include "core/pool_geometry.h"
 
 #include "core/backend.h"
+#include "core/checked_math.h"
 #include "core/error.h"
 
 namespace kiln {
 namespace {
 
-// floor(a / b) for b > 0 and any sign of a (C++ division truncates toward zero).
-int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+// floor(a / b) for b > 0 and any sign of a (C++ division truncates toward zero), without
+// negating a (which overflows for INT64_MIN).
+int64_t floor_div(int64_t a, int64_t b) {
+  const int64_t q = a / b;
+  return a % b != 0 && a < 0 ? q - 1 : q;
+}
 
 // The 3-d view's first spatial slot used by an input of `rank` (3, 4 or 5).
 int first_slot(size_t rank) {
@@ -19,12 +24,24 @@ int first_slot(size_t rank) {
 
 }  // namespace
 
-int64_t pool_output_size(int64_t size, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation,
-                         bool ceil_mode) {
-  const int64_t span = size + 2 * padding - dilation * (kernel - 1) - 1;
-  int64_t out = floor_div(span + (ceil_mode ? stride - 1 : 0), stride) + 1;
+std::optional<int64_t> pool_output_size(int64_t size, int64_t kernel, int64_t stride, int64_t padding,
+                                        int64_t dilation, bool ceil_mode) {
+  // Every intermediate is checked (Note [Checked sizes]): the parameters are user numbers.
+  // The padded size, the window's reach and the stride must also sum to at most
+  // kPoolIndexLimit, so that the kernels' index arithmetic (a few such terms added) fits.
+  const std::optional<int64_t> twice_padding = checked_mul(2, padding);
+  const std::optional<int64_t> reach = checked_mul(dilation, kernel - 1);
+  const std::optional<int64_t> padded = twice_padding ? checked_add(size, *twice_padding) : std::nullopt;
+  const std::optional<int64_t> extent = padded && reach ? checked_add(*padded, *reach) : std::nullopt;
+  const std::optional<int64_t> total = extent ? checked_add(*extent, stride) : std::nullopt;
+  if (!total || *total > kPoolIndexLimit) return std::nullopt;
+  const int64_t span = *padded - *reach - 1;  // both operands >= 0: no overflow
+  const std::optional<int64_t> numerator = checked_add(span, ceil_mode ? stride - 1 : 0);
+  const std::optional<int64_t> out = numerator ? checked_add(floor_div(*numerator, stride), 1) : std::nullopt;
+  if (!out) return std::nullopt;
   // PyTorch's rule: the last window must start inside the input or its left padding.
-  if (ceil_mode && out >= 1 && (out - 1) * stride >= size + padding) --out;
+  // (out - 1) * stride <= numerator and size + padding <= padded, so neither overflows.
+  if (ceil_mode && *out >= 1 && (*out - 1) * stride >= size + padding) return *out - 1;
   return out;
 }
 

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/half.h"  // KILN_HOST_DEVICE
@@ -32,9 +33,13 @@ struct PoolParams;
 
 // Output size along one dim: floor_or_ceil((size + 2 padding - dilation (kernel - 1) - 1)
 // / stride) + 1, where with ceil_mode the last window must start inside the input or its
-// left padding (otherwise it is dropped). May be < 1; the op layer rejects that.
-int64_t pool_output_size(int64_t size, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation,
-                         bool ceil_mode);
+// left padding (otherwise it is dropped). May be < 1; the op layer rejects that. nullopt
+// when the padded size, the window's reach and the stride add up to more than
+// kPoolIndexLimit (or overflow), which no real input comes near: below it, every index
+// the kernels compute (sums of two such numbers) fits int64.
+inline constexpr int64_t kPoolIndexLimit = int64_t{1} << 61;
+std::optional<int64_t> pool_output_size(int64_t size, int64_t kernel, int64_t stride, int64_t padding,
+                                        int64_t dilation, bool ceil_mode);
 
 // Everything a pooling kernel needs, as plain numbers (passed by value to CUDA kernels):
 // Note [Pool geometry]'s 3-d view of input [planes, in...] -> output [planes, out...].

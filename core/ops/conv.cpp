@@ -4,12 +4,14 @@
 // operands are cast to the autocast dtype first (core/autocast.h).
 #include "core/ops/conv.h"
 
+#include <optional>
 #include <string>
 
 #include "core/autocast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/backend.h"
+#include "core/checked_math.h"
 #include "core/ops/factory.h"
 
 namespace kiln {
@@ -118,17 +120,25 @@ std::vector<int64_t> output_sizes(const char* op, const Tensor& input, const Ten
     KILN_CHECK(params.dilation[i] > 0, op, ": dilation must be positive, got ", params.dilation);
     KILN_CHECK(params.padding[i] >= 0, op, ": padding must be non-negative, got ", params.padding);
   }
+  // The parameters are user numbers: every intermediate is checked (Note [Checked sizes]).
   std::vector<int64_t> padded, dilated_kernel;
   for (size_t i = 0; i < spatial; ++i) {
-    padded.push_back(input.size(static_cast<int64_t>(i) + 2) + 2 * params.padding[i]);
-    dilated_kernel.push_back(params.dilation[i] * (weight.size(static_cast<int64_t>(i) + 2) - 1) + 1);
+    const int64_t d = static_cast<int64_t>(i) + 2;
+    const std::optional<int64_t> twice_padding = checked_mul(2, params.padding[i]);
+    const std::optional<int64_t> pad = twice_padding ? checked_add(input.size(d), *twice_padding) : std::nullopt;
+    const std::optional<int64_t> reach = checked_mul(params.dilation[i], weight.size(d) - 1);
+    KILN_CHECK(pad && reach && *reach < INT64_MAX, op, ": padding ", params.padding, " and dilation ",
+               params.dilation, " overflow int64 along spatial dim ", i, " (input shape ", input.sizes(),
+               ", weight shape ", weight.sizes(), ")");
+    padded.push_back(*pad);
+    dilated_kernel.push_back(*reach + 1);
   }
   for (size_t i = 0; i < spatial; ++i) {
     KILN_CHECK(padded[i] >= dilated_kernel[i], op, ": the padded input's spatial size ", padded,
                " is smaller than the dilated kernel's ", dilated_kernel, " along spatial dim ", i,
                " (input shape ", input.sizes(), ", weight shape ", weight.sizes(), ", padding ",
                params.padding, ", dilation ", params.dilation, ")");
-    sizes.push_back((padded[i] - dilated_kernel[i]) / params.stride[i] + 1);
+    sizes.push_back((padded[i] - dilated_kernel[i]) / params.stride[i] + 1);  // < INT64_MAX: dilated >= 1
   }
   return sizes;
 }

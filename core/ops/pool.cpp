@@ -5,6 +5,7 @@
 #include "core/ops/pool.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/autograd/grad_mode.h"
@@ -79,12 +80,21 @@ std::vector<int64_t> output_sizes(const Tensor& in, const PoolParams& p, const s
   for (size_t d = 0; d < p.kernel.size(); ++d) {
     const int64_t s = in.sizes()[d + 2];
     const int64_t dil = p.dilation.empty() ? 1 : p.dilation[d];
-    sizes.push_back(pool_output_size(s, p.kernel[d], p.stride[d], p.padding[d], dil, p.ceil_mode));
+    const std::optional<int64_t> out = pool_output_size(s, p.kernel[d], p.stride[d], p.padding[d], dil, p.ceil_mode);
+    KILN_CHECK(out, op, ": kernel_size ", p.kernel, ", stride ", p.stride, ", padding ", p.padding, " and dilation ",
+               p.dilation, " overflow the index range 2^61 along spatial dim ", d, " (input ", in.sizes(), ")");
+    sizes.push_back(*out);
     KILN_CHECK(sizes.back() >= 1, op, ": input ", in.sizes(), " is too small for kernel_size ", p.kernel,
                " with padding ", p.padding, (p.dilation.empty() ? "" : " and dilation "),
                (p.dilation.empty() ? std::vector<int64_t>{} : p.dilation), ": the output size would be ",
                sizes.back(), " along spatial dim ", d);
   }
+  // An average window's divisor multiplies its padded extents, so a padded plane must fit
+  // too (each padded size is below kPoolIndexLimit now, so these sums cannot overflow).
+  std::vector<int64_t> padded_plane;
+  for (size_t d = 0; d < p.kernel.size(); ++d) padded_plane.push_back(in.sizes()[d + 2] + 2 * p.padding[d]);
+  KILN_CHECK(checked_numel(padded_plane, op.c_str()) <= kPoolIndexLimit, op, ": the padded input ", padded_plane,
+             " has more than 2^61 elements per plane (input ", in.sizes(), ", padding ", p.padding, ")");
   return sizes;
 }
 

@@ -53,8 +53,10 @@ struct ConvGeometry {
 
 namespace vol2col_detail {
 
-// ceil(a / b) for b > 0 and any sign of a.
-inline int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+// ceil(a / b) for b > 0 and any sign of a, without a + b (which overflows for a huge
+// stride) or -a (INT64_MIN): C++ division truncates toward zero, which is the ceiling
+// for a negative quotient, and one short of it for a positive one with a remainder.
+inline int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b > 0 ? 1 : 0); }
 
 // Output indices o whose input index o * stride + offset lies in [0, size).
 struct Span {

@@ -42,7 +42,7 @@ void for_each_dim(const Fn& fn) {
           for (int64_t dilation = 1; dilation <= 3; ++dilation) {
             for (bool ceil_mode : {false, true}) {
               const Dim d{size, kernel, stride, pad, dilation, ceil_mode};
-              const int64_t out = pool_output_size(size, kernel, stride, pad, dilation, ceil_mode);
+              const int64_t out = pool_output_size(size, kernel, stride, pad, dilation, ceil_mode).value();
               if (out >= 1) fn(d, out);
             }
           }

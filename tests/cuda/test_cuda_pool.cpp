@@ -48,7 +48,8 @@ Sizes output_of(const Case& c) {
   Sizes out(c.input.begin(), c.input.begin() + 2);
   for (size_t d = 0; d < c.params.kernel.size(); ++d) {
     out.push_back(pool_output_size(c.input[d + 2], c.params.kernel[d], c.params.stride[d], c.params.padding[d],
-                                   c.params.dilation[d], c.params.ceil_mode));
+                                   c.params.dilation[d], c.params.ceil_mode)
+                      .value());
   }
   return out;
 }
