@@ -15,6 +15,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/checked_math.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "core/ops/factory.h"
@@ -170,16 +171,11 @@ void read_data_offsets(const ByteSource& source, json::Reader& reader, TensorInf
   info.data_end = offsets[1];
 }
 
-// numel * itemsize in bytes, or nullopt when it overflows int64.
-std::optional<int64_t> checked_nbytes(const std::vector<int64_t>& shape, int64_t item_size) {
-  int64_t bytes = item_size;
-  for (const int64_t dim : shape) {
-    if (dim != 0 && bytes > std::numeric_limits<int64_t>::max() / dim) {
-      // A later zero dim would make the product 0, but Python rejects the overflow too.
-      return std::nullopt;
-    }
-    bytes *= dim;
-  }
+// numel * itemsize in bytes, or nullopt when a partial product overflows int64 (even when
+// a later zero dim would make the product 0: Python's reader refuses that shape too).
+std::optional<int64_t> shape_nbytes(const std::vector<int64_t>& shape, int64_t item_size) {
+  std::optional<int64_t> bytes = item_size;
+  for (const int64_t dim : shape) bytes = bytes ? checked_mul(*bytes, dim) : std::nullopt;
   return bytes;
 }
 
@@ -189,7 +185,7 @@ void check_entry_bytes(const ByteSource& source, const TensorInfo& info) {
     fail(source, "tensor '", info.name, "': data_offsets [", info.data_begin, ", ", info.data_end,
          "] begin after they end");
   }
-  const std::optional<int64_t> nbytes = checked_nbytes(info.shape, *format_item_size(info.dtype));
+  const std::optional<int64_t> nbytes = shape_nbytes(info.shape, *format_item_size(info.dtype));
   if (!nbytes) fail(source, "tensor '", info.name, "': shape ", info.shape, " overflows 64-bit sizes");
   if (*nbytes != info.nbytes()) {
     fail(source, "tensor '", info.name, "': ", info.dtype, " shape ", info.shape, " needs ", *nbytes,
@@ -374,11 +370,7 @@ Loaded load_from(const ByteSource& source, Device device) {
 
 }  // namespace
 
-int64_t TensorInfo::numel() const {
-  int64_t n = 1;
-  for (const int64_t dim : shape) n *= dim;
-  return n;
-}
+int64_t TensorInfo::numel() const { return checked_numel(shape, "safetensors"); }
 
 Loaded load(const std::string& path, Device device) { return load_from(FileSource(path), device); }
 

@@ -93,12 +93,16 @@ TensorOptions like_options(const Tensor& like, TensorOptions options) {
 }
 }  // namespace
 
+// like_options checks `like` first: C++ leaves the order of function arguments unspecified
+// (GCC happened to evaluate like.sizes() last, Clang first, throwing a different error).
 Tensor empty_like(const Tensor& like, TensorOptions options) {
-  return empty(like.sizes(), like_options(like, options));
+  const TensorOptions resolved = like_options(like, options);
+  return empty(like.sizes(), resolved);
 }
 
 Tensor full_like(const Tensor& like, Scalar value, TensorOptions options) {
-  return full(like.sizes(), value, like_options(like, options));
+  const TensorOptions resolved = like_options(like, options);
+  return full(like.sizes(), value, resolved);
 }
 
 Tensor zeros_like(const Tensor& like, TensorOptions options) { return full_like(like, 0, options); }

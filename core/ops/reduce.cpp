@@ -19,6 +19,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/backend.h"
+#include "core/checked_math.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
 #include "core/ops/view.h"
@@ -60,7 +61,9 @@ ReductionPlan plan_reduction(const Tensor& x, const std::vector<int64_t>& dims, 
     const bool reduced = std::binary_search(plan.dims.begin(), plan.dims.end(), d);
     plan.keep_shape.push_back(reduced ? 1 : size);
     if (reduced) {
-      plan.count *= size;
+      // Saturates only for an empty input, whose reduced dims' product may not fit int64
+      // beside a zero-size kept dim ([2^32, 0, 2^32] over {0, 2}); its output is empty.
+      plan.count = checked_mul(plan.count, size).value_or(INT64_MAX);
     } else {
       plan.out_shape.push_back(size);
     }

@@ -220,9 +220,11 @@ Tensor slice(const Tensor& t, int64_t dim, std::optional<int64_t> start_opt,
   KILN_CHECK(stepped_stride || length <= 1, "slice: stride ", strides[dim], " times step ", step,
              " overflows int64 (dimension ", dim, ", ", length, " elements)");
   strides[dim] = stepped_stride.value_or(strides[dim]);
-  // An empty slice addresses nothing and keeps its base's offset: start * stride with
-  // start == size may lie past every element (and past int64 for a huge stride).
-  const int64_t offset = length == 0 ? t.storage_offset() : t.storage_offset() + start * t.strides()[dim];
+  // An empty view addresses nothing and keeps its base's offset: start * stride need not
+  // lie inside the storage (start == size, or any start of an already empty tensor) and
+  // may not even fit int64 (a huge stride beside a zero-size dim).
+  const bool empty = length == 0 || t.numel() == 0;
+  const int64_t offset = empty ? t.storage_offset() : t.storage_offset() + start * t.strides()[dim];
   Tensor out = make_view(t, sizes, strides, offset, "slice");
   record_slice(t, out, dim, start, end, step, false, "slice");
   return out;
@@ -248,7 +250,9 @@ Tensor select(const Tensor& t, int64_t dim, int64_t index) {
   std::vector<int64_t> sizes = t.sizes(), strides = t.strides();
   sizes.erase(sizes.begin() + dim);
   strides.erase(strides.begin() + dim);
-  Tensor out = make_view(t, sizes, strides, t.storage_offset() + index * t.strides()[dim], "select");
+  // As in slice: an empty view keeps its base's offset (index * stride may not fit).
+  const int64_t offset = t.numel() == 0 ? t.storage_offset() : t.storage_offset() + index * t.strides()[dim];
+  Tensor out = make_view(t, sizes, strides, offset, "select");
   record_slice(t, out, dim, index, index + 1, 1, true, "select");
   return out;
 }

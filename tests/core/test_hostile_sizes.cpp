@@ -339,7 +339,8 @@ void check_view(const Tensor& base, const std::function<Tensor()>& call, const s
 }
 
 TEST(HostileSizes, SelectNarrowSlice) {
-  for (const auto& [name, base] : iota_bases()) {
+  for (const auto& [name, base_binding] : iota_bases()) {
+    const Tensor& base = base_binding;  // a lambda may not capture a structured binding (Clang 14)
     for (const int64_t dim : kDims) {
       for (const int64_t a : kExtremes) {
         const std::string where = name + " dim " + std::to_string(dim) + " a " + std::to_string(a);
@@ -366,7 +367,8 @@ TEST(HostileSizes, ViewReshapeExpand) {
       shapes.push_back({a, b, 0});
     }
   }
-  for (const auto& [name, base] : iota_bases()) {
+  for (const auto& [name, base_binding] : iota_bases()) {
+    const Tensor& base = base_binding;  // a lambda may not capture a structured binding (Clang 14)
     for (const std::vector<int64_t>& shape : shapes) {
       const std::string what = name + " to " + args_str(shape);
       check_view(base, [&] { return base.view(shape); }, "view " + what);
@@ -381,7 +383,8 @@ TEST(HostileSizes, ViewReshapeExpand) {
 }
 
 TEST(HostileSizes, DimArguments) {
-  for (const auto& [name, base] : iota_bases()) {
+  for (const auto& [name, base_binding] : iota_bases()) {
+    const Tensor& base = base_binding;  // a lambda may not capture a structured binding (Clang 14)
     for (const int64_t a : kDims) {
       const std::string where = name + " dim " + std::to_string(a);
       check_view(base, [&] { return base.unsqueeze(a); }, "unsqueeze " + where);
@@ -418,7 +421,8 @@ TEST(HostileSizes, AsStrided) {
 // ---- shape ops ---------------------------------------------------------------------------
 
 TEST(HostileSizes, SplitChunkCatStack) {
-  for (const auto& [name, base] : iota_bases()) {
+  for (const auto& [name, base_binding] : iota_bases()) {
+    const Tensor& base = base_binding;  // a lambda may not capture a structured binding (Clang 14)
     for (const int64_t dim : kDims) {
       for (const int64_t a : kExtremes) {
         const std::string what = name + " dim " + std::to_string(dim) + " a " + std::to_string(a);
@@ -460,6 +464,38 @@ TEST(HostileSizes, SplitChunkCatStack) {
   EXPECT_KILN_ERROR(split_with_sizes(arange(4), {INT64_MAX, INT64_MAX, 2, 4}), "split_with_sizes", "add up to more");
   EXPECT_KILN_ERROR(empty({0}).chunk(INT64_MAX), "chunk: out of memory for 9223372036854775807 empty pieces");
   EXPECT_EQ(arange(5).chunk(INT64_MAX).size(), 5u);
+}
+
+// Convolution and pooling parameters are user numbers too: output sizes are computed
+// with checked arithmetic, so a huge padding, dilation, stride or kernel is a kiln::Error
+// or a correct (tiny) output, never an overflow. (Values near 2^31 are left out: a conv
+// padded by 2^31 has a valid output of 2^38 elements, too big to test.)
+TEST(HostileSizes, ConvAndPoolParameters) {
+  const Tensor x = arange(2 * 3 * 5 * 5, {.dtype = DType::Float64}).view({1, 2, 3, 5, 5}).contiguous();
+  const Tensor w = ones({4, 2, 1, 2, 2}, {.dtype = DType::Float64});
+  const std::vector<int64_t> extremes = {INT64_MIN, -k62, -1, 0, 1, 2, 3, k62, INT64_MAX - 1, INT64_MAX};
+  for (const int64_t v : extremes) {
+    const std::string what = std::to_string(v);
+    survives([&] { return conv3d(x, w, {}, {1, 1, 1}, {v, 0, 0}); }, "conv3d padding " + what);
+    survives([&] { return conv3d(x, w, {}, {1, v, 1}); }, "conv3d stride " + what);
+    survives([&] { return conv3d(x, w, {}, {1, 1, 1}, {0, 0, 0}, {1, 1, v}); }, "conv3d dilation " + what);
+    survives([&] { return conv3d(x, w, {}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, v); }, "conv3d groups " + what);
+    survives([&] { return max_pool3d(x, {v, 1, 1}); }, "max_pool3d kernel " + what);
+    survives([&] { return max_pool3d(x, {2, 2, 2}, {v, 1, 1}); }, "max_pool3d stride " + what);
+    survives([&] { return max_pool3d(x, {1, 2, 2}, {}, {0, 1, 1}, {1, v, 1}, /*ceil_mode=*/true); },
+             "max_pool3d dilation " + what);
+    survives([&] { return max_pool3d(x, {v, v, v}, {v, v, v}, {v / 2, v / 2, v / 2}, {1, 1, 1}, true); },
+             "max_pool3d all " + what);
+    survives([&] { return avg_pool3d(x, {v, v, v}, {v, v, v}, {v / 2, 0, 0}, /*ceil_mode=*/true); },
+             "avg_pool3d " + what);
+    survives([&] { return adaptive_avg_pool3d(x, {v, 1, 1}); }, "adaptive_avg_pool3d " + what);
+  }
+  EXPECT_KILN_ERROR(conv3d(x, w, {}, {1, 1, 1}, {INT64_MAX, 0, 0}), "conv3d", "overflow int64");
+  EXPECT_KILN_ERROR(conv3d(x, w, {}, {1, 1, 1}, {0, 0, 0}, {1, INT64_MAX, 1}), "conv3d", "overflow int64");
+  EXPECT_KILN_ERROR(max_pool3d(x, {1, 2, 2}, {}, {0, 1, 1}, {1, INT64_MAX, 1}), "max_pool3d",
+                    "overflow the index range");
+  EXPECT_KILN_ERROR(max_pool3d(x, {k62, 2, 2}, {}, {k62 / 2, 0, 0}), "max_pool3d", "overflow the index range");
+  EXPECT_EQ(conv3d(x, w, {}, {1, INT64_MAX, INT64_MAX}).sizes(), (std::vector<int64_t>{1, 4, 3, 1, 1}));
 }
 
 TEST(HostileSizes, IndexOpsWithExtremeIndices) {

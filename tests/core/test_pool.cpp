@@ -97,9 +97,8 @@ using PoolFn = std::function<void(const std::vector<double>& plane, const Sizes&
 Reference run_reference(const Tensor& x, const Sizes& out_spatial, const PoolFn& pool) {
   const std::vector<double> v = x.to(DType::Float64).contiguous().to_vector<double>();
   const Sizes spatial(x.sizes().begin() + 2, x.sizes().end());
-  int64_t in_volume = 1, out_volume = 1;
+  int64_t in_volume = 1;
   for (int64_t s : spatial) in_volume *= s;
-  for (int64_t s : out_spatial) out_volume *= s;
   Reference r;
   r.out_sizes = {x.sizes()[0], x.sizes()[1]};
   r.out_sizes.insert(r.out_sizes.end(), out_spatial.begin(), out_spatial.end());

@@ -336,6 +336,27 @@ TEST(Safetensors, AcceptsWhatPythonAccepts) {
   EXPECT_EQ(empties.tensors.size(), 2u);
 }
 
+// A spec-valid empty tensor with a huge dim ([0, 2^62]: 0 bytes, as Python reads it)
+// loads; reducing over its empty dim once wrote a [2^62] output into a 0-byte allocation
+// (the byte count wrapped). Now the output's size is refused before anything is written.
+TEST(Safetensors, EmptyTensorsWithHugeDimsLoadAndReduceSafely) {
+  const std::string big = std::to_string(int64_t{1} << 62);
+  const std::vector<uint8_t> bytes =
+      make_file(R"({"x":{"dtype":"F32","shape":[0,)" + big + R"(],"data_offsets":[0,0]}})", 0);
+  const st::Loaded loaded = st::load_from_bytes(bytes);
+  const Tensor& x = find(loaded.tensors, "x");
+  EXPECT_EQ(x.sizes(), (std::vector<int64_t>{0, int64_t{1} << 62}));
+  EXPECT_EQ(x.numel(), 0);
+  EXPECT_KILN_ERROR(x.sum({0}), "elements of float32 are more than 2^63 - 1 bytes");
+  EXPECT_EQ(x.sum({1}).sizes(), (std::vector<int64_t>{0}));
+  EXPECT_EQ(x.sum().item<float>(), 0.0f);
+  // A partial product that overflows is refused, as Python refuses it, even before a 0.
+  EXPECT_KILN_ERROR(st::load_from_bytes(make_file(R"({"x":{"dtype":"F32","shape":[)" + big + "," + big +
+                                                  R"(,0],"data_offsets":[0,0]}})",
+                                                  0)),
+                    "overflows 64-bit sizes");
+}
+
 TEST(Safetensors, LengthFieldErrors) {
   EXPECT_KILN_ERROR(st::load_from_bytes(std::vector<uint8_t>{1, 0, 0}), "file is 3 bytes, too short");
   std::vector<uint8_t> huge = {0x01, 0xe1, 0xf5, 0x05, 0, 0, 0, 0, '{', '}'};  // 100'000'001

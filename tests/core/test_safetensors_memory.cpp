@@ -9,6 +9,7 @@
 // allocated through operator new (strings, vectors, hash sets). Elsewhere the cost is one
 // relaxed atomic add per allocation. (operator new[] and the nothrow and sized forms call
 // these two by default; the aligned forms allocate on their own and are not counted.)
+// Under AddressSanitizer the sanitizer's allocation hooks count instead (below).
 #include <gtest/gtest.h>
 #include <malloc.h>
 
@@ -37,6 +38,28 @@ void count_bytes(int64_t delta) {
 
 }  // namespace
 
+#if defined(__SANITIZE_ADDRESS__)
+#define KILN_TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KILN_TEST_UNDER_ASAN 1
+#endif
+#endif
+
+#ifdef KILN_TEST_UNDER_ASAN
+// Under AddressSanitizer (make sanitize) the sanitizer owns malloc and operator new, and a
+// replaced operator new would pair with its delete across libraries it does not see; its
+// allocation hooks report every block with its size instead.
+#include <sanitizer/allocator_interface.h>
+
+namespace {
+void on_allocate(const volatile void*, size_t size) { count_bytes(static_cast<int64_t>(size)); }
+void on_free(const volatile void* block) {
+  count_bytes(-static_cast<int64_t>(__sanitizer_get_allocated_size(const_cast<const void*>(block))));
+}
+[[maybe_unused]] const int g_hooks_installed = __sanitizer_install_malloc_and_free_hooks(on_allocate, on_free);
+}  // namespace
+#else
 // The standard behaviour (call the new-handler until it gives up, then throw), counted.
 void* operator new(std::size_t size) {
   while (true) {
@@ -57,6 +80,8 @@ void operator delete(void* block) noexcept {
 }
 
 void operator delete(void* block, std::size_t) noexcept { operator delete(block); }
+
+#endif  // KILN_TEST_UNDER_ASAN
 
 namespace kiln {
 namespace {
