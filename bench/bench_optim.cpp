@@ -4,12 +4,18 @@
 // Adam: the fused adam_step_ over the whole list (one call, one parallel loop over the
 // list's chunks, kernels/cpu/multi_tensor_apply.h) against one adam_step_ call per
 // parameter (161 calls, each parallel only inside its tensor, as a plain per-parameter
-// loop would run). Scale: GradScaler's unscale_ + Inf/NaN check (multi_tensor_scale_ in
-// place), and the fused norm that clip_grad_norm_ starts with.
+// loop would run). SGD (momentum; Nesterov momentum) and RMSprop (centered; momentum):
+// the fused step over the list, one case per shape of the update. Scale: GradScaler's
+// unscale_ + Inf/NaN check (multi_tensor_scale_ in place), and the fused norm that
+// clip_grad_norm_ starts with.
 //
 // Roofline: memory-bound, a few flops per element. Bytes moved per element in float32:
-//   adam  (step counters included, negligible) p, g, m, v read + p, m, v written = 28
-//   scale g read + g written = 8;  norm g read = 4
+//   adam (step counters negligible)  p, g, m, v read     + p, m, v written     = 28
+//   sgd with momentum (Nesterov too) p, g, buf read       + p, buf written      = 20
+//   rmsprop, centered                p, g, sq, avg read   + p, sq, avg written  = 28
+//   rmsprop with momentum            p, g, sq, buf read   + p, sq, buf written  = 28
+//   scale                            g read               + g written           = 8
+//   norm                             g read                                     = 4
 // The ceiling is the same run's copy peak (bench_util.h); the step counters and the
 // per-call overhead are what separate the per-parameter loop from the fused call, and
 // they matter most for the many small tensors (batch-norm weights and biases).
@@ -24,6 +30,8 @@ namespace kiln::bench {
 namespace {
 
 constexpr double kAdamBytesPerElement = 28.0;
+constexpr double kSgdMomentumBytesPerElement = 20.0;
+constexpr double kRmspropBytesPerElement = 28.0;  // centered, or with momentum
 
 std::vector<Tensor> tensors_like_resnet(double value) {
   std::vector<Tensor> list;
@@ -66,6 +74,41 @@ void BM_Adam_PerParameter_ResNet3d50(benchmark::State& state) {
   });
 }
 
+// The fused SGD step with a momentum buffer per parameter (PyTorch's SGD after its first
+// step), plain or Nesterov.
+void run_sgd_momentum(benchmark::State& state, const SgdStepParams& options) {
+  const std::vector<Tensor> params = tensors_like_resnet(0.5), grads = tensors_like_resnet(0.01),
+                            buffers = tensors_like_resnet(0.0);
+  run_bandwidth_benchmark(state, kSgdMomentumBytesPerElement * element_count(params),
+                          [&] { sgd_step_(params, grads, buffers, options); });
+}
+
+void BM_Sgd_Momentum_ResNet3d50(benchmark::State& state) {
+  run_sgd_momentum(state, {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
+}
+
+void BM_Sgd_Nesterov_ResNet3d50(benchmark::State& state) {
+  run_sgd_momentum(state, {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4, .nesterov = true});
+}
+
+// The fused RMSprop step; the lists an option does not use stay empty.
+void run_rmsprop(benchmark::State& state, const RmspropStepParams& options) {
+  const std::vector<Tensor> params = tensors_like_resnet(0.5), grads = tensors_like_resnet(0.01),
+                            square_avgs = tensors_like_resnet(0.0);
+  const std::vector<Tensor> buffers = options.momentum > 0 ? tensors_like_resnet(0.0) : std::vector<Tensor>{};
+  const std::vector<Tensor> grad_avgs = options.centered ? tensors_like_resnet(0.0) : std::vector<Tensor>{};
+  run_bandwidth_benchmark(state, kRmspropBytesPerElement * element_count(params),
+                          [&] { rmsprop_step_(params, grads, square_avgs, buffers, grad_avgs, options); });
+}
+
+void BM_Rmsprop_Centered_ResNet3d50(benchmark::State& state) {
+  run_rmsprop(state, {.lr = 1e-2, .weight_decay = 1e-4, .centered = true});
+}
+
+void BM_Rmsprop_Momentum_ResNet3d50(benchmark::State& state) {
+  run_rmsprop(state, {.lr = 1e-2, .weight_decay = 1e-4, .momentum = 0.9});
+}
+
 void BM_Scale_UnscaleAndCheck_ResNet3d50(benchmark::State& state) {
   const std::vector<Tensor> grads = tensors_like_resnet(1.0);
   const Tensor inv_scale = full({1}, 1.0), found_inf = zeros({1});
@@ -81,6 +124,10 @@ void BM_Norm_ResNet3d50(benchmark::State& state) {
 
 BENCHMARK(BM_Adam_Fused_ResNet3d50)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Adam_PerParameter_ResNet3d50)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Sgd_Momentum_ResNet3d50)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Sgd_Nesterov_ResNet3d50)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Rmsprop_Centered_ResNet3d50)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Rmsprop_Momentum_ResNet3d50)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Scale_UnscaleAndCheck_ResNet3d50)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Norm_ResNet3d50)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -31,12 +31,20 @@ size_t itemsize(DType dtype);
 std::string_view dtype_name(DType dtype);  // "float32", ... as PyTorch prints them
 std::ostream& operator<<(std::ostream& os, DType dtype);
 
-inline bool is_floating(DType t) {
+constexpr bool is_floating(DType t) {
   return t == DType::Float32 || t == DType::Float64 || t == DType::Float16 || t == DType::BFloat16;
 }
-inline bool is_integral(DType t, bool include_bool) {
+constexpr bool is_integral(DType t, bool include_bool) {
   return t == DType::Int64 || t == DType::Int32 || t == DType::UInt8 ||
          (include_bool && t == DType::Bool);
+}
+
+// Whether a result of dtype `from` may be written into a tensor of dtype `to` (an in-place
+// op, copy into an output): never down a category, floating into an integer or anything
+// but Bool into Bool. PyTorch's torch.can_cast.
+constexpr bool can_cast(DType from, DType to) {
+  if (is_floating(from) && !is_floating(to)) return false;
+  return from == DType::Bool || to != DType::Bool;
 }
 
 // Default dtype of floating factories and of int-tensor-times-float-scalar.

@@ -6,9 +6,10 @@
 // below, and everything derives from those rows:
 //   name         op_name(op), in every error message ("leaky_relu: unsupported dtype Bool")
 //   dtypes       the input dtypes a backend computes it in (any other input is the same
-//                kiln::Error on every backend); the op layer computes integer inputs of a
-//                floating-only op in float32 (floating_only(), core/ops/elementwise.cpp)
+//                kiln::Error on every backend)
 //   bool_result  the output is Bool whatever the input dtype (predicates, comparisons)
+//   integer_inputs (unary, floating-only codes) what the op layer does with an integer or
+//                Bool input: computes it in float32, or refuses it (Note [Integer inputs])
 //   is_backward  a fused backward functor f(grad_out, saved) = grad_in (binary only)
 // The backends, the op layer and the parity tests loop over codes 0 .. kNumUnaryOps - 1
 // (or kNumBinaryOps - 1), so a new code is tested everywhere without editing a list.
@@ -47,11 +48,25 @@ struct ElementwiseParams {
   double upper = 0.0;  // Clamp: upper bound (+inf when absent)
 };
 
+// Note [Integer inputs]: what the op layer does with an integer or Bool input of a code
+// whose dtypes are the floating types only. PyTorch has two kinds of such functions, and
+// so do we: its "unary float" ops (exp, sqrt, sigmoid, tanh) and true division compute
+// them in float32 (torch.sigmoid(int tensor) is float32), while the activations whose
+// kernels it dispatches on floating types only (gelu, silu, elu, leaky_relu, softplus)
+// refuse them ("not implemented for 'Long'"). Codes that compute integers themselves
+// (relu, abs, add) keep the input's dtype. compute_dtype() and refuses_integers() below
+// are the rule; core/ops/elementwise.cpp applies it.
+enum class IntegerInputs : uint8_t {
+  ToFloat32,  // computed in float32 (kDefaultFloat)
+  Refused,    // a kiln::Error naming the op
+};
+
 struct UnaryOpInfo {
   UnaryOp op;        // the code this row describes (row i describes code i)
   const char* name;
   DTypeSet dtypes;
   bool bool_result;
+  IntegerInputs integer_inputs = IntegerInputs::ToFloat32;  // read for floating-only codes
 };
 
 struct BinaryOpInfo {
@@ -75,12 +90,12 @@ inline constexpr UnaryOpInfo kUnaryOps[] = {
     {UnaryOp::Sigmoid, "sigmoid", kFloatingTypes, false},
     {UnaryOp::Tanh, "tanh", kFloatingTypes, false},
     {UnaryOp::Relu, "relu", kNumericTypes, false},
-    {UnaryOp::Silu, "silu", kFloatingTypes, false},
-    {UnaryOp::Gelu, "gelu", kFloatingTypes, false},          // erf form
-    {UnaryOp::GeluTanh, "gelu_tanh", kFloatingTypes, false},  // tanh approximation
-    {UnaryOp::Elu, "elu", kFloatingTypes, false},                // alpha
-    {UnaryOp::LeakyRelu, "leaky_relu", kFloatingTypes, false},   // alpha = negative slope
-    {UnaryOp::Softplus, "softplus", kFloatingTypes, false},      // alpha = beta, beta = threshold
+    {UnaryOp::Silu, "silu", kFloatingTypes, false, IntegerInputs::Refused},
+    {UnaryOp::Gelu, "gelu", kFloatingTypes, false, IntegerInputs::Refused},          // erf form
+    {UnaryOp::GeluTanh, "gelu_tanh", kFloatingTypes, false, IntegerInputs::Refused},  // tanh approximation
+    {UnaryOp::Elu, "elu", kFloatingTypes, false, IntegerInputs::Refused},                // alpha
+    {UnaryOp::LeakyRelu, "leaky_relu", kFloatingTypes, false, IntegerInputs::Refused},   // alpha = negative slope
+    {UnaryOp::Softplus, "softplus", kFloatingTypes, false, IntegerInputs::Refused},      // alpha = beta, beta = threshold
     {UnaryOp::Clamp, "clamp", kNumericTypes, false},             // lower, upper
     {UnaryOp::PowScalar, "pow", kNumericTypes, false},           // beta = exponent
     {UnaryOp::LogicalNot, "logical_not", kAllTypes, true},
@@ -136,8 +151,39 @@ constexpr const BinaryOpInfo& op_info(BinaryOp op) { return kBinaryOps[static_ca
 constexpr const char* op_name(UnaryOp op) { return op_info(op).name; }
 constexpr const char* op_name(BinaryOp op) { return op_info(op).name; }
 
-// Computed in floating point only: integer inputs become float32 in the op layer.
+// Computed in floating point only: integer and Bool inputs are computed in float32, or
+// refused (Note [Integer inputs]).
 constexpr bool floating_only(UnaryOp op) { return op_info(op).dtypes == kFloatingTypes; }
 constexpr bool floating_only(BinaryOp op) { return op_info(op).dtypes == kFloatingTypes; }
+
+// An integer or Bool input is an error (Note [Integer inputs]); binary codes never refuse.
+constexpr bool refuses_integers(UnaryOp op) {
+  return floating_only(op) && op_info(op).integer_inputs == IntegerInputs::Refused;
+}
+
+// The dtype a code computes in when its (promoted) inputs are `input`: float32 for an
+// integer or Bool input of a floating-only code, else the input's own dtype.
+constexpr DType compute_dtype(UnaryOp op, DType input) {
+  return floating_only(op) && !is_floating(input) ? kDefaultFloat : input;
+}
+constexpr DType compute_dtype(BinaryOp op, DType input) {
+  return floating_only(op) && !is_floating(input) ? kDefaultFloat : input;
+}
+
+// The dtype of its result: Bool for a bool_result code, else the compute dtype.
+constexpr DType result_dtype(UnaryOp op, DType input) {
+  return op_info(op).bool_result ? DType::Bool : compute_dtype(op, input);
+}
+constexpr DType result_dtype(BinaryOp op, DType input) {
+  return op_info(op).bool_result ? DType::Bool : compute_dtype(op, input);
+}
+
+// Only a floating-only code may refuse integers: the others compute them.
+constexpr bool refusals_are_floating_only() {
+  for (const UnaryOpInfo& row : kUnaryOps)
+    if (row.integer_inputs == IntegerInputs::Refused && row.dtypes != kFloatingTypes) return false;
+  return true;
+}
+static_assert(refusals_are_floating_only(), "IntegerInputs::Refused on a code that is not floating-only");
 
 }  // namespace kiln

@@ -175,17 +175,30 @@ RmspropScalars<M> rmsprop_scalars(const Backend::RmspropStepParams& o) {
           .weight_decay = static_cast<M>(o.weight_decay), .momentum = static_cast<M>(o.momentum)};
 }
 
-// One element; `buf` is used only with momentum, `grad_avg` only when centered.
+// RMSprop in three pieces, so that the CPU loop can store the running averages as soon as
+// they are computed (Note [RMSprop stores its averages early] in kernels/cpu/multi_tensor.cpp);
+// rmsprop_update runs them in order for one element. `buf` is used only with momentum,
+// `grad_avg` only when centered.
+
+// The gradient the update uses: g + wd p with weight decay.
 template <typename M, typename Flags>
-KM void rmsprop_update(M& param, M grad, M& square_avg, M& buf, M& grad_avg, const RmspropScalars<M>& s,
-                       const Flags& f) {
-  if (f.weight_decay) grad += s.weight_decay * param;
+KM M rmsprop_grad(M param, M grad, const RmspropScalars<M>& s, const Flags& f) {
+  return f.weight_decay ? grad + s.weight_decay * param : grad;
+}
+
+// The running averages: sq = alpha sq + (1 - alpha) g g; centered: ga = lerp(ga, g, 1 - alpha).
+template <typename M, typename Flags>
+KM void rmsprop_averages(M grad, M& square_avg, M& grad_avg, const RmspropScalars<M>& s, const Flags& f) {
   square_avg = s.alpha * square_avg + s.one_minus_alpha * grad * grad;
-  M variance = square_avg;
-  if (f.centered) {
-    grad_avg = lerp(grad_avg, grad, s.one_minus_alpha);
-    variance = square_avg - grad_avg * grad_avg;
-  }
+  if (f.centered) grad_avg = lerp(grad_avg, grad, s.one_minus_alpha);
+}
+
+// The step from the updated averages: avg = sqrt(sq - ga ga, or sq) + eps, then p -= lr g / avg
+// (with momentum through buf).
+template <typename M, typename Flags>
+KM void rmsprop_apply(M& param, M grad, M square_avg, M grad_avg, M& buf, const RmspropScalars<M>& s,
+                      const Flags& f) {
+  const M variance = f.centered ? square_avg - grad_avg * grad_avg : square_avg;
   const M avg = std::sqrt(variance) + s.eps;
   if (f.momentum) {
     buf = s.momentum * buf + grad / avg;
@@ -193,6 +206,15 @@ KM void rmsprop_update(M& param, M grad, M& square_avg, M& buf, M& grad_avg, con
   } else {
     param = param - s.lr * (grad / avg);
   }
+}
+
+// One element, the three pieces in order (what the CUDA functor runs).
+template <typename M, typename Flags>
+KM void rmsprop_update(M& param, M grad, M& square_avg, M& buf, M& grad_avg, const RmspropScalars<M>& s,
+                       const Flags& f) {
+  grad = rmsprop_grad(param, grad, s, f);
+  rmsprop_averages(grad, square_avg, grad_avg, s, f);
+  rmsprop_apply(param, grad, square_avg, grad_avg, buf, s, f);
 }
 
 #undef KM

@@ -53,9 +53,9 @@ Tensor wrap_scalar(Scalar value, const Tensor& like) {
 Tensor binary_kernel(BinaryOp op, const Tensor& a, const Tensor& b, const ElementwiseParams& params) {
   const char* name = op_name(op);
   KILN_CHECK(a.defined() && b.defined(), name, ": undefined tensor");
-  DType compute = result_type({promotion_operand(a), promotion_operand(b)});
-  if (floating_only(op) && !is_floating(compute)) compute = kDefaultFloat;  // div of integers
-  const DType out_dtype = op_info(op).bool_result ? DType::Bool : compute;
+  const DType promoted = result_type({promotion_operand(a), promotion_operand(b)});
+  const DType compute = compute_dtype(op, promoted);  // div of integers: float32
+  const DType out_dtype = result_dtype(op, promoted);
   const Device device = common_device(a, b, name);
   const std::vector<int64_t> shape = broadcast_shapes(a.sizes(), b.sizes(), name);
   NoGradGuard no_grad;
@@ -69,9 +69,10 @@ Tensor binary_kernel(BinaryOp op, const Tensor& a, const Tensor& b, const Elemen
 Tensor unary_kernel(UnaryOp op, const Tensor& x, const ElementwiseParams& params) {
   const char* name = op_name(op);
   KILN_CHECK(x.defined(), name, ": undefined tensor");
-  DType compute = x.dtype();
-  if (floating_only(op) && !is_floating(compute)) compute = kDefaultFloat;  // exp of integers
-  const DType out_dtype = op_info(op).bool_result ? DType::Bool : compute;
+  KILN_CHECK(is_floating(x.dtype()) || !refuses_integers(op), name, ": expected a floating-point tensor, got ",
+             x.dtype());  // Note [Integer inputs]: gelu of integers
+  const DType compute = compute_dtype(op, x.dtype());  // exp of integers: float32
+  const DType out_dtype = result_dtype(op, x.dtype());
   NoGradGuard no_grad;
   const Tensor xc = to(x, x.device(), compute);
   Tensor out = empty(x.sizes(), {.dtype = out_dtype, .device = x.device()});

@@ -27,8 +27,8 @@ void check_result_fits(const Tensor& self, const Tensor& result, const char* op)
   KILN_CHECK(result.sizes() == self.sizes(), op, ": the result's shape ", result.sizes(),
              " does not match the in-place destination's shape ", self.sizes(),
              " (an in-place op cannot broadcast its destination)");
-  KILN_CHECK(is_floating(self.dtype()) || !is_floating(result.dtype()), op, ": result type ",
-             result.dtype(), " can't be cast to the destination's type ", self.dtype());
+  KILN_CHECK(can_cast(result.dtype(), self.dtype()), op, ": result type ", result.dtype(),
+             " can't be cast to the desired output type ", self.dtype());
 }
 
 }  // namespace
@@ -67,7 +67,8 @@ Tensor& apply_inplace(Tensor& self, const std::vector<Tensor>& others, const cha
 namespace {
 
 // add_/sub_/mul_/div_: the kernel writes straight into self when nothing is recorded and
-// no promotion is needed; otherwise the general path.
+// the op's result has self's dtype (the op table's result_dtype); otherwise the general
+// path, which refuses a result self cannot hold (div_ of integers, Note [Integer inputs]).
 Tensor& binary_inplace(Tensor& self, const Tensor& other, BinaryOp op, double alpha, const char* name,
                        const OutOfPlaceFn& out_of_place) {
   KILN_CHECK(self.defined() && other.defined(), name, ": undefined tensor");
@@ -76,7 +77,7 @@ Tensor& binary_inplace(Tensor& self, const Tensor& other, BinaryOp op, double al
              self.sizes());
   const bool direct = !autograd::any_requires_grad({&self, &other}) && other.dtype() == self.dtype() &&
                       other.device() == self.device() && self.numel() > 0 &&
-                      !(op == BinaryOp::Div && !is_floating(self.dtype()));
+                      result_dtype(op, self.dtype()) == self.dtype();  // not div_ of integers
   if (!direct) return apply_inplace(self, {other}, name, out_of_place);
   check_inplace_allowed(self, false, name);
   const Tensor b = expand(other, self.sizes());  // also checks that other broadcasts to self
@@ -104,7 +105,7 @@ Tensor& Tensor::mul_(const Tensor& other) {
 
 Tensor& Tensor::mul_(Scalar other) {
   KILN_CHECK(defined(), "mul_: undefined tensor");
-  return mul_(wrap_scalar(other, *this).to(dtype()));
+  return mul_(wrap_scalar(other, *this));  // an int tensor times 2.5 is float32: refused, not truncated
 }
 
 Tensor& Tensor::div_(const Tensor& other) {

@@ -1,9 +1,10 @@
 // DType basics and Note [Type promotion] (core/dtype.h): sizes and names of every dtype,
-// the full promote_types table written out by hand from PyTorch's rules, result_type's
-// three priority classes (dimensioned > zero-dim > wrapped number), and the same rules
-// seen through real ops (the dtype an op's result actually has).
+// the can_cast and promote_types tables written out by hand from PyTorch's rules,
+// result_type's three priority classes (dimensioned > zero-dim > wrapped number), and the
+// same rules seen through real ops (the dtype an op's result actually has).
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <sstream>
 
 #include "core/ops.h"
@@ -60,6 +61,27 @@ TEST(DType, Categories) {
     EXPECT_EQ(is_floating(t), floating) << t;
     EXPECT_EQ(is_integral(t, /*include_bool=*/false), !floating && t != DType::Bool) << t;
     EXPECT_EQ(is_integral(t, /*include_bool=*/true), !floating) << t;
+  }
+}
+
+// torch.can_cast over Kiln's dtypes, by hand in the order of kAll (f32 f64 f16 bf16 i64 i32
+// u8 b): row = from, column = to. Floating casts only to floating, anything but Bool not to
+// Bool; within a category, and up one, every cast is allowed (precision is not checked).
+TEST(DType, CanCastTable) {
+  const bool kTable[8][8] = {
+      {1, 1, 1, 1, 0, 0, 0, 0},  // float32
+      {1, 1, 1, 1, 0, 0, 0, 0},  // float64
+      {1, 1, 1, 1, 0, 0, 0, 0},  // float16
+      {1, 1, 1, 1, 0, 0, 0, 0},  // bfloat16
+      {1, 1, 1, 1, 1, 1, 1, 0},  // int64
+      {1, 1, 1, 1, 1, 1, 1, 0},  // int32
+      {1, 1, 1, 1, 1, 1, 1, 0},  // uint8
+      {1, 1, 1, 1, 1, 1, 1, 1},  // bool
+  };
+  for (size_t from = 0; from < std::size(kAll); ++from) {
+    for (size_t to = 0; to < std::size(kAll); ++to) {
+      EXPECT_EQ(can_cast(kAll[from], kAll[to]), kTable[from][to]) << kAll[from] << " -> " << kAll[to];
+    }
   }
 }
 

@@ -37,6 +37,24 @@ TEST(Elementwise, InPlaceOpsWriteIntoSelfAndBumpTheVersion) {
   EXPECT_TRUE(all_equal(base, tensor<double>({0, 5, 0, 0, 5, 0}, {2, 3})));
 }
 
+// PyTorch's rule for in-place results (torch.can_cast): self keeps its dtype, and a result
+// it cannot hold without changing category is an error, never a silent truncation.
+TEST(Elementwise, InPlaceResultMustCastToSelfsDtype) {
+  Tensor i = tensor<int64_t>({4, 6});
+  EXPECT_KILN_ERROR(i.div_(tensor<int64_t>({2, 4})), "div_",
+                    "result type float32 can't be cast to the desired output type int64");
+  EXPECT_KILN_ERROR(i.add_(tensor<float>({1, 1})), "add_", "result type float32 can't be cast", "int64");
+  EXPECT_KILN_ERROR(i.mul_(2.5), "mul_", "result type float32 can't be cast", "int64");
+  EXPECT_TRUE(all_equal(i, tensor<int64_t>({4, 6})));  // nothing written
+  Tensor flags = tensor<bool>({true, false});
+  EXPECT_KILN_ERROR(flags.add_(tensor<int64_t>({1, 1})), "add_", "result type int64 can't be cast", "bool");
+  i.mul_(3).add_(tensor<int32_t>({1, 1}));  // integer results fit
+  EXPECT_TRUE(all_equal(i, tensor<int64_t>({13, 19})));
+  Tensor h = tensor<double>({1, 2}).to(DType::Float16);
+  h.div_(tensor<int64_t>({2, 4}));  // a float16 result of float16 / int64 fits
+  EXPECT_TRUE(all_equal(h, tensor<double>({0.5, 0.5}).to(DType::Float16)));
+}
+
 TEST(Autograd, InPlaceRules) {
   Tensor w = leaf({1, 2});
   EXPECT_KILN_ERROR(w.add_(tensor<double>({1, 1})), "add_", "leaf");

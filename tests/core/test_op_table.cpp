@@ -2,7 +2,8 @@
 // and BinaryOp code, the backend computes it in exactly the dtypes of its row (any other
 // is an error naming the op), its result is Bool exactly when the row says so, its values
 // in float64 match a reference written here from the op's definition (special values
-// included), and the op layer computes integer inputs of a floating-only code in float32.
+// included), and the op layer computes integer inputs of a floating-only code in float32
+// or refuses them, as its row says (Note [Integer inputs]).
 // The loops run over 0 .. kNumUnaryOps - 1, so a new code fails here until it has a
 // reference. (The CUDA backend's parity test, tests/cuda/test_cuda_elementwise.cpp, loops
 // over the same range against this backend.)
@@ -212,11 +213,15 @@ TEST(OpTable, EveryBinaryCodeMatchesItsReference) {
   }
 }
 
-TEST(OpTable, IntegerInputsOfFloatingOnlyCodesComputeInFloat32) {
+TEST(OpTable, IntegerInputsOfFloatingOnlyCodesComputeInFloat32OrAreRefused) {
   const Tensor ints = tensor<int32_t>({1, 2, 4});
   for (int code = 0; code < kNumUnaryOps; ++code) {
     const UnaryOp op = static_cast<UnaryOp>(code);
     SCOPED_TRACE(op_name(op));
+    if (refuses_integers(op)) {
+      EXPECT_KILN_ERROR(unary_kernel(op, ints, kParams), op_name(op), "expected a floating-point tensor, got int32");
+      continue;
+    }
     const DType expected = op_info(op).bool_result ? DType::Bool : floating_only(op) ? DType::Float32 : DType::Int32;
     EXPECT_EQ(unary_kernel(op, ints, kParams).dtype(), expected);
   }

@@ -11,10 +11,13 @@
 // boundary (a contiguous narrow at offset 1), so chunks take the scalar path while their
 // neighbours take the vector path. Every dtype (float32, float64, float16, bfloat16).
 //
-// Tolerance: the CPU and the GPU evaluate the same formulas, but not always in the same
-// order or with the same rounding of the hyperparameter combinations, and the norm sums
-// in another order: the dtype's tolerance times a small slack. Skipped steps and flags
-// are compared exactly. Skips without a GPU.
+// Tolerance: both backends run the same per-element functions (kernels/optimizer_math.h,
+// Note [Optimizer formulas]) with the hyperparameter combinations rounded the same way,
+// so a step differs only where the compilers do: nvcc fuses a * b + c into one
+// multiply-add, which GCC does not for the CPU build (SSE2, no FMA), and the device's
+// sqrt and pow may round differently. That is the dtype's tolerance times a small slack
+// (kStepSlack); the norm sums in another order (kNormSlack). Skipped steps and flags are
+// compared exactly. Skips without a GPU.
 #include <cmath>
 #include <functional>
 #include <iterator>
