@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -73,11 +74,13 @@ Tensor sample(const std::vector<int64_t>& sizes, DType dtype, uint64_t seed) {
 }
 
 // A safetensors file from a header text and a data buffer of `data_bytes` bytes.
+// (Sized up front and filled in place: GCC 12 reports a false -Warray-bounds for
+// vector::insert after a fixed-size vector, an error in CI's -Werror build.)
 std::vector<uint8_t> make_file(const std::string& header, size_t data_bytes) {
-  std::vector<uint8_t> bytes(8);
-  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<uint8_t>(uint64_t{header.size()} >> (8 * i));
-  bytes.insert(bytes.end(), header.begin(), header.end());
-  for (size_t i = 0; i < data_bytes; ++i) bytes.push_back(static_cast<uint8_t>(i % 2));
+  std::vector<uint8_t> bytes(8 + header.size() + data_bytes);
+  for (size_t i = 0; i < 8; ++i) bytes[i] = static_cast<uint8_t>(uint64_t{header.size()} >> (8 * i));
+  std::copy(header.begin(), header.end(), bytes.begin() + 8);
+  for (size_t i = 0; i < data_bytes; ++i) bytes[8 + header.size() + i] = static_cast<uint8_t>(i % 2);
   return bytes;
 }
 
