@@ -5,7 +5,8 @@
 // the math type and the GPU, and some need a scratch workspace of up to gigabytes. This
 // file decides, for one key, which to run; conv_algorithms.cpp plugs in the real cuDNN
 // (ConvAlgorithmSource) and the caching allocator (WorkspaceMemory), and the host tests
-// (tests/cuda/internal/test_conv_algorithm_cache.cpp) plug in fakes.
+// (tests/cuda/host/test_conv_algorithm_cache.cpp) plug in fakes. Being host C++, it is
+// compiled in every configuration (kiln_conv_algorithm_cache, kernels/CMakeLists.txt).
 //
 // Note [Choosing a conv algorithm]: for a key,
 //   1. the cache answers if it holds the key (a hit), unless benchmark mode is on and the

@@ -1,5 +1,8 @@
 // Saving and loading the conv algorithm cache (conv_algorithm_cache.h) as a text file,
-// with no CUDA in it, so that a second run of the same model searches nothing.
+// so that a second run of the same model searches nothing. Host C++ with no CUDA header:
+// like conv_algorithm_cache.cpp it is built in every configuration (the object library
+// kiln_conv_algorithm_cache), so its tests, and a fuzzer of its parser, run in a CPU-only
+// build.
 //
 // Note [Algorithm cache file]: a few header lines, then one line per entry:
 //
