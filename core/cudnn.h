@@ -47,11 +47,18 @@ void reset_stats();
 // Forgets every cached choice (the next convolution of each key looks up or searches again).
 void clear_algorithm_cache();
 
-// Writes the cache to `path` atomically (a temporary file beside it, then a rename).
-// Returns the number of entries written. (What is saved is the process's one cache, so
-// the path is the only argument: Note [Save and load argument order] in
-// core/safetensors.h.)
-int64_t save_algorithm_cache(const std::string& path);
+// What save_algorithm_cache did. The file is written whenever it returns.
+struct SaveReport {
+  int64_t entries = 0;   // entries written
+  bool durable = true;   // false: the folder's fsync failed after the rename (Note [Atomic save])
+  std::string message;   // one line: what was written, and the durability warning if any
+};
+
+// Writes the cache to `path` atomically (Note [Atomic save] in core/atomic_file.h: a
+// temporary file beside it, then a rename; a symlink stays a symlink, the mode is kept).
+// (What is saved is the process's one cache, so the path is the only argument: Note [Save
+// and load argument order] in core/safetensors.h.)
+SaveReport save_algorithm_cache(const std::string& path);
 
 // What load_algorithm_cache did.
 struct LoadReport {

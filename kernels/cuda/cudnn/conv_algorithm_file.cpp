@@ -1,19 +1,15 @@
-// The algorithm cache file of Note [Algorithm cache file] (conv_algorithm_file.h): an
-// atomic POSIX write, and a strict line parser that turns every defect into a kiln::Error
-// naming the file and the line.
+// The algorithm cache file of Note [Algorithm cache file] (conv_algorithm_file.h): the
+// text written through the one atomic writer (core/atomic_file.h), and a strict line
+// parser that turns every defect into a kiln::Error naming the file and the line.
 #include "kernels/cuda/cudnn/conv_algorithm_file.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string_view>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace kiln::cuda {
@@ -59,55 +55,6 @@ std::string file_text(const AlgorithmCacheIdentity& identity,
   text += "entries " + std::to_string(entries.size()) + "\n";
   for (const auto& [key, entry] : entries) text += entry_line(key, entry);
   return text;
-}
-
-// Owns a POSIX file descriptor (RAII).
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  // Closes now, reporting the error a close can reveal (a failed delayed write).
-  int close() { return ::close(std::exchange(fd_, -1)); }
-
- private:
-  int fd_;
-};
-
-void check_errno(bool ok, const std::string& path, const char* what) {
-  KILN_CHECK(ok, "save_algorithm_cache: cannot ", what, " ", path, ": ", std::strerror(errno));
-}
-
-// text -> temp (same folder, so the rename stays on one file system) -> fsync -> rename
-// -> fsync of the folder, so the rename itself survives a crash.
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::filesystem::path target(path);
-  const std::filesystem::path folder = target.has_parent_path() ? target.parent_path() : ".";
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  {
-    Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    check_errno(fd.get() >= 0, temp, "create");
-    try {
-      for (size_t done = 0; done < text.size();) {
-        const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        check_errno(n > 0, temp, "write");
-        done += static_cast<size_t>(n);
-      }
-      check_errno(::fsync(fd.get()) == 0, temp, "fsync");
-      check_errno(fd.close() == 0, temp, "close");
-      check_errno(::rename(temp.c_str(), path.c_str()) == 0, path, "rename the temporary file onto");
-    } catch (...) {
-      ::unlink(temp.c_str());
-      throw;
-    }
-  }
-  Fd dir(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.get() >= 0) ::fsync(dir.get());  // best effort: some file systems refuse it
 }
 
 // ---- reading ------------------------------------------------------------------------------
@@ -285,11 +232,14 @@ std::string_view header_value(const std::string& path, const std::vector<std::st
 
 }  // namespace
 
-int64_t write_algorithm_file(const std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>>& entries,
-                             const std::string& path, const AlgorithmCacheIdentity& identity) {
+cudnn::SaveReport write_algorithm_file(const std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>>& entries,
+                                       const std::string& path, const AlgorithmCacheIdentity& identity) {
   KILN_CHECK(identity.gpu.find('\n') == std::string::npos, "save_algorithm_cache: a GPU name with a newline");
-  write_atomically(path, file_text(identity, entries));
-  return static_cast<int64_t>(entries.size());
+  const SaveStatus status = save_atomically(file_text(identity, entries), path, "save_algorithm_cache");
+  const int64_t count = static_cast<int64_t>(entries.size());
+  std::string message = "saved " + std::to_string(count) + " algorithm choices to " + path;
+  if (!status.durable) message += "; " + status.warning;
+  return {.entries = count, .durable = status.durable, .message = std::move(message)};
 }
 
 cudnn::LoadReport read_algorithm_file(ConvAlgorithmCache& cache, const std::string& path,

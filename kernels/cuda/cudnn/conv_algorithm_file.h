@@ -18,10 +18,13 @@
 // single spaces; each algorithm is algo:math:workspace_bytes:deterministic, best first. Algorithm numbers
 // and their speeds belong to one GPU model and one cuDNN version, so the file says which:
 // a file for another GPU or cuDNN loads nothing (a report says so; it is not an error).
-// Writing is atomic (a temporary file in the same folder, fsync, rename), so a crash
-// leaves the old file or the new one, never half of one. Reading trusts nothing: every
-// field is checked, sizes are bounded before anything is allocated, and a bad file is a
-// kiln::Error naming the file, the line and what is wrong.
+// Writing goes through Kiln's one atomic writer (Note [Atomic save] in core/atomic_file.h):
+// a crash leaves the old file or the new one, never half of one; two threads saving one
+// path each write their own temporary file; a symlink stays a symlink and the mode is
+// kept; a failing folder fsync after the rename is reported (SaveReport.durable), not
+// thrown. Reading trusts nothing: every field is checked, sizes are bounded before
+// anything is allocated, and a bad file is a kiln::Error naming the file, the line and
+// what is wrong.
 #pragma once
 
 #include <cstdint>
@@ -45,10 +48,11 @@ struct AlgorithmCacheIdentity {
 // A file larger than this is not an algorithm cache (a model has hundreds of entries).
 inline constexpr int64_t kMaxAlgorithmFileBytes = int64_t{64} << 20;
 
-// Writes `entries` to `path` atomically; returns how many were written. Arguments in the
-// order of Note [Save and load argument order] (core/safetensors.h): what, path, options.
-int64_t write_algorithm_file(const std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>>& entries,
-                             const std::string& path, const AlgorithmCacheIdentity& identity);
+// Writes `entries` to `path` atomically; the report says how many and whether the save is
+// durable. Arguments in the order of Note [Save and load argument order]
+// (core/safetensors.h): what, path, options.
+cudnn::SaveReport write_algorithm_file(const std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>>& entries,
+                                       const std::string& path, const AlgorithmCacheIdentity& identity);
 
 // Adds the entries of `path` to `cache` when the file's identity is `identity`.
 cudnn::LoadReport read_algorithm_file(ConvAlgorithmCache& cache, const std::string& path,

@@ -21,6 +21,7 @@
 #include "kernels/cuda/runtime.h"
 
 namespace kiln::cuda {
+
 namespace {
 
 // The perf results cuDNN ran successfully, as the cache's ConvAlgorithms. The three
@@ -238,7 +239,7 @@ void CudaBackend::reset_conv_algorithm_stats() { conv_algorithm_cache().reset_st
 
 void CudaBackend::clear_conv_algorithm_cache() { conv_algorithm_cache().clear(); }
 
-int64_t CudaBackend::save_conv_algorithm_cache(const std::string& path) {
+cudnn::SaveReport CudaBackend::save_conv_algorithm_cache(const std::string& path) {
   return write_algorithm_file(conv_algorithm_cache().entries(), path, this_machine());
 }
 

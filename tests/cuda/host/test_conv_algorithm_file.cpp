@@ -1,14 +1,22 @@
 // The cuDNN algorithm cache file without a GPU (kernels/cuda/cudnn/conv_algorithm_file.h):
-// its round trip, its identity check and its errors for corrupt input.
+// its round trip, its identity check, its errors for corrupt input, and its atomic save
+// (Note [Atomic save]): concurrent saves, the mode and symlinks kept, a folder fsync
+// failure reported.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "kernels/cuda/cudnn/conv_algorithm_cache.h"
 #include "kernels/cuda/cudnn/conv_algorithm_file.h"
@@ -91,13 +99,22 @@ class ConvAlgorithmFile : public ::testing::Test {
     return lines;
   }
 
+  std::vector<std::string> folder_entries() const {
+    std::vector<std::string> names;
+    for (const auto& item : std::filesystem::directory_iterator(folder_)) {
+      names.push_back(item.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
   const AlgorithmCacheIdentity kIdentity{.gpu = "NVIDIA H200", .cudnn_version = 91900};
   std::filesystem::path folder_;
 };
 
 TEST_F(ConvAlgorithmFile, RoundTripRestoresEveryEntry) {
   const auto original = saved_entries();
-  EXPECT_EQ(write_algorithm_file(original, path(), kIdentity), 3);
+  EXPECT_EQ(write_algorithm_file(original, path(), kIdentity).entries, 3);
   ConvAlgorithmCache loaded;
   const cudnn::LoadReport report = read_algorithm_file(loaded, path(), kIdentity);
   EXPECT_TRUE(report.loaded) << report.message;
@@ -227,6 +244,78 @@ TEST_F(ConvAlgorithmFile, AnOversizedOrMissingFileIsRefusedBeforeReading) {
       },
       Error);
   EXPECT_THROW(read_algorithm_file(cache, path("missing.txt"), kIdentity), Error);
+}
+
+// ---- the atomic save (Note [Atomic save]) -----------------------------------------------------
+
+// The temporary file was once "<path>.tmp.<pid>", opened without O_EXCL: two threads
+// saving one path wrote into the same file and one rename failed.
+TEST_F(ConvAlgorithmFile, TwoThreadsSavingOnePathBothSucceed) {
+  const auto all = saved_entries();
+  const std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>> one(all.begin(), all.begin() + 1);
+  std::vector<std::string> errors(2);
+  auto save_many = [&](int thread) {
+    try {
+      for (int i = 0; i < 50; ++i) write_algorithm_file(thread == 0 ? all : one, path(), kIdentity);
+    } catch (const Error& e) {
+      errors[thread] = e.what();
+    }
+  };
+  std::thread first(save_many, 0), second(save_many, 1);
+  first.join();
+  second.join();
+  EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
+  ConvAlgorithmCache cache;
+  const int64_t loaded = read_algorithm_file(cache, path(), kIdentity).entries;  // a whole file
+  EXPECT_TRUE(loaded == 3 || loaded == 1) << loaded;
+  EXPECT_EQ(folder_entries(), std::vector<std::string>{"algos.txt"});
+}
+
+TEST_F(ConvAlgorithmFile, SavingKeepsTheModeAndTheSymlink) {
+  write_algorithm_file({}, path(), kIdentity);
+  ASSERT_EQ(::chmod(path().c_str(), 0600), 0);
+  std::filesystem::create_symlink("algos.txt", path("link.txt"));
+  write_algorithm_file(saved_entries(), path("link.txt"), kIdentity);
+  EXPECT_TRUE(std::filesystem::is_symlink(path("link.txt")));
+  struct stat info {};
+  ASSERT_EQ(::stat(path().c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  ConvAlgorithmCache cache;
+  EXPECT_EQ(read_algorithm_file(cache, path(), kIdentity).entries, 3);
+}
+
+TEST_F(ConvAlgorithmFile, AFolderFsyncFailureIsReportedNotThrown) {
+  cudnn::SaveReport report;
+  {
+    const ScopedAtomicFileFault fault(AtomicFileStep::SyncFolder, EIO);
+    report = write_algorithm_file(saved_entries(), path(), kIdentity);
+  }
+  EXPECT_EQ(report.entries, 3);
+  EXPECT_FALSE(report.durable);
+  EXPECT_NE(report.message.find("fsync(" + folder_.string() + ") failed: " + std::strerror(EIO)), std::string::npos)
+      << report.message;
+  ConvAlgorithmCache cache;
+  EXPECT_EQ(read_algorithm_file(cache, path(), kIdentity).entries, 3);  // in place all the same
+  EXPECT_TRUE(write_algorithm_file(saved_entries(), path(), kIdentity).durable);
+}
+
+TEST_F(ConvAlgorithmFile, AFailedSaveLeavesTheOldFileAndNoTemporary) {
+  write_algorithm_file(saved_entries(), path(), kIdentity);
+  {
+    const ScopedAtomicFileFault fault(AtomicFileStep::Rename, EXDEV);
+    try {
+      write_algorithm_file({}, path(), kIdentity);
+      FAIL() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("save_algorithm_cache: cannot save " + path()), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::string("failed: ") + std::strerror(EXDEV)), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(folder_entries(), std::vector<std::string>{"algos.txt"});
+  ConvAlgorithmCache cache;
+  EXPECT_EQ(read_algorithm_file(cache, path(), kIdentity).entries, 3);
 }
 
 }  // namespace
