@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kiln::cudnn {
 
@@ -64,13 +65,17 @@ SaveReport save_algorithm_cache(const std::string& path);
 struct LoadReport {
   bool loaded = false;     // false when the file is for another GPU or cuDNN version
   int64_t entries = 0;     // entries added to the cache
+  // One line per entry left out because the algorithm rules refuse it (deterministic mode,
+  // TF32, unknown algorithm numbers): "<file>:<line>: <why>".
+  std::vector<std::string> dropped;
   std::string message;     // one line saying what happened and why
 };
 
 // Adds the entries of a file written by save_algorithm_cache. A file written on another
 // GPU or with another cuDNN version loads nothing (report.loaded false, the message says
 // which differs); a corrupt or truncated file is a kiln::Error naming the file, the line
-// and the problem.
+// and the problem; an entry the algorithm rules refuse is left out and listed in
+// report.dropped (a search then ranks its key afresh).
 LoadReport load_algorithm_cache(const std::string& path);
 
 }  // namespace kiln::cudnn

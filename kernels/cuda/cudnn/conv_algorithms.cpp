@@ -22,6 +22,12 @@
 
 namespace kiln::cuda {
 
+// The host code's algorithm ranges (Note [Usable algorithms]) are cuDNN's.
+static_assert(kConvAlgorithmCount[static_cast<int>(ConvPass::Forward)] == CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+static_assert(kConvAlgorithmCount[static_cast<int>(ConvPass::BackwardData)] == CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
+static_assert(kConvAlgorithmCount[static_cast<int>(ConvPass::BackwardFilter)] ==
+              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+
 namespace {
 
 // The perf results cuDNN ran successfully, as the cache's ConvAlgorithms. The three

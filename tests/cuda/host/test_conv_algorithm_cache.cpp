@@ -318,5 +318,62 @@ TEST(ConvAlgorithmCache, UsabilityRules) {
   EXPECT_TRUE(usable(key, algorithm(1, 0, true, ConvMath::TensorOp), SIZE_MAX));
 }
 
+// Algorithm numbers are cuDNN's enum values for the pass: 0..7 forward, 0..5 backward
+// data, 0..6 backward filter; anything else is refused, whoever offers it.
+TEST(ConvAlgorithmCache, OnlyAlgorithmNumbersCudnnDefinesForThePassAreUsable) {
+  const std::pair<ConvPass, int> counts[] = {
+      {ConvPass::Forward, 8}, {ConvPass::BackwardData, 6}, {ConvPass::BackwardFilter, 7}};
+  for (const auto& [pass, count] : counts) {
+    ConvKey key = base_key();
+    key.pass = pass;
+    EXPECT_EQ(kConvAlgorithmCount[static_cast<int>(pass)], count);
+    EXPECT_TRUE(usable(key, algorithm(0, 0), SIZE_MAX)) << conv_pass_name(pass);
+    EXPECT_TRUE(usable(key, algorithm(count - 1, 0), SIZE_MAX)) << conv_pass_name(pass);
+    EXPECT_FALSE(usable(key, algorithm(count, 0), SIZE_MAX)) << conv_pass_name(pass);
+    EXPECT_FALSE(usable(key, algorithm(-1, 0), SIZE_MAX)) << conv_pass_name(pass);
+  }
+}
+
+TEST(ConvAlgorithmCache, EachRefusalSaysWhy) {
+  ConvKey key = base_key();
+  key.deterministic = true;
+  const std::pair<ConvAlgorithm, const char*> cases[] = {
+      {algorithm(8, 0), "not an algorithm cuDNN defines for this pass"},
+      {algorithm(1, 0, /*deterministic=*/false), "not deterministic, but the key is in deterministic mode"},
+      {algorithm(1, 0, true, ConvMath::TensorOpAllowConversion), "a tensor-op math algorithm, but the key's math is fma"},
+      {algorithm(1, 2 * kMiB), "its workspace is larger than the search's"},
+  };
+  for (const auto& [refused, why] : cases) {
+    const char* said = why_unusable(key, refused, kMiB);
+    ASSERT_NE(said, nullptr) << why;
+    EXPECT_NE(std::string(said).find(why), std::string::npos) << said;
+  }
+  EXPECT_EQ(why_unusable(key, algorithm(1, kMiB), kMiB), nullptr);
+}
+
+// The one filter every ranking passes (a search's, heuristics', a loaded one): the usable
+// algorithms in order, each as it runs, and each refused one with its reason.
+TEST(ConvAlgorithmCache, UsableRankingKeepsTheOrderAndListsTheRefused) {
+  ConvKey key = base_key();  // math Fma
+  std::vector<RefusedAlgorithm> refused;
+  const std::vector<ConvAlgorithm> kept = usable_ranking(
+      key, {algorithm(2, 0, true, ConvMath::TensorOp), algorithm(5, 0, true, ConvMath::Default), algorithm(9, 0),
+            algorithm(0, 0)},
+      SIZE_MAX, &refused);
+  EXPECT_EQ(kept, (std::vector<ConvAlgorithm>{algorithm(5, 0), algorithm(0, 0)}));  // default math runs as FMA
+  ASSERT_EQ(refused.size(), 2u);
+  EXPECT_EQ(refused[0].algorithm.algo, 2);
+  EXPECT_EQ(refused[1].algorithm.algo, 9);
+  EXPECT_EQ(usable_ranking(key, {algorithm(3, 0)}, SIZE_MAX), (std::vector<ConvAlgorithm>{algorithm(3, 0)}));
+}
+
+TEST(ConvAlgorithmCache, ASearchDropsAnAlgorithmNumberCudnnDoesNotDefine) {
+  ConvAlgorithmCache cache;
+  FakeSource source;
+  FakeWorkspaceMemory memory;
+  source.timed = {algorithm(11, 0), algorithm(4, 0)};
+  EXPECT_EQ(cache.choose(base_key(), true, source, memory).algorithm.algo, 4);
+}
+
 }  // namespace
 }  // namespace kiln::cuda

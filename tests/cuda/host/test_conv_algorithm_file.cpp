@@ -1,7 +1,8 @@
 // The cuDNN algorithm cache file without a GPU (kernels/cuda/cudnn/conv_algorithm_file.h):
-// its round trip, its identity check, its errors for corrupt input, and its atomic save
-// (Note [Atomic save]): concurrent saves, the mode and symlinks kept, a folder fsync
-// failure reported.
+// its round trip, its identity check, its errors for corrupt input, the algorithm rules
+// applied to loaded entries (Note [Algorithm cache file]), and its atomic save (Note
+// [Atomic save]): concurrent saves, the mode and symlinks kept, a folder fsync failure
+// reported.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -97,6 +99,14 @@ class ConvAlgorithmFile : public ::testing::Test {
     std::vector<std::string> lines;
     for (std::string line; std::getline(in, line);) lines.push_back(line);
     return lines;
+  }
+
+  // Saves one entry of `key` ranking `ranking` (the writer checks no rules, so a file a
+  // looser Kiln could have written is easy to make) and loads it into `cache`.
+  cudnn::LoadReport load_one(ConvAlgorithmCache& cache, const ConvKey& key,
+                             const std::vector<ConvAlgorithm>& ranking) const {
+    write_algorithm_file({{key, {.ranking = ranking, .searched = true}}}, path(), kIdentity);
+    return read_algorithm_file(cache, path(), kIdentity);
   }
 
   std::vector<std::string> folder_entries() const {
@@ -244,6 +254,124 @@ TEST_F(ConvAlgorithmFile, AnOversizedOrMissingFileIsRefusedBeforeReading) {
       },
       Error);
   EXPECT_THROW(read_algorithm_file(cache, path("missing.txt"), kIdentity), Error);
+}
+
+TEST_F(ConvAlgorithmFile, TheParserReadsBytesWithoutAFile) {
+  write_algorithm_file(saved_entries(), path(), kIdentity);
+  std::ifstream in(path(), std::ios::binary);
+  const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  ConvAlgorithmCache cache;
+  const cudnn::LoadReport report = read_algorithm_bytes(cache, bytes, kIdentity, "algos in memory");
+  EXPECT_EQ(report.entries, 3);
+  EXPECT_NE(report.message.find("algos in memory"), std::string::npos) << report.message;
+  try {
+    read_algorithm_bytes(cache, bytes.substr(0, bytes.size() - 1), kIdentity);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("<memory> is truncated"), std::string::npos) << e.what();
+  }
+}
+
+// ---- the algorithm rules on loaded entries (Note [Algorithm cache file]) ---------------------
+
+TEST_F(ConvAlgorithmFile, ADeterministicKeyDropsAnEntryWithANonDeterministicAlgorithm) {
+  ConvKey key = base_key();
+  key.pass = ConvPass::BackwardFilter;
+  key.deterministic = true;
+  ConvAlgorithmCache cache;
+  const cudnn::LoadReport report = load_one(cache, key, {algorithm(1, 0, true), algorithm(3, 0, false)});
+  EXPECT_TRUE(report.loaded);
+  EXPECT_EQ(report.entries, 0);
+  EXPECT_EQ(cache.size(), 0u);
+  ASSERT_EQ(report.dropped.size(), 1u);
+  EXPECT_NE(report.dropped[0].find(path() + ":5: left out the backward_filter entry"), std::string::npos)
+      << report.dropped[0];
+  EXPECT_NE(report.dropped[0].find("algorithm 3 (fma) is not deterministic, but the key is in deterministic mode"),
+            std::string::npos)
+      << report.dropped[0];
+  EXPECT_NE(report.message.find("left out 1 that the algorithm rules refuse"), std::string::npos) << report.message;
+  // The same ranking in a key that is not deterministic is fine.
+  key.deterministic = false;
+  EXPECT_EQ(load_one(cache, key, {algorithm(1, 0, true), algorithm(3, 0, false)}).entries, 1);
+}
+
+// A tensor-op algorithm in an FMA key would run with TF32 (conv.cpp sets the algorithm's
+// math), which the key promises not to use.
+TEST_F(ConvAlgorithmFile, AnFmaKeyDropsAnEntryWithATensorOpAlgorithm) {
+  for (const ConvMath math : {ConvMath::TensorOp, ConvMath::TensorOpAllowConversion}) {
+    ConvAlgorithmCache cache;
+    const cudnn::LoadReport report = load_one(cache, base_key(), {algorithm(1, 0, true, math), algorithm(0, 0)});
+    EXPECT_EQ(report.entries, 0) << conv_math_name(math);
+    EXPECT_EQ(cache.size(), 0u);
+    ASSERT_EQ(report.dropped.size(), 1u);
+    EXPECT_NE(report.dropped[0].find(std::string("algorithm 1 (") + conv_math_name(math) +
+                                     ") is a tensor-op math algorithm, but the key's math is fma"),
+              std::string::npos)
+        << report.dropped[0];
+  }
+  // With TF32 allowed (key math default) the tensor-op algorithm loads as it is.
+  ConvKey key = base_key();
+  key.math = ConvMath::Default;
+  ConvAlgorithmCache cache;
+  EXPECT_EQ(load_one(cache, key, {algorithm(1, 0, true, ConvMath::TensorOp)}).entries, 1);
+  EXPECT_EQ(cache.entries()[0].second.ranking[0].math, ConvMath::TensorOp);
+}
+
+// As for cuDNN's own answers (run_as), a default-math algorithm of an FMA key runs in FMA
+// math: loaded, it is kept as fma, so conv.cpp cannot set the default math (TF32) for it.
+TEST_F(ConvAlgorithmFile, AnFmaKeyLoadsADefaultMathAlgorithmAsFma) {
+  ConvAlgorithmCache cache;
+  const cudnn::LoadReport report = load_one(cache, base_key(), {algorithm(1, 0, true, ConvMath::Default)});
+  EXPECT_EQ(report.entries, 1);
+  EXPECT_TRUE(report.dropped.empty());
+  ASSERT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache.entries()[0].second.ranking, (std::vector<ConvAlgorithm>{algorithm(1, 0, true, ConvMath::Fma)}));
+}
+
+TEST_F(ConvAlgorithmFile, AlgorithmNumbersOutsideThePassRangeAreDropped) {
+  const std::pair<ConvPass, int> first_unknown[] = {
+      {ConvPass::Forward, 8}, {ConvPass::BackwardData, 6}, {ConvPass::BackwardFilter, 7}};
+  for (const auto& [pass, algo] : first_unknown) {
+    ConvKey key = base_key();
+    key.pass = pass;
+    ConvAlgorithmCache cache;
+    EXPECT_EQ(load_one(cache, key, {algorithm(algo - 1, 0)}).entries, 1) << conv_pass_name(pass);
+    for (const int bad : {algo, 63, 1000, -1}) {
+      const cudnn::LoadReport report = load_one(cache, key, {algorithm(0, 0), algorithm(bad, 0)});
+      EXPECT_EQ(report.entries, 0) << conv_pass_name(pass) << " " << bad;
+      ASSERT_EQ(report.dropped.size(), 1u);
+      EXPECT_NE(report.dropped[0].find("algorithm " + std::to_string(bad) +
+                                       " (fma) is not an algorithm cuDNN defines for this pass"),
+                std::string::npos)
+          << report.dropped[0];
+    }
+  }
+}
+
+// Each bad entry is named by its line; the good ones load, in a cache used as before.
+TEST_F(ConvAlgorithmFile, BadEntriesAreDroppedAndTheRestLoads) {
+  std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>> entries = saved_entries();
+  ConvKey bad = base_key();
+  bad.input_sizes[0] = 1;
+  bad.input_strides[0] = 21952 * 64;
+  entries.push_back({bad, {.ranking = {algorithm(2, 0, true, ConvMath::TensorOp)}, .searched = true}});
+  bad.input_sizes[0] = 2;
+  entries.push_back({bad, {.ranking = {algorithm(20, 0)}, .searched = true}});
+  write_algorithm_file(entries, path(), kIdentity);
+  ConvAlgorithmCache cache;
+  const cudnn::LoadReport report = read_algorithm_file(cache, path(), kIdentity);
+  EXPECT_EQ(report.entries, 3);
+  EXPECT_EQ(cache.size(), 3u);
+  ASSERT_EQ(report.dropped.size(), 2u);
+  EXPECT_NE(report.dropped[0].find(path() + ":8: "), std::string::npos) << report.dropped[0];
+  EXPECT_NE(report.dropped[1].find(path() + ":9: "), std::string::npos) << report.dropped[1];
+  FakeSource source;
+  FakeWorkspaceMemory memory;
+  EXPECT_EQ(cache.choose(base_key(), true, source, memory).algorithm.algo, 1);
+  EXPECT_EQ(source.search_calls, 0);
+  source.timed = {algorithm(0, 0)};
+  EXPECT_EQ(cache.choose(bad, true, source, memory).algorithm.algo, 0);  // the dropped key is searched afresh
+  EXPECT_EQ(source.search_calls, 1);
 }
 
 // ---- the atomic save (Note [Atomic save]) -----------------------------------------------------
