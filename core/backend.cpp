@@ -70,9 +70,9 @@ const char* op_name(ReduceOp op) {
   return kNames[static_cast<int>(op)];
 }
 
-int64_t Backend::save_conv_algorithm_cache(const std::string& path) {
+cudnn::SaveReport Backend::save_conv_algorithm_cache(const std::string& path) {
   KILN_CHECK(false, "save_algorithm_cache: this backend has no convolution algorithm cache (", path, ")");
-  return 0;
+  return {};
 }
 
 cudnn::LoadReport Backend::load_conv_algorithm_cache(const std::string& path) {

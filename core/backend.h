@@ -144,8 +144,8 @@ class Backend {
   virtual cudnn::Stats conv_algorithm_stats() { return {}; }
   virtual void reset_conv_algorithm_stats() {}
   virtual void clear_conv_algorithm_cache() {}
-  // Writes the cache to `path` atomically; returns the number of entries written.
-  virtual int64_t save_conv_algorithm_cache(const std::string& path);
+  // Writes the cache to `path` atomically (cudnn::SaveReport).
+  virtual cudnn::SaveReport save_conv_algorithm_cache(const std::string& path);
   // Adds the entries of a file written by save_conv_algorithm_cache (cudnn::LoadReport).
   virtual cudnn::LoadReport load_conv_algorithm_cache(const std::string& path);
 

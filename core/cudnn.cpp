@@ -33,7 +33,7 @@ void clear_algorithm_cache() {
 }
 
 // backend(Device::cuda()) is the "CUDA is not available: <why>" error without CUDA.
-int64_t save_algorithm_cache(const std::string& path) {
+SaveReport save_algorithm_cache(const std::string& path) {
   return backend(Device::cuda()).save_conv_algorithm_cache(path);
 }
 

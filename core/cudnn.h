@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kiln::cudnn {
 
@@ -47,23 +48,34 @@ void reset_stats();
 // Forgets every cached choice (the next convolution of each key looks up or searches again).
 void clear_algorithm_cache();
 
-// Writes the cache to `path` atomically (a temporary file beside it, then a rename).
-// Returns the number of entries written. (What is saved is the process's one cache, so
-// the path is the only argument: Note [Save and load argument order] in
-// core/safetensors.h.)
-int64_t save_algorithm_cache(const std::string& path);
+// What save_algorithm_cache did. The file is written whenever it returns.
+struct SaveReport {
+  int64_t entries = 0;   // entries written
+  bool durable = true;   // false: the folder's fsync failed after the rename (Note [Atomic save])
+  std::string message;   // one line: what was written, and the durability warning if any
+};
+
+// Writes the cache to `path` atomically (Note [Atomic save] in core/atomic_file.h: a
+// temporary file beside it, then a rename; a symlink stays a symlink, the mode is kept).
+// (What is saved is the process's one cache, so the path is the only argument: Note [Save
+// and load argument order] in core/safetensors.h.)
+SaveReport save_algorithm_cache(const std::string& path);
 
 // What load_algorithm_cache did.
 struct LoadReport {
   bool loaded = false;     // false when the file is for another GPU or cuDNN version
   int64_t entries = 0;     // entries added to the cache
+  // One line per entry left out because the algorithm rules refuse it (deterministic mode,
+  // TF32, unknown algorithm numbers): "<file>:<line>: <why>".
+  std::vector<std::string> dropped;
   std::string message;     // one line saying what happened and why
 };
 
 // Adds the entries of a file written by save_algorithm_cache. A file written on another
 // GPU or with another cuDNN version loads nothing (report.loaded false, the message says
 // which differs); a corrupt or truncated file is a kiln::Error naming the file, the line
-// and the problem.
+// and the problem; an entry the algorithm rules refuse is left out and listed in
+// report.dropped (a search then ranks its key afresh).
 LoadReport load_algorithm_cache(const std::string& path);
 
 }  // namespace kiln::cudnn

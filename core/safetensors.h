@@ -72,6 +72,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/tensor.h"
@@ -111,12 +112,15 @@ std::optional<DType> to_kiln_dtype(std::string_view code);
 std::string_view dtype_code(DType dtype);
 
 // Writes `tensors` (any device, any layout: each is copied to the CPU and made contiguous
-// while writing, one at a time) with `metadata`, atomically: into a temporary file in the
-// same folder, fsync'd, renamed over `path`, then the folder fsync'd. On any error the
-// temporary file is removed and an existing `path` is left as it was.
+// while writing, one at a time) with `metadata`, atomically (Note [Atomic save] in
+// core/atomic_file.h): into a temporary file beside the target, fsync'd, renamed over it,
+// then the folder fsync'd; a symlink stays a symlink and an existing file keeps its mode.
+// On any error the temporary file is removed and an existing `path` is left as it was.
+// Returns whether the save is durable: a folder fsync failing after the rename is not an
+// error (the file is in place) but status.warning, for the caller to show.
 // Names must be unique, and "__metadata__" is reserved. Argument order: Note [Save and
 // load argument order].
-void save(const NamedTensors& tensors, const std::string& path, const Metadata& metadata = {});
+SaveStatus save(const NamedTensors& tensors, const std::string& path, const Metadata& metadata = {});
 // The same bytes in memory.
 std::vector<uint8_t> save_to_bytes(const NamedTensors& tensors, const Metadata& metadata = {});
 

@@ -1,18 +1,12 @@
 // Writing safetensors files (core/safetensors.h): the header is built as Python's writer
 // builds it (Note [safetensors write order]), then the header and each tensor's bytes go to
-// a sink: a byte vector, or an AtomicFile (Note [Atomic save]).
-#include <fcntl.h>
-#include <unistd.h>
-
+// a sink: a byte vector, or an AtomicFile (Note [Atomic save] in core/atomic_file.h).
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <numeric>
 #include <optional>
 #include <set>
 
+#include "core/atomic_file.h"
 #include "core/autograd/grad_mode.h"
 #include "core/error.h"
 #include "core/json.h"
@@ -40,74 +34,14 @@ class VectorSink final : public ByteSink {
   std::vector<uint8_t> bytes_;
 };
 
-// Note [Atomic save]: the bytes go to a new temporary file beside `path` (same folder, so
-// the rename cannot cross file systems), which is fsync'd and renamed over `path` only
-// when everything was written; the folder is then fsync'd so the rename itself survives a
-// crash. Readers see the old file or the new one, never a half-written one. If anything
-// fails before commit(), the destructor removes the temporary file. The temporary file is
-// created with mode 0666 minus the umask, as a plain open() of `path` would be.
-class AtomicFile final : public ByteSink {
+// Note [Atomic save] (core/atomic_file.h) as a sink.
+class AtomicFileSink final : public ByteSink {
  public:
-  explicit AtomicFile(std::string path) : path_(std::move(path)) {
-    static std::atomic<uint64_t> counter{0};
-    const std::filesystem::path target(path_);
-    const std::string folder = target.parent_path().empty() ? "." : target.parent_path().string();
-    for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
-      temp_path_ = folder + "/." + target.filename().string() + ".tmp-" +
-                   std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
-      fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-      if (fd_ < 0 && errno != EEXIST) break;
-    }
-    KILN_CHECK(fd_ >= 0, "safetensors: cannot save ", path_, ": cannot create a temporary file in ",
-               folder, ": ", std::strerror(errno));
-  }
-  ~AtomicFile() override {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(temp_path_.c_str());
-  }
-  AtomicFile(const AtomicFile&) = delete;
-  AtomicFile& operator=(const AtomicFile&) = delete;
-
-  void write(const void* data, size_t n) override {
-    const auto* bytes = static_cast<const char*>(data);
-    while (n > 0) {
-      const ssize_t written = ::write(fd_, bytes, n);
-      if (written < 0 && errno == EINTR) continue;
-      KILN_CHECK(written > 0, "safetensors: cannot save ", path_, ": write failed: ", std::strerror(errno));
-      bytes += written;
-      n -= static_cast<size_t>(written);
-    }
-  }
-
-  void commit() {
-    KILN_CHECK(::fsync(fd_) == 0, "safetensors: cannot save ", path_, ": fsync failed: ", std::strerror(errno));
-    const int fd = fd_;
-    fd_ = -1;
-    KILN_CHECK(::close(fd) == 0, "safetensors: cannot save ", path_, ": close failed: ", std::strerror(errno));
-    KILN_CHECK(::rename(temp_path_.c_str(), path_.c_str()) == 0, "safetensors: cannot save ", path_,
-               ": rename failed: ", std::strerror(errno));
-    committed_ = true;
-    sync_folder();
-  }
+  explicit AtomicFileSink(AtomicFile& file) : file_(file) {}
+  void write(const void* data, size_t n) override { file_.write(data, n); }
 
  private:
-  void sync_folder() const {
-    const std::filesystem::path folder = std::filesystem::path(path_).parent_path();
-    const int dir = ::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0) return;  // the file is in place; only its durability is not guaranteed
-    const int result = ::fsync(dir);
-    const int error = errno;
-    ::close(dir);
-    // Some file systems cannot fsync a folder (EINVAL); the rename is then as durable as
-    // they make it.
-    KILN_CHECK(result == 0 || error == EINVAL, "safetensors: saved ", path_,
-               " but fsync of its folder failed: ", std::strerror(error));
-  }
-
-  std::string path_;
-  std::string temp_path_;
-  int fd_ = -1;
-  bool committed_ = false;
+  AtomicFile& file_;
 };
 
 // ---- the header ---------------------------------------------------------------------------
@@ -206,11 +140,12 @@ void write_safetensors(ByteSink& sink, const NamedTensors& tensors, const Metada
 
 }  // namespace
 
-void save(const NamedTensors& tensors, const std::string& path, const Metadata& metadata) {
+SaveStatus save(const NamedTensors& tensors, const std::string& path, const Metadata& metadata) {
   check_tensors(tensors);  // before a temporary file exists
-  AtomicFile file(path);
-  write_safetensors(file, tensors, metadata);
-  file.commit();
+  AtomicFile file(path, "safetensors");
+  AtomicFileSink sink(file);
+  write_safetensors(sink, tensors, metadata);
+  return file.commit();
 }
 
 std::vector<uint8_t> save_to_bytes(const NamedTensors& tensors, const Metadata& metadata) {

@@ -3,8 +3,8 @@
 
 namespace kiln::nn {
 
-void save_weights(const Module& module, const std::string& path, const safetensors::Metadata& metadata) {
-  safetensors::save(module.state_dict(), path, metadata);
+SaveStatus save_weights(const Module& module, const std::string& path, const safetensors::Metadata& metadata) {
+  return safetensors::save(module.state_dict(), path, metadata);
 }
 
 LoadStateDictResult load_weights(Module& module, const std::string& path, bool strict) {

@@ -13,8 +13,9 @@ namespace kiln::nn {
 // Argument order (the module, then the path): Note [Save and load argument order] in
 // core/safetensors.h.
 
-// Writes module.state_dict() to `path` atomically (see safetensors::save).
-void save_weights(const Module& module, const std::string& path, const safetensors::Metadata& metadata = {});
+// Writes module.state_dict() to `path` atomically; returns whether the save is durable
+// (see safetensors::save).
+SaveStatus save_weights(const Module& module, const std::string& path, const safetensors::Metadata& metadata = {});
 // Reads `path` and load_state_dict's it into `module` (values are converted to each
 // tensor's dtype and device); strict as load_state_dict.
 LoadStateDictResult load_weights(Module& module, const std::string& path, bool strict = true);

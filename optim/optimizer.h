@@ -186,9 +186,10 @@ class Optimizer {
 
 // Writes / reads an optimizer state dict as a safetensors file (the param groups under
 // the metadata key "kiln.optimizer"), atomically. Reading checks the metadata's JSON and
-// names the file in every error. Argument order (the state, then the path): Note [Save and
-// load argument order] in core/safetensors.h.
-void save_state_dict(const OptimizerStateDict& state, const std::string& path);
+// names the file in every error; saving returns whether the save is durable (see
+// safetensors::save). Argument order (the state, then the path): Note [Save and load
+// argument order] in core/safetensors.h.
+SaveStatus save_state_dict(const OptimizerStateDict& state, const std::string& path);
 OptimizerStateDict load_state_dict_file(const std::string& path, Device device = Device::cpu());
 
 }  // namespace kiln::optim

@@ -219,8 +219,8 @@ void Optimizer::load_state_dict(const OptimizerStateDict& state) {
   grads_prepared_ = false;
 }
 
-void save_state_dict(const OptimizerStateDict& state, const std::string& path) {
-  safetensors::save(state.tensors, path, {{kMetadataKey, json::dump(state.param_groups)}});
+SaveStatus save_state_dict(const OptimizerStateDict& state, const std::string& path) {
+  return safetensors::save(state.tensors, path, {{kMetadataKey, json::dump(state.param_groups)}});
 }
 
 OptimizerStateDict load_state_dict_file(const std::string& path, Device device) {

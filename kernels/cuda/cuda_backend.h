@@ -74,7 +74,7 @@ class CudaBackend final : public Backend {
   cudnn::Stats conv_algorithm_stats() override;
   void reset_conv_algorithm_stats() override;
   void clear_conv_algorithm_cache() override;
-  int64_t save_conv_algorithm_cache(const std::string& path) override;
+  cudnn::SaveReport save_conv_algorithm_cache(const std::string& path) override;
   cudnn::LoadReport load_conv_algorithm_cache(const std::string& path) override;
   void max_pool_forward(const Tensor& input, const PoolParams& params, const Tensor& out,
                         const Tensor& indices) override;

@@ -355,7 +355,7 @@ TEST(CudaConvAlgorithms, ASavedCacheLoadedAfterClearingSearchesNothing) {
   cudnn::clear_algorithm_cache();
   const Conv3dRun run(2, DType::Float16);
   run.all_passes();
-  EXPECT_EQ(cudnn::save_algorithm_cache(path.string()), 3);
+  EXPECT_EQ(cudnn::save_algorithm_cache(path.string()).entries, 3);
   cudnn::clear_algorithm_cache();
   cudnn::reset_stats();
   const cudnn::LoadReport report = cudnn::load_algorithm_cache(path.string());

@@ -100,14 +100,34 @@ Workspace largest_workspace(WorkspaceMemory& memory, size_t wanted) {
   return Workspace();
 }
 
-bool usable(const ConvKey& key, const ConvAlgorithm& algorithm, size_t search_workspace) {
-  if (key.deterministic && !algorithm.deterministic) return false;
+const char* why_unusable(const ConvKey& key, const ConvAlgorithm& algorithm, size_t search_workspace) {
+  const int pass = static_cast<int>(key.pass);
+  if (pass < 0 || pass >= kNumConvPasses || algorithm.algo < 0 || algorithm.algo >= kConvAlgorithmCount[pass]) {
+    return "not an algorithm cuDNN defines for this pass";
+  }
+  if (key.deterministic && !algorithm.deterministic) return "not deterministic, but the key is in deterministic mode";
   // Without TF32, an algorithm cuDNN offers only in a tensor-op math is not one we may
   // run: forced into FMA math it may not exist (NOT_SUPPORTED at run time, after its
   // workspace size was accepted), and a search timed its tensor-op kernel, not ours.
   const bool tensor_op = algorithm.math == ConvMath::TensorOp || algorithm.math == ConvMath::TensorOpAllowConversion;
-  if (key.math == ConvMath::Fma && tensor_op) return false;
-  return algorithm.workspace_bytes <= search_workspace;
+  if (key.math == ConvMath::Fma && tensor_op) {
+    return "a tensor-op math algorithm, but the key's math is fma (TF32 not allowed)";
+  }
+  if (algorithm.workspace_bytes > search_workspace) return "its workspace is larger than the search's";
+  return nullptr;
+}
+
+std::vector<ConvAlgorithm> usable_ranking(const ConvKey& key, const std::vector<ConvAlgorithm>& offered,
+                                          size_t search_workspace, std::vector<RefusedAlgorithm>* refused) {
+  std::vector<ConvAlgorithm> ranking;
+  for (const ConvAlgorithm& algorithm : offered) {
+    if (const char* why = why_unusable(key, algorithm, search_workspace)) {
+      if (refused != nullptr) refused->push_back({algorithm, why});
+    } else {
+      ranking.push_back(run_as(key, algorithm));
+    }
+  }
+  return ranking;
 }
 
 ConvAlgorithm run_as(const ConvKey& key, ConvAlgorithm algorithm) {
@@ -148,10 +168,7 @@ ConvAlgorithmCache::Entry ConvAlgorithmCache::rank(const ConvKey& key, bool benc
   } else {
     offered = source.heuristics(key);
   }
-  Entry entry{.ranking = {}, .searched = benchmark};
-  for (const ConvAlgorithm& algorithm : offered) {
-    if (usable(key, algorithm, search_workspace)) entry.ranking.push_back(run_as(key, algorithm));
-  }
+  Entry entry{.ranking = usable_ranking(key, offered, search_workspace), .searched = benchmark};
   std::lock_guard lock(mutex_);
   cudnn::PassStats& counters = pass_stats(key.pass);
   ++(benchmark ? counters.finds : counters.heuristic_lookups);

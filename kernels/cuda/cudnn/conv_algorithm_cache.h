@@ -5,7 +5,8 @@
 // the math type and the GPU, and some need a scratch workspace of up to gigabytes. This
 // file decides, for one key, which to run; conv_algorithms.cpp plugs in the real cuDNN
 // (ConvAlgorithmSource) and the caching allocator (WorkspaceMemory), and the host tests
-// (tests/cuda/internal/test_conv_algorithm_cache.cpp) plug in fakes.
+// (tests/cuda/host/test_conv_algorithm_cache.cpp) plug in fakes. Being host C++, it is
+// compiled in every configuration (kiln_conv_algorithm_cache, kernels/CMakeLists.txt).
 //
 // Note [Choosing a conv algorithm]: for a key,
 //   1. the cache answers if it holds the key (a hit), unless benchmark mode is on and the
@@ -19,12 +20,16 @@
 // So an algorithm needing more memory than is free is skipped, never an out-of-memory
 // error, and a cached ranking still adapts when memory is short on a later call.
 //
-// Note [Usable algorithms]: in deterministic mode only algorithms cuDNN reports as
+// Note [Usable algorithms]: only algorithm numbers cuDNN defines for the pass
+// (kConvAlgorithmCount); in deterministic mode only algorithms cuDNN reports as
 // deterministic; after a search, only algorithms whose workspace fit the search's
 // workspace (the others were not really timed). And when TF32 is not allowed for float32
 // (key math Fma), an algorithm cuDNN reports in a tensor-op math is dropped and every other
 // one runs in FMA math (cuDNN's "default" math would allow TF32), so neither heuristics
 // nor a search can smuggle TF32 in, nor hand us an algorithm that has no FMA kernel.
+// One function applies these rules (usable_ranking, with why_unusable per algorithm) to
+// every ranking that enters the cache: cuDNN's heuristics, a search, and an entry loaded
+// from a file (Note [Algorithm cache file]).
 #pragma once
 
 #include <cstddef>
@@ -133,11 +138,32 @@ std::pair<bool, Workspace> try_workspace(WorkspaceMemory& memory, size_t bytes);
 inline constexpr size_t kMinSearchWorkspace = size_t{1} << 20;
 Workspace largest_workspace(WorkspaceMemory& memory, size_t wanted);
 
-// Note [Usable algorithms]. `search_workspace` is the search's workspace size (SIZE_MAX
-// for a heuristic ranking).
-bool usable(const ConvKey& key, const ConvAlgorithm& algorithm, size_t search_workspace);
+// How many algorithms cuDNN defines for each pass (by ConvPass): the algorithm numbers are
+// 0 .. count - 1 (cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t's *_ALGO_COUNT, which
+// conv_algorithms.cpp checks against cudnn.h).
+inline constexpr int kConvAlgorithmCount[kNumConvPasses] = {8, 6, 7};
+
+// Note [Usable algorithms]: why `algorithm` may not run for `key` ("not deterministic,
+// but the key is in deterministic mode", ...), or null when it may. `search_workspace` is
+// the search's workspace size (SIZE_MAX for a heuristic ranking or a loaded one).
+const char* why_unusable(const ConvKey& key, const ConvAlgorithm& algorithm, size_t search_workspace);
+inline bool usable(const ConvKey& key, const ConvAlgorithm& algorithm, size_t search_workspace) {
+  return why_unusable(key, algorithm, search_workspace) == nullptr;
+}
 // `algorithm` with the math type it runs in for `key` (FMA when the key's math is FMA).
 ConvAlgorithm run_as(const ConvKey& key, ConvAlgorithm algorithm);
+
+// An algorithm usable_ranking left out, and why_unusable's reason.
+struct RefusedAlgorithm {
+  ConvAlgorithm algorithm;
+  const char* why;
+};
+// The usable algorithms of `offered`, in its order, each as it runs (run_as): what the
+// cache keeps of a ranking, whoever made it. Each one left out is added to `refused`
+// when given.
+std::vector<ConvAlgorithm> usable_ranking(const ConvKey& key, const std::vector<ConvAlgorithm>& offered,
+                                          size_t search_workspace,
+                                          std::vector<RefusedAlgorithm>* refused = nullptr);
 
 class ConvAlgorithmCache {
  public:
@@ -161,7 +187,8 @@ class ConvAlgorithmCache {
   void reset_stats();
   void clear();
   size_t size() const;
-  // Every entry, for saving (in no particular order), and adding one, for loading.
+  // Every entry, for saving (in no particular order), and adding one as given, for
+  // loading (whose entries have passed usable_ranking, Note [Algorithm cache file]).
   std::vector<std::pair<ConvKey, Entry>> entries() const;
   void insert(const ConvKey& key, Entry entry);
 

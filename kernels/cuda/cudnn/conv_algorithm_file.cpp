@@ -1,19 +1,16 @@
-// The algorithm cache file of Note [Algorithm cache file] (conv_algorithm_file.h): an
-// atomic POSIX write, and a strict line parser that turns every defect into a kiln::Error
-// naming the file and the line.
+// The algorithm cache file of Note [Algorithm cache file] (conv_algorithm_file.h): the
+// text written through the one atomic writer (core/atomic_file.h), and a strict line
+// parser that turns every defect into a kiln::Error naming the file and the line, then
+// passes each entry through the algorithm rules (usable_ranking) before it is cached.
 #include "kernels/cuda/cudnn/conv_algorithm_file.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string_view>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace kiln::cuda {
@@ -61,65 +58,16 @@ std::string file_text(const AlgorithmCacheIdentity& identity,
   return text;
 }
 
-// Owns a POSIX file descriptor (RAII).
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  // Closes now, reporting the error a close can reveal (a failed delayed write).
-  int close() { return ::close(std::exchange(fd_, -1)); }
-
- private:
-  int fd_;
-};
-
-void check_errno(bool ok, const std::string& path, const char* what) {
-  KILN_CHECK(ok, "save_algorithm_cache: cannot ", what, " ", path, ": ", std::strerror(errno));
-}
-
-// text -> temp (same folder, so the rename stays on one file system) -> fsync -> rename
-// -> fsync of the folder, so the rename itself survives a crash.
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::filesystem::path target(path);
-  const std::filesystem::path folder = target.has_parent_path() ? target.parent_path() : ".";
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  {
-    Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    check_errno(fd.get() >= 0, temp, "create");
-    try {
-      for (size_t done = 0; done < text.size();) {
-        const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        check_errno(n > 0, temp, "write");
-        done += static_cast<size_t>(n);
-      }
-      check_errno(::fsync(fd.get()) == 0, temp, "fsync");
-      check_errno(fd.close() == 0, temp, "close");
-      check_errno(::rename(temp.c_str(), path.c_str()) == 0, path, "rename the temporary file onto");
-    } catch (...) {
-      ::unlink(temp.c_str());
-      throw;
-    }
-  }
-  Fd dir(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.get() >= 0) ::fsync(dir.get());  // best effort: some file systems refuse it
-}
-
 // ---- reading ------------------------------------------------------------------------------
 
-// Parses one line of `path`; every failure names the file and the line.
+// Parses one line of `source` (the file); every failure names the file and the line.
 class LineParser {
  public:
-  LineParser(const std::string& path, size_t line_number, std::string_view line)
-      : path_(path), line_number_(line_number), rest_(line) {}
+  LineParser(std::string_view source, size_t line_number, std::string_view line)
+      : source_(source), line_number_(line_number), rest_(line) {}
 
   [[noreturn]] void fail(const std::string& problem) const {
-    KILN_CHECK(false, "load_algorithm_cache: ", path_, ":", line_number_, ": ", problem);
+    KILN_CHECK(false, "load_algorithm_cache: ", source_, ":", line_number_, ": ", problem);
     __builtin_unreachable();
   }
 
@@ -171,7 +119,7 @@ class LineParser {
   }
 
  private:
-  const std::string& path_;
+  std::string_view source_;
   size_t line_number_;
   std::string_view rest_;
 };
@@ -196,7 +144,8 @@ ConvAlgorithm parse_algorithm(const LineParser& p, std::string_view text) {
     text = colon == std::string_view::npos ? std::string_view() : text.substr(colon + 1);
   }
   constexpr int64_t kMaxWorkspace = int64_t{1} << 50;  // far beyond any GPU
-  return {.algo = static_cast<int>(p.integer(parts[0], 0, 63, "algorithm")),
+  // Any int parses; whether cuDNN defines it for the pass is a rule (Note [Usable algorithms]).
+  return {.algo = static_cast<int>(p.integer(parts[0], INT32_MIN, INT32_MAX, "algorithm")),
           .math = p.named<ConvMath>(parts[1], 4, conv_math_name, "math type"),
           .workspace_bytes = static_cast<size_t>(p.integer(parts[2], 0, kMaxWorkspace, "workspace")),
           .deterministic = parse_flag(p, parts[3], "deterministic")};
@@ -242,8 +191,8 @@ std::pair<ConvKey, ConvAlgorithmCache::Entry> parse_entry(LineParser& p) {
   return {std::move(key), std::move(entry)};
 }
 
-// The whole file, checked for size and for a final newline before it is read.
-std::string read_text(const std::string& path) {
+// The whole file, its size checked before it is read.
+std::string read_file(const std::string& path) {
   std::error_code error;
   const auto bytes = std::filesystem::file_size(path, error);
   KILN_CHECK(!error, "load_algorithm_cache: cannot read ", path, ": ", error.message());
@@ -255,13 +204,16 @@ std::string read_text(const std::string& path) {
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   KILN_CHECK(in.gcount() == static_cast<std::streamsize>(text.size()), "load_algorithm_cache: cannot read ", path,
              " (it changed while being read?)");
-  KILN_CHECK(!text.empty(), "load_algorithm_cache: ", path, " is empty, not an algorithm cache");
-  KILN_CHECK(text.back() == '\n', "load_algorithm_cache: ", path,
-             " is truncated: its last line has no end (was the write interrupted?)");
   return text;
 }
 
-std::vector<std::string_view> split_lines(std::string_view text) {
+// The lines of a whole file, which must end with a newline.
+std::vector<std::string_view> split_lines(std::string_view text, std::string_view source) {
+  KILN_CHECK(text.size() <= static_cast<uint64_t>(kMaxAlgorithmFileBytes), "load_algorithm_cache: ", source, " is ",
+             text.size(), " bytes, more than any algorithm cache (the limit is ", kMaxAlgorithmFileBytes, ")");
+  KILN_CHECK(!text.empty(), "load_algorithm_cache: ", source, " is empty, not an algorithm cache");
+  KILN_CHECK(text.back() == '\n', "load_algorithm_cache: ", source,
+             " is truncated: its last line has no end (was the write interrupted?)");
   std::vector<std::string_view> lines;
   for (size_t start = 0; start < text.size();) {
     const size_t end = text.find('\n', start);
@@ -271,9 +223,9 @@ std::vector<std::string_view> split_lines(std::string_view text) {
   return lines;
 }
 
-std::string_view header_value(const std::string& path, const std::vector<std::string_view>& lines, size_t index,
+std::string_view header_value(std::string_view source, const std::vector<std::string_view>& lines, size_t index,
                               std::string_view name) {
-  const LineParser p(path, index + 1, {});
+  const LineParser p(source, index + 1, {});
   if (index >= lines.size()) p.fail("the file is truncated: the header line '" + std::string(name) + " ...' is missing");
   const std::string_view line = lines[index];
   if (line.size() <= name.size() || line.substr(0, name.size()) != name || line[name.size()] != ' ') {
@@ -283,49 +235,109 @@ std::string_view header_value(const std::string& path, const std::vector<std::st
   return line.substr(name.size() + 1);
 }
 
-}  // namespace
+struct FileHeader {
+  AlgorithmCacheIdentity identity;
+  int64_t entries = 0;
+};
 
-int64_t write_algorithm_file(const std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>>& entries,
-                             const std::string& path, const AlgorithmCacheIdentity& identity) {
-  KILN_CHECK(identity.gpu.find('\n') == std::string::npos, "save_algorithm_cache: a GPU name with a newline");
-  write_atomically(path, file_text(identity, entries));
-  return static_cast<int64_t>(entries.size());
-}
-
-cudnn::LoadReport read_algorithm_file(ConvAlgorithmCache& cache, const std::string& path,
-                                      const AlgorithmCacheIdentity& identity) {
-  const std::string text = read_text(path);
-  const std::vector<std::string_view> lines = split_lines(text);
-  const std::string_view version = header_value(path, lines, 0, kMagic);
-  const LineParser first(path, 1, {});
+FileHeader parse_header(std::string_view source, const std::vector<std::string_view>& lines) {
+  const std::string_view version = header_value(source, lines, 0, kMagic);
+  const LineParser first(source, 1, {});
   if (first.integer(version, 0, INT32_MAX, "format version") != kFormatVersion) {
     first.fail("format version " + std::string(version) + ", but this Kiln reads version " +
                std::to_string(kFormatVersion));
   }
-  const AlgorithmCacheIdentity found{
-      .gpu = std::string(header_value(path, lines, 1, "gpu")),
-      .cudnn_version = LineParser(path, 3, {}).integer(header_value(path, lines, 2, "cudnn"), 0, INT64_MAX, "cuDNN version")};
-  const int64_t count = LineParser(path, 4, {}).integer(header_value(path, lines, 3, "entries"), 0, INT64_MAX, "entry count");
+  FileHeader header;
+  header.identity.gpu = std::string(header_value(source, lines, 1, "gpu"));
+  header.identity.cudnn_version =
+      LineParser(source, 3, {}).integer(header_value(source, lines, 2, "cudnn"), 0, INT64_MAX, "cuDNN version");
+  header.entries =
+      LineParser(source, 4, {}).integer(header_value(source, lines, 3, "entries"), 0, INT64_MAX, "entry count");
+  return header;
+}
+
+// Why the algorithm rules refuse `entry` of line `line_number` ("" when they accept it),
+// and the entry as the cache keeps it (each algorithm as it runs): the same
+// usable_ranking a search's ranking passes through (Note [Usable algorithms]).
+std::string refuse_or_keep(std::string_view source, size_t line_number, const ConvKey& key,
+                           ConvAlgorithmCache::Entry& entry) {
+  std::vector<RefusedAlgorithm> refused;
+  std::vector<ConvAlgorithm> kept = usable_ranking(key, entry.ranking, SIZE_MAX, &refused);
+  if (refused.empty()) {
+    entry.ranking = std::move(kept);
+    return "";
+  }
+  std::ostringstream why;
+  why << source << ":" << line_number << ": left out the " << conv_pass_name(key.pass) << " entry ("
+      << dtype_name(key.dtype) << ", math " << conv_math_name(key.math)
+      << (key.deterministic ? ", deterministic" : "") << "): ";
+  for (size_t i = 0; i < refused.size(); ++i) {
+    why << (i ? "; " : "") << "algorithm " << refused[i].algorithm.algo << " ("
+        << conv_math_name(refused[i].algorithm.math) << ") is " << refused[i].why;
+  }
+  return why.str();
+}
+
+std::string load_message(int64_t loaded, std::string_view source, const std::vector<std::string>& dropped) {
+  std::string message = "loaded " + std::to_string(loaded) + " algorithm choices from " + std::string(source);
+  if (!dropped.empty()) {
+    message += "; left out " + std::to_string(dropped.size()) +
+               " that the algorithm rules refuse (the first: " + dropped.front() + ")";
+  }
+  return message;
+}
+
+}  // namespace
+
+cudnn::SaveReport write_algorithm_file(const std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>>& entries,
+                                       const std::string& path, const AlgorithmCacheIdentity& identity) {
+  KILN_CHECK(identity.gpu.find('\n') == std::string::npos, "save_algorithm_cache: a GPU name with a newline");
+  const SaveStatus status = save_atomically(file_text(identity, entries), path, "save_algorithm_cache");
+  const int64_t count = static_cast<int64_t>(entries.size());
+  std::string message = "saved " + std::to_string(count) + " algorithm choices to " + path;
+  if (!status.durable) message += "; " + status.warning;
+  return {.entries = count, .durable = status.durable, .message = std::move(message)};
+}
+
+cudnn::LoadReport read_algorithm_file(ConvAlgorithmCache& cache, const std::string& path,
+                                      const AlgorithmCacheIdentity& identity) {
+  return read_algorithm_bytes(cache, read_file(path), identity, path);
+}
+
+cudnn::LoadReport read_algorithm_bytes(ConvAlgorithmCache& cache, std::string_view bytes,
+                                       const AlgorithmCacheIdentity& identity, std::string_view source) {
+  const std::vector<std::string_view> lines = split_lines(bytes, source);
+  const FileHeader header = parse_header(source, lines);
+  const AlgorithmCacheIdentity& found = header.identity;
   if (!(found == identity)) {
-    return {.loaded = false, .entries = 0,
-            .message = path + " was written for GPU '" + found.gpu + "' with cuDNN " +
+    return {.loaded = false, .entries = 0, .dropped = {},
+            .message = std::string(source) + " was written for GPU '" + found.gpu + "' with cuDNN " +
                        std::to_string(found.cudnn_version) + ", but this process has GPU '" + identity.gpu +
                        "' with cuDNN " + std::to_string(identity.cudnn_version) + ": nothing loaded"};
   }
+  const int64_t count = header.entries;
   const int64_t present = static_cast<int64_t>(lines.size()) - kHeaderLines;
-  KILN_CHECK(present >= count, "load_algorithm_cache: ", path, " is truncated: the header promises ", count,
+  KILN_CHECK(present >= count, "load_algorithm_cache: ", source, " is truncated: the header promises ", count,
              " entries but only ", present, " follow");
-  KILN_CHECK(present == count, "load_algorithm_cache: ", path, ": ", present - count,
+  KILN_CHECK(present == count, "load_algorithm_cache: ", source, ": ", present - count,
              " lines after the ", count, " entries the header promises");
-  std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>> parsed;
+  std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>> kept;
+  std::vector<std::string> dropped;
   for (size_t i = kHeaderLines; i < lines.size(); ++i) {
-    LineParser p(path, i + 1, lines[i]);
-    parsed.push_back(parse_entry(p));
+    LineParser p(source, i + 1, lines[i]);
+    auto [key, entry] = parse_entry(p);
+    std::string why = refuse_or_keep(source, i + 1, key, entry);
+    if (why.empty()) {
+      kept.emplace_back(std::move(key), std::move(entry));
+    } else {
+      dropped.push_back(std::move(why));
+    }
   }
   // Only a file that parsed completely is added: a bad line leaves the cache as it was.
-  for (auto& [key, entry] : parsed) cache.insert(key, std::move(entry));
-  return {.loaded = true, .entries = count,
-          .message = "loaded " + std::to_string(count) + " algorithm choices from " + path};
+  for (auto& [key, entry] : kept) cache.insert(key, std::move(entry));
+  const int64_t loaded = static_cast<int64_t>(kept.size());
+  std::string message = load_message(loaded, source, dropped);
+  return {.loaded = true, .entries = loaded, .dropped = std::move(dropped), .message = std::move(message)};
 }
 
 }  // namespace kiln::cuda

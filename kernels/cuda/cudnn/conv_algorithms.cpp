@@ -21,6 +21,13 @@
 #include "kernels/cuda/runtime.h"
 
 namespace kiln::cuda {
+
+// The host code's algorithm ranges (Note [Usable algorithms]) are cuDNN's.
+static_assert(kConvAlgorithmCount[static_cast<int>(ConvPass::Forward)] == CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+static_assert(kConvAlgorithmCount[static_cast<int>(ConvPass::BackwardData)] == CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
+static_assert(kConvAlgorithmCount[static_cast<int>(ConvPass::BackwardFilter)] ==
+              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+
 namespace {
 
 // The perf results cuDNN ran successfully, as the cache's ConvAlgorithms. The three
@@ -238,7 +245,7 @@ void CudaBackend::reset_conv_algorithm_stats() { conv_algorithm_cache().reset_st
 
 void CudaBackend::clear_conv_algorithm_cache() { conv_algorithm_cache().clear(); }
 
-int64_t CudaBackend::save_conv_algorithm_cache(const std::string& path) {
+cudnn::SaveReport CudaBackend::save_conv_algorithm_cache(const std::string& path) {
   return write_algorithm_file(conv_algorithm_cache().entries(), path, this_machine());
 }
 

@@ -1,93 +1,24 @@
-// The cuDNN conv algorithm cache without a GPU (kernels/cuda/cudnn/conv_algorithm_cache.h,
-// conv_algorithm_file.h): a fake cuDNN (FakeSource) ranks and "times" made-up algorithms
-// and a fake allocator (FakeWorkspaceMemory) refuses requests above a limit, so every rule
-// of Note [Choosing a conv algorithm] and Note [Usable algorithms] is checked exactly, as
-// are the file's round trip, its identity check and its errors for corrupt input.
+// The cuDNN conv algorithm cache without a GPU (kernels/cuda/cudnn/conv_algorithm_cache.h):
+// a fake cuDNN and a fake allocator (conv_algorithm_fakes.h), so every rule of Note
+// [Choosing a conv algorithm] and Note [Usable algorithms] is checked exactly.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
 #include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "kernels/cuda/cudnn/conv_algorithm_cache.h"
-#include "kernels/cuda/cudnn/conv_algorithm_file.h"
+#include "tests/cuda/host/conv_algorithm_fakes.h"
 
 namespace kiln::cuda {
 namespace {
 
-constexpr size_t kMiB = size_t{1} << 20;
-
-ConvKey base_key() {
-  return {.pass = ConvPass::Forward,
-          .device = 0,
-          .dtype = DType::Float32,
-          .math = ConvMath::Fma,
-          .deterministic = false,
-          .groups = 1,
-          .input_sizes = {8, 64, 28, 28, 28},
-          .input_strides = {1404928, 21952, 784, 28, 1},
-          .weight_sizes = {64, 64, 3, 3, 3},
-          .stride = {1, 1, 1},
-          .padding = {1, 1, 1},
-          .dilation = {1, 1, 1}};
-}
-
-ConvAlgorithm algorithm(int algo, size_t workspace, bool deterministic = true, ConvMath math = ConvMath::Fma) {
-  return {.algo = algo, .math = math, .workspace_bytes = workspace, .deterministic = deterministic};
-}
-
-// cuDNN as the cache sees it: fixed rankings, and a record of what was asked.
-class FakeSource final : public ConvAlgorithmSource {
- public:
-  std::vector<ConvAlgorithm> ranked;  // what heuristics() returns
-  std::vector<ConvAlgorithm> timed;   // what search() returns, fastest first
-  size_t max_workspace = 0;
-  int heuristic_calls = 0;
-  int search_calls = 0;
-  size_t last_search_workspace = 0;
-  void* last_search_ptr = nullptr;
-
-  std::vector<ConvAlgorithm> heuristics(const ConvKey&) override {
-    ++heuristic_calls;
-    return ranked;
-  }
-  size_t max_workspace_bytes(const ConvKey&) override { return max_workspace; }
-  std::vector<ConvAlgorithm> search(const ConvKey&, void* workspace, size_t bytes) override {
-    ++search_calls;
-    last_search_workspace = bytes;
-    last_search_ptr = workspace;
-    return timed;
-  }
-};
-
-// An allocator that refuses requests above `limit`; addresses are made up.
-class FakeWorkspaceMemory final : public WorkspaceMemory {
- public:
-  size_t limit = size_t{1} << 40;
-  std::vector<size_t> attempts;      // every request, in order
-  std::map<void*, size_t> live;      // handed out and not freed
-
-  void* try_allocate(size_t nbytes) override {
-    attempts.push_back(nbytes);
-    if (nbytes > limit) return nullptr;
-    void* ptr = reinterpret_cast<void*>(next_);
-    next_ += nbytes + 256;
-    live[ptr] = nbytes;
-    return ptr;
-  }
-  void free(void* ptr) override {
-    ASSERT_EQ(live.erase(ptr), 1u) << "freed a workspace that was not handed out";
-  }
-
- private:
-  std::uintptr_t next_ = 0x10000;
-};
+using testing::algorithm;
+using testing::base_key;
+using testing::FakeSource;
+using testing::FakeWorkspaceMemory;
+using testing::kMiB;
 
 // ---- keys -------------------------------------------------------------------------------
 
@@ -387,210 +318,61 @@ TEST(ConvAlgorithmCache, UsabilityRules) {
   EXPECT_TRUE(usable(key, algorithm(1, 0, true, ConvMath::TensorOp), SIZE_MAX));
 }
 
-// ---- the file ---------------------------------------------------------------------------
-
-class ConvAlgorithmFile : public ::testing::Test {
- protected:
-  void SetUp() override {
-    folder_ = std::filesystem::temp_directory_path() /
-              ("kiln_algos_" + std::to_string(::getpid()) + "_" +
-               ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(folder_);
-  }
-  void TearDown() override { std::filesystem::remove_all(folder_); }
-
-  std::string path(const std::string& name = "algos.txt") const { return (folder_ / name).string(); }
-
-  void write_text(const std::string& text) const { std::ofstream(path(), std::ios::binary) << text; }
-
-  // One entry per pass, as a cache lists them for saving.
-  std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>> saved_entries() const {
-    ConvAlgorithmCache cache;
+// Algorithm numbers are cuDNN's enum values for the pass: 0..7 forward, 0..5 backward
+// data, 0..6 backward filter; anything else is refused, whoever offers it.
+TEST(ConvAlgorithmCache, OnlyAlgorithmNumbersCudnnDefinesForThePassAreUsable) {
+  const std::pair<ConvPass, int> counts[] = {
+      {ConvPass::Forward, 8}, {ConvPass::BackwardData, 6}, {ConvPass::BackwardFilter, 7}};
+  for (const auto& [pass, count] : counts) {
     ConvKey key = base_key();
-    cache.insert(key, {.ranking = {algorithm(1, 3 * kMiB, true), algorithm(0, 0, false)}, .searched = true});
-    key.pass = ConvPass::BackwardData;
-    key.dtype = DType::BFloat16;
-    key.math = ConvMath::TensorOp;
-    cache.insert(key, {.ranking = {algorithm(4, 0, true, ConvMath::Default)}, .searched = false});
-    key.pass = ConvPass::BackwardFilter;
-    key.deterministic = true;
-    key.input_sizes = {1, 3, 17};  // a 1-d conv keeps its rank
-    key.input_strides = {51, 17, 1};
-    key.weight_sizes = {6, 3, 5};
-    key.stride = {2};
-    key.padding = {0};
-    key.dilation = {3};
-    key.groups = 1;
-    cache.insert(key, {.ranking = {algorithm(5, 7, true, ConvMath::TensorOpAllowConversion)}, .searched = true});
-    return cache.entries();
+    key.pass = pass;
+    EXPECT_EQ(kConvAlgorithmCount[static_cast<int>(pass)], count);
+    EXPECT_TRUE(usable(key, algorithm(0, 0), SIZE_MAX)) << conv_pass_name(pass);
+    EXPECT_TRUE(usable(key, algorithm(count - 1, 0), SIZE_MAX)) << conv_pass_name(pass);
+    EXPECT_FALSE(usable(key, algorithm(count, 0), SIZE_MAX)) << conv_pass_name(pass);
+    EXPECT_FALSE(usable(key, algorithm(-1, 0), SIZE_MAX)) << conv_pass_name(pass);
   }
-
-  // The error load gives for a file holding `text`, or "" when it loads.
-  std::string load_error(const std::string& text) const {
-    write_text(text);
-    ConvAlgorithmCache cache;
-    try {
-      read_algorithm_file(cache, path(), kIdentity);
-    } catch (const Error& e) {
-      EXPECT_EQ(cache.size(), 0u) << "a bad file must leave the cache as it was";
-      return e.what();
-    }
-    return "";
-  }
-
-  // A valid file's text with line `index` (0-based) replaced by `line`.
-  std::string with_line(size_t index, const std::string& line) const {
-    std::vector<std::string> lines = valid_lines();
-    lines.at(index) = line;
-    std::string text;
-    for (const std::string& l : lines) text += l + "\n";
-    return text;
-  }
-
-  std::vector<std::string> valid_lines() const {
-    write_algorithm_file(saved_entries(), path("valid.txt"), kIdentity);
-    std::ifstream in(path("valid.txt"));
-    std::vector<std::string> lines;
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    return lines;
-  }
-
-  const AlgorithmCacheIdentity kIdentity{.gpu = "NVIDIA H200", .cudnn_version = 91900};
-  std::filesystem::path folder_;
-};
-
-TEST_F(ConvAlgorithmFile, RoundTripRestoresEveryEntry) {
-  const auto original = saved_entries();
-  EXPECT_EQ(write_algorithm_file(original, path(), kIdentity), 3);
-  ConvAlgorithmCache loaded;
-  const cudnn::LoadReport report = read_algorithm_file(loaded, path(), kIdentity);
-  EXPECT_TRUE(report.loaded) << report.message;
-  EXPECT_EQ(report.entries, 3);
-  ASSERT_EQ(loaded.size(), 3u);
-  for (const auto& [key, entry] : original) {
-    bool found = false;
-    for (const auto& [loaded_key, loaded_entry] : loaded.entries()) {
-      if (loaded_key == key) {
-        found = true;
-        EXPECT_EQ(loaded_entry.ranking, entry.ranking) << describe(key);
-        EXPECT_EQ(loaded_entry.searched, entry.searched) << describe(key);
-      }
-    }
-    EXPECT_TRUE(found) << describe(key);
-  }
-  // No temporary file is left beside it.
-  int files = 0;
-  for ([[maybe_unused]] const auto& item : std::filesystem::directory_iterator(folder_)) ++files;
-  EXPECT_EQ(files, 1);
 }
 
-TEST_F(ConvAlgorithmFile, ALoadedSearchIsAHitInBenchmarkMode) {
-  write_algorithm_file(saved_entries(), path(), kIdentity);
+TEST(ConvAlgorithmCache, EachRefusalSaysWhy) {
+  ConvKey key = base_key();
+  key.deterministic = true;
+  const std::pair<ConvAlgorithm, const char*> cases[] = {
+      {algorithm(8, 0), "not an algorithm cuDNN defines for this pass"},
+      {algorithm(1, 0, /*deterministic=*/false), "not deterministic, but the key is in deterministic mode"},
+      {algorithm(1, 0, true, ConvMath::TensorOpAllowConversion), "a tensor-op math algorithm, but the key's math is fma"},
+      {algorithm(1, 2 * kMiB), "its workspace is larger than the search's"},
+  };
+  for (const auto& [refused, why] : cases) {
+    const char* said = why_unusable(key, refused, kMiB);
+    ASSERT_NE(said, nullptr) << why;
+    EXPECT_NE(std::string(said).find(why), std::string::npos) << said;
+  }
+  EXPECT_EQ(why_unusable(key, algorithm(1, kMiB), kMiB), nullptr);
+}
+
+// The one filter every ranking passes (a search's, heuristics', a loaded one): the usable
+// algorithms in order, each as it runs, and each refused one with its reason.
+TEST(ConvAlgorithmCache, UsableRankingKeepsTheOrderAndListsTheRefused) {
+  ConvKey key = base_key();  // math Fma
+  std::vector<RefusedAlgorithm> refused;
+  const std::vector<ConvAlgorithm> kept = usable_ranking(
+      key, {algorithm(2, 0, true, ConvMath::TensorOp), algorithm(5, 0, true, ConvMath::Default), algorithm(9, 0),
+            algorithm(0, 0)},
+      SIZE_MAX, &refused);
+  EXPECT_EQ(kept, (std::vector<ConvAlgorithm>{algorithm(5, 0), algorithm(0, 0)}));  // default math runs as FMA
+  ASSERT_EQ(refused.size(), 2u);
+  EXPECT_EQ(refused[0].algorithm.algo, 2);
+  EXPECT_EQ(refused[1].algorithm.algo, 9);
+  EXPECT_EQ(usable_ranking(key, {algorithm(3, 0)}, SIZE_MAX), (std::vector<ConvAlgorithm>{algorithm(3, 0)}));
+}
+
+TEST(ConvAlgorithmCache, ASearchDropsAnAlgorithmNumberCudnnDoesNotDefine) {
   ConvAlgorithmCache cache;
-  read_algorithm_file(cache, path(), kIdentity);
   FakeSource source;
   FakeWorkspaceMemory memory;
-  EXPECT_EQ(cache.choose(base_key(), true, source, memory).algorithm.algo, 1);
-  EXPECT_EQ(source.search_calls, 0);
-  EXPECT_EQ(cache.stats().forward.hits, 1);
-  EXPECT_EQ(cache.stats().forward.finds, 0);
-}
-
-TEST_F(ConvAlgorithmFile, AnotherGpuOrCudnnLoadsNothingAndSaysWhy) {
-  write_algorithm_file(saved_entries(), path(), kIdentity);
-  for (const AlgorithmCacheIdentity& other : {AlgorithmCacheIdentity{.gpu = "NVIDIA A100-SXM4-80GB", .cudnn_version = 91900},
-                                              AlgorithmCacheIdentity{.gpu = "NVIDIA H200", .cudnn_version = 90100}}) {
-    ConvAlgorithmCache cache;
-    const cudnn::LoadReport report = read_algorithm_file(cache, path(), other);
-    EXPECT_FALSE(report.loaded);
-    EXPECT_EQ(report.entries, 0);
-    EXPECT_EQ(cache.size(), 0u);
-    EXPECT_NE(report.message.find("nothing loaded"), std::string::npos) << report.message;
-    EXPECT_NE(report.message.find(other.gpu), std::string::npos) << report.message;
-    EXPECT_NE(report.message.find(std::to_string(other.cudnn_version)), std::string::npos) << report.message;
-  }
-}
-
-TEST_F(ConvAlgorithmFile, SavingIntoAMissingFolderNamesThePath) {
-  const std::string bad = path("no_such_folder/algos.txt");
-  try {
-    write_algorithm_file({}, bad, kIdentity);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("no_such_folder"), std::string::npos) << e.what();
-  }
-}
-
-TEST_F(ConvAlgorithmFile, SavingReplacesTheOldFileWhole) {
-  write_algorithm_file(saved_entries(), path(), kIdentity);
-  write_algorithm_file({}, path(), kIdentity);
-  ConvAlgorithmCache cache;
-  EXPECT_EQ(read_algorithm_file(cache, path(), kIdentity).entries, 0);
-}
-
-TEST_F(ConvAlgorithmFile, CorruptAndTruncatedFilesAreClearErrors) {
-  const std::vector<std::string> lines = valid_lines();
-  std::string whole;
-  for (const std::string& l : lines) whole += l + "\n";
-  ASSERT_TRUE(load_error(whole).empty()) << load_error(whole);
-
-  struct Case {
-    const char* what;
-    std::string text;
-    const char* expected;
-  };
-  const std::vector<Case> cases = {
-      {"empty", "", "is empty"},
-      {"not ours", "PK\x03\x04 some zip\n", "expected the header line 'kiln-cudnn-algorithms"},
-      {"future version", with_line(0, "kiln-cudnn-algorithms 7"), "format version 7"},
-      {"no gpu line", with_line(1, "gpux NVIDIA"), ":2: expected the header line 'gpu"},
-      {"bad cudnn version", with_line(2, "cudnn nine"), ":3: cuDNN version 'nine'"},
-      {"negative count", with_line(3, "entries -1"), ":4: entry count '-1'"},
-      {"cut mid-line", whole.substr(0, whole.size() - 5), "truncated: its last line has no end"},
-      {"missing entries", whole.substr(0, whole.find('\n', whole.find("pass=")) + 1), "truncated: the header promises 3"},
-      {"extra line", whole + "pass=forward\n", "1 lines after the 3 entries"},
-      {"header only, cut", lines[0] + "\n" + lines[1] + "\n", ":3: the file is truncated"},
-      {"unknown pass", with_line(4, "pass=sideways device=0"), ":5: unknown pass 'sideways'"},
-      {"fields out of order", with_line(4, "device=0 pass=forward"), ":5: expected the field 'pass=...'"},
-      {"bad dtype", with_line(4, lines[4].substr(0, lines[4].find("dtype=")) + "dtype=int64 math=fma"),
-       "dtype 'int64' is not a floating dtype"},
-      {"huge number", with_line(4, lines[4].substr(0, lines[4].find("groups=")) + "groups=99999999999999999999"),
-       "groups '99999999999999999999' is not an integer"},
-      {"too many dims", with_line(4, lines[4].substr(0, lines[4].find("input=")) + "input=1,2,3,4,5,6"),
-       "input has more than 5 values"},
-      {"dims disagree",
-       with_line(4, lines[4].substr(0, lines[4].find("stride=")) + "stride=1,1 padding=1,1,1 dilation=1,1,1 searched=1 algos=0:fma:0:1"),
-       "disagree on the number of dims"},
-      {"bad algorithm", with_line(4, lines[4].substr(0, lines[4].find("algos=")) + "algos=1:fma:0"),
-       "not algo:math:workspace:deterministic"},
-      {"unknown math", with_line(4, lines[4].substr(0, lines[4].find("algos=")) + "algos=1:magic:0:1"),
-       "unknown math type 'magic'"},
-      {"trailing text", with_line(4, lines[4] + " extra=1"), "unexpected text after the last field"},
-  };
-  for (const Case& c : cases) {
-    const std::string error = load_error(c.text);
-    EXPECT_NE(error.find(c.expected), std::string::npos) << c.what << ": got '" << error << "'";
-    if (!error.empty()) {
-      EXPECT_NE(error.find(path()), std::string::npos) << c.what << ": " << error;
-    }
-  }
-}
-
-TEST_F(ConvAlgorithmFile, AnOversizedOrMissingFileIsRefusedBeforeReading) {
-  std::ofstream(path()) << "x";
-  std::filesystem::resize_file(path(), static_cast<uintmax_t>(kMaxAlgorithmFileBytes) + 1);  // sparse
-  ConvAlgorithmCache cache;
-  EXPECT_THROW(
-      {
-        try {
-          read_algorithm_file(cache, path(), kIdentity);
-        } catch (const Error& e) {
-          EXPECT_NE(std::string(e.what()).find("more than any algorithm cache"), std::string::npos) << e.what();
-          throw;
-        }
-      },
-      Error);
-  EXPECT_THROW(read_algorithm_file(cache, path("missing.txt"), kIdentity), Error);
+  source.timed = {algorithm(11, 0), algorithm(4, 0)};
+  EXPECT_EQ(cache.choose(base_key(), true, source, memory).algorithm.algo, 4);
 }
 
 }  // namespace
