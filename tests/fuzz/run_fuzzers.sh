@@ -25,8 +25,9 @@ for binary in "$build"/bin/fuzz_*; do
   log="$build/fuzz-$name.log"
   echo "fuzz_$name: ${seconds} s"
   # -rss_limit_mb bounds the memory any input may cost (a reader must not blow up on a
-  # small file); -timeout flags an input that takes more than 10 s.
-  "$binary" -max_total_time="$seconds" -print_final_stats=1 -rss_limit_mb=2048 -timeout=10 \
+  # small file); -timeout flags an input that takes more than 10 s. One OpenMP thread:
+  # the inputs are small, and idle worker threads would spin on the fuzzer's core.
+  OMP_NUM_THREADS=1 "$binary" -max_total_time="$seconds" -print_final_stats=1 -rss_limit_mb=2048 -timeout=10 \
     -artifact_prefix="$crashes/$name-" "$corpus" "$here/corpus/$name" "$here/regressions/$name" >"$log" 2>&1
   result=$?
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
