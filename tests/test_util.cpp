@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <thread>
 
 #include "core/fault_injection.h"
 
@@ -162,6 +163,22 @@ int64_t fail_each_allocation(const std::function<void()>& operation,
     SCOPED_TRACE(::testing::Message() << "after allocation " << n << " failed");
     expect_unchanged();
   }
+}
+
+std::vector<std::string> errors_of_concurrent_runs(int threads, const std::function<void(int)>& work) {
+  std::vector<std::string> errors(static_cast<size_t>(threads));
+  std::vector<std::thread> running;
+  for (int i = 0; i < threads; ++i) {
+    running.emplace_back([&, i] {
+      try {
+        work(i);
+      } catch (const Error& e) {
+        errors[static_cast<size_t>(i)] = e.what();
+      }
+    });
+  }
+  for (std::thread& thread : running) thread.join();
+  return errors;
 }
 
 }  // namespace kiln::testing

@@ -76,6 +76,11 @@ class TensorsSnapshot {
 int64_t fail_each_allocation(const std::function<void()>& operation,
                              const std::function<void()>& expect_unchanged);
 
+// Runs `work(i)` on `threads` threads at once (i = 0 .. threads - 1) and returns, per
+// thread, the message of the kiln::Error it threw ("" for none): for tests of concurrent
+// saves and loads.
+std::vector<std::string> errors_of_concurrent_runs(int threads, const std::function<void(int)>& work);
+
 }  // namespace kiln::testing
 
 // Expects `statement` to throw kiln::Error whose message contains every given substring.

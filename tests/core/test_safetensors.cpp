@@ -16,7 +16,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <thread>
 
 #include "core/atomic_file.h"
 #include "core/ops.h"
@@ -537,17 +536,9 @@ TEST(Safetensors, TwoThreadsSavingOnePathBothSucceed) {
   const fs::path path = folder.path() / "ckpt.safetensors";
   const st::NamedTensors small = {{"w", sample({4}, DType::Float32, 1)}};
   const st::NamedTensors large = {{"w", sample({4096}, DType::Float32, 2)}};
-  std::vector<std::string> errors(2);
-  auto save_many = [&](int thread) {
-    try {
-      for (int i = 0; i < 20; ++i) st::save(thread == 0 ? small : large, path.string());
-    } catch (const Error& e) {
-      errors[thread] = e.what();
-    }
-  };
-  std::thread first(save_many, 0), second(save_many, 1);
-  first.join();
-  second.join();
+  const std::vector<std::string> errors = testing::errors_of_concurrent_runs(2, [&](int thread) {
+    for (int i = 0; i < 20; ++i) st::save(thread == 0 ? small : large, path.string());
+  });
   EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
   const int64_t numel = find(st::load(path.string()).tensors, "w").numel();  // a whole file
   EXPECT_TRUE(numel == 4 || numel == 4096) << numel;

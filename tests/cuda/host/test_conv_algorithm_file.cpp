@@ -15,7 +15,6 @@
 #include <fstream>
 #include <iterator>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/atomic_file.h"
@@ -23,6 +22,7 @@
 #include "kernels/cuda/cudnn/conv_algorithm_cache.h"
 #include "kernels/cuda/cudnn/conv_algorithm_file.h"
 #include "tests/cuda/host/conv_algorithm_fakes.h"
+#include "tests/test_util.h"
 
 namespace kiln::cuda {
 namespace {
@@ -381,17 +381,9 @@ TEST_F(ConvAlgorithmFile, BadEntriesAreDroppedAndTheRestLoads) {
 TEST_F(ConvAlgorithmFile, TwoThreadsSavingOnePathBothSucceed) {
   const auto all = saved_entries();
   const std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>> one(all.begin(), all.begin() + 1);
-  std::vector<std::string> errors(2);
-  auto save_many = [&](int thread) {
-    try {
-      for (int i = 0; i < 50; ++i) write_algorithm_file(thread == 0 ? all : one, path(), kIdentity);
-    } catch (const Error& e) {
-      errors[thread] = e.what();
-    }
-  };
-  std::thread first(save_many, 0), second(save_many, 1);
-  first.join();
-  second.join();
+  const std::vector<std::string> errors = kiln::testing::errors_of_concurrent_runs(2, [&](int thread) {
+    for (int i = 0; i < 50; ++i) write_algorithm_file(thread == 0 ? all : one, path(), kIdentity);
+  });
   EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
   ConvAlgorithmCache cache;
   const int64_t loaded = read_algorithm_file(cache, path(), kIdentity).entries;  // a whole file
