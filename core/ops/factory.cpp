@@ -43,18 +43,13 @@ Tensor allocate_strided(const std::vector<int64_t>& sizes, const std::vector<int
   return finish(Tensor(std::move(impl)), options);
 }
 
-Tensor allocate(const std::vector<int64_t>& sizes, const TensorOptions& options, const char* op) {
-  checked_numel(sizes, op);  // before contiguous_strides, which saturates on overflow
-  return allocate_strided(sizes, contiguous_strides(sizes), options, op);
-}
-
 Tensor full_named(const std::vector<int64_t>& sizes, Scalar value, const TensorOptions& options,
                   const char* op) {
   TensorOptions o = options;
   o.dtype = options.dtype.value_or(default_dtype_of(value));
   o.requires_grad = false;
   value.check_representable(*o.dtype, op);
-  Tensor t = allocate(sizes, o, op);
+  Tensor t = empty(sizes, o, op);
   if (t.numel() > 0) backend(t.device()).fill(t, value);
   return finish(t, options);
 }
@@ -66,7 +61,12 @@ Tensor empty_strided(const std::vector<int64_t>& sizes, const std::vector<int64_
   return allocate_strided(sizes, strides, options, "empty_strided");
 }
 
-Tensor empty(const std::vector<int64_t>& sizes, TensorOptions options) { return allocate(sizes, options, "empty"); }
+// contiguous_strides saturates for sizes whose count overflows; checked_span refuses them.
+Tensor empty(const std::vector<int64_t>& sizes, TensorOptions options, const char* op) {
+  return allocate_strided(sizes, contiguous_strides(sizes), options, op);
+}
+
+Tensor empty(const std::vector<int64_t>& sizes, TensorOptions options) { return empty(sizes, options, "empty"); }
 
 Tensor full(const std::vector<int64_t>& sizes, Scalar value, TensorOptions options) {
   return full_named(sizes, value, options, "full");
@@ -148,7 +148,7 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
   TensorOptions o = options;
   o.dtype = dtype;
   o.requires_grad = false;
-  Tensor t = allocate({n}, o, "arange");
+  Tensor t = empty({n}, o, "arange");
   if (n > 0) backend(t.device()).arange(t, start, step);
   return finish(t, options);
 }
@@ -158,7 +158,7 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions options) 
   TensorOptions o = options;
   o.dtype = options.dtype.value_or(kDefaultFloat);
   o.requires_grad = false;
-  Tensor t = allocate({steps}, o, "linspace");
+  Tensor t = empty({steps}, o, "linspace");
   if (steps > 0) {
     const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
     backend(t.device()).arange(t, start, step);

@@ -13,6 +13,9 @@
 namespace kiln {
 
 Tensor empty(const std::vector<int64_t>& sizes, TensorOptions options = {});
+// empty() whose size errors name `op` (Note [Checked sizes]): for the factories outside
+// this file (rand, randint, randperm, bernoulli), so "randperm: ..." is what a user reads.
+Tensor empty(const std::vector<int64_t>& sizes, TensorOptions options, const char* op);
 Tensor empty_strided(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
                      TensorOptions options = {});
 Tensor zeros(const std::vector<int64_t>& sizes, TensorOptions options = {});

@@ -14,17 +14,10 @@ Generator& pick(Generator* generator, Device device) {
   return generator != nullptr ? *generator : default_generator(device);
 }
 
-// The output of a random factory; a size that overflows is an error naming `op` (Note
-// [Checked sizes]), not the allocation inside it.
-Tensor output(const std::vector<int64_t>& sizes, DType dtype, Device device, const char* op) {
-  checked_nbytes(checked_numel(sizes, op), dtype, op);
-  return empty(sizes, {.dtype = dtype, .device = device});
-}
-
 Tensor floating_empty(const std::vector<int64_t>& sizes, const TensorOptions& options, const char* op) {
   const DType dtype = options.dtype.value_or(kDefaultFloat);
   KILN_CHECK(is_floating(dtype), op, ": needs a floating dtype, got ", dtype);
-  return output(sizes, dtype, options.device, op);
+  return empty(sizes, {.dtype = dtype, .device = options.device}, op);
 }
 
 Tensor finish(Tensor t, const TensorOptions& options) {
@@ -68,7 +61,7 @@ Tensor randint(int64_t low, int64_t high, const std::vector<int64_t>& sizes, Ten
   const DType dtype = options.dtype.value_or(DType::Int64);
   KILN_CHECK(dtype != DType::Bool, "randint: bool is not a valid dtype");
   KILN_CHECK(holds_integers(dtype, low, high - 1), "randint: [", low, ", ", high, ") does not fit in ", dtype);
-  Tensor out = output(sizes, dtype, options.device, "randint");
+  Tensor out = empty(sizes, {.dtype = dtype, .device = options.device}, "randint");
   const PhiloxState state = pick(generator, out.device()).reserve(static_cast<uint64_t>(out.numel()));
   if (out.numel() > 0) backend(out.device()).randint(out, low, high, state);
   return finish(out, options);
@@ -80,7 +73,7 @@ Tensor randperm(int64_t n, TensorOptions options, Generator* generator) {
   KILN_CHECK(dtype == DType::Int64 || dtype == DType::Int32 || is_floating(dtype), "randperm: unsupported dtype ",
              dtype);
   KILN_CHECK(holds_integers(dtype, 0, n - 1), "randperm: n = ", n, " does not fit in ", dtype);
-  Tensor out = output({n}, DType::Int64, options.device, "randperm");
+  Tensor out = empty({n}, {.dtype = DType::Int64, .device = options.device}, "randperm");
   const PhiloxState state = pick(generator, out.device()).reserve(static_cast<uint64_t>(n));
   if (n > 0) backend(out.device()).randperm(out, state);
   return finish(dtype == DType::Int64 ? out : out.to(dtype), options);
@@ -97,7 +90,7 @@ Tensor randn_like(const Tensor& like, Generator* generator) {
 Tensor bernoulli(const std::vector<int64_t>& sizes, double p, TensorOptions options, Generator* generator) {
   KILN_CHECK(p >= 0.0 && p <= 1.0, "bernoulli: p must be in [0, 1], got ", p);
   const DType dtype = options.dtype.value_or(kDefaultFloat);
-  Tensor out = output(sizes, dtype, options.device, "bernoulli");
+  Tensor out = empty(sizes, {.dtype = dtype, .device = options.device}, "bernoulli");
   const PhiloxState state = pick(generator, out.device()).reserve(static_cast<uint64_t>(out.numel()));
   if (out.numel() > 0) backend(out.device()).bernoulli(out, p, state);
   return finish(out, options);
