@@ -323,6 +323,12 @@ std::vector<std::pair<std::string, Tensor>> iota_bases() {
   };
 }
 
+// Runs `check(name, base)` for each iota base (a function's parameters, unlike a
+// structured binding, may be captured by the lambdas inside under Clang 14).
+void for_each_iota_base(const std::function<void(const std::string& name, const Tensor& base)>& check) {
+  for (const auto& [name, base] : iota_bases()) check(name, base);
+}
+
 // Checks a view of an iota base: a kiln::Error, or a view that keeps the invariants and
 // (when small) reads exactly the elements it names. Ops that may copy instead (reshape,
 // flatten, squeeze, unsqueeze) are checked against the base's values in order.
@@ -339,8 +345,7 @@ void check_view(const Tensor& base, const std::function<Tensor()>& call, const s
 }
 
 TEST(HostileSizes, SelectNarrowSlice) {
-  for (const auto& [name, base_binding] : iota_bases()) {
-    const Tensor& base = base_binding;  // a lambda may not capture a structured binding (Clang 14)
+  for_each_iota_base([&](const std::string& name, const Tensor& base) {
     for (const int64_t dim : kDims) {
       for (const int64_t a : kExtremes) {
         const std::string where = name + " dim " + std::to_string(dim) + " a " + std::to_string(a);
@@ -354,7 +359,7 @@ TEST(HostileSizes, SelectNarrowSlice) {
         }
       }
     }
-  }
+  });
 }
 
 TEST(HostileSizes, ViewReshapeExpand) {
@@ -367,8 +372,7 @@ TEST(HostileSizes, ViewReshapeExpand) {
       shapes.push_back({a, b, 0});
     }
   }
-  for (const auto& [name, base_binding] : iota_bases()) {
-    const Tensor& base = base_binding;  // a lambda may not capture a structured binding (Clang 14)
+  for_each_iota_base([&](const std::string& name, const Tensor& base) {
     for (const std::vector<int64_t>& shape : shapes) {
       const std::string what = name + " to " + args_str(shape);
       check_view(base, [&] { return base.view(shape); }, "view " + what);
@@ -379,12 +383,11 @@ TEST(HostileSizes, ViewReshapeExpand) {
         EXPECT_TRUE(testing::all_equal(reshaped->flatten(), base.reshape({-1}))) << "reshape " << what;
       }
     }
-  }
+  });
 }
 
 TEST(HostileSizes, DimArguments) {
-  for (const auto& [name, base_binding] : iota_bases()) {
-    const Tensor& base = base_binding;  // a lambda may not capture a structured binding (Clang 14)
+  for_each_iota_base([&](const std::string& name, const Tensor& base) {
     for (const int64_t a : kDims) {
       const std::string where = name + " dim " + std::to_string(a);
       check_view(base, [&] { return base.unsqueeze(a); }, "unsqueeze " + where);
@@ -400,7 +403,7 @@ TEST(HostileSizes, DimArguments) {
         }
       }
     }
-  }
+  });
 }
 
 TEST(HostileSizes, AsStrided) {
@@ -421,8 +424,7 @@ TEST(HostileSizes, AsStrided) {
 // ---- shape ops ---------------------------------------------------------------------------
 
 TEST(HostileSizes, SplitChunkCatStack) {
-  for (const auto& [name, base_binding] : iota_bases()) {
-    const Tensor& base = base_binding;  // a lambda may not capture a structured binding (Clang 14)
+  for_each_iota_base([&](const std::string& name, const Tensor& base) {
     for (const int64_t dim : kDims) {
       for (const int64_t a : kExtremes) {
         const std::string what = name + " dim " + std::to_string(dim) + " a " + std::to_string(a);
@@ -457,12 +459,12 @@ TEST(HostileSizes, SplitChunkCatStack) {
       survives([&] { return cat({base, base}, dim); }, "cat " + name);
       survives([&] { return stack({base, base}, dim); }, "stack " + name);
     }
-  }
+  });
   // Sizes along the cat dim that add up past int64 are refused, not wrapped.
   const Tensor huge = arange(1, {.dtype = DType::Float64}).expand({k62});
   EXPECT_KILN_ERROR(cat({huge, huge, huge}, 0), "cat: the sizes along dimension 0 add up to more than 2^63 - 1");
   EXPECT_KILN_ERROR(split_with_sizes(arange(4), {INT64_MAX, INT64_MAX, 2, 4}), "split_with_sizes", "add up to more");
-  EXPECT_KILN_ERROR(empty({0}).chunk(INT64_MAX), "chunk: out of memory for 9223372036854775807 empty pieces");
+  EXPECT_KILN_ERROR(empty({0}).chunk(INT64_MAX), "chunk: 9223372036854775807 empty pieces", "more than a list can hold");
   EXPECT_EQ(arange(5).chunk(INT64_MAX).size(), 5u);
 }
 
