@@ -161,20 +161,16 @@ constexpr bool refuses_integers(UnaryOp op) {
   return floating_only(op) && op_info(op).integer_inputs == IntegerInputs::Refused;
 }
 
-// The dtype a code computes in when its (promoted) inputs are `input`: float32 for an
-// integer or Bool input of a floating-only code, else the input's own dtype.
-constexpr DType compute_dtype(UnaryOp op, DType input) {
-  return floating_only(op) && !is_floating(input) ? kDefaultFloat : input;
-}
-constexpr DType compute_dtype(BinaryOp op, DType input) {
+// The dtype a code (UnaryOp or BinaryOp) computes in when its (promoted) inputs are
+// `input`: float32 for an integer or Bool input of a floating-only code, else `input`.
+template <typename Op>
+constexpr DType compute_dtype(Op op, DType input) {
   return floating_only(op) && !is_floating(input) ? kDefaultFloat : input;
 }
 
 // The dtype of its result: Bool for a bool_result code, else the compute dtype.
-constexpr DType result_dtype(UnaryOp op, DType input) {
-  return op_info(op).bool_result ? DType::Bool : compute_dtype(op, input);
-}
-constexpr DType result_dtype(BinaryOp op, DType input) {
+template <typename Op>
+constexpr DType result_dtype(Op op, DType input) {
   return op_info(op).bool_result ? DType::Bool : compute_dtype(op, input);
 }
 
