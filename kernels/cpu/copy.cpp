@@ -1,9 +1,9 @@
 // CpuBackend's memory kernels: strided copy with dtype conversion, fill, arange.
 #include "core/dispatch.h"
 #include "kernels/cpu/cpu_backend.h"
-#include "kernels/arange_value.h"
 #include "kernels/cpu/elementwise_engine.h"
 #include "kernels/copy_cast.h"
+#include "kernels/wrapping_math.h"
 
 namespace kiln::cpu {
 
@@ -42,12 +42,14 @@ void CpuBackend::arange(const Tensor& dst, Scalar start, Scalar step) {
     if constexpr (is_floating_v<T>) {
       const double s0 = start.to_double(), ds = step.to_double();
       parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) out[i] = static_cast<T>(static_cast<opmath_t<T>>(arange_floating_value(s0, ds, i)));
+        for (int64_t i = begin; i < end; ++i) out[i] = static_cast<T>(static_cast<opmath_t<T>>(s0 + ds * static_cast<double>(i)));
       });
     } else {
       const int64_t s0 = start.to_int(), ds = step.to_int();
       parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) out[i] = static_cast<T>(arange_integral_value(s0, ds, i));
+        // Every value fits int64 (the op layer checked the length), but i * ds alone may not
+        // (arange(INT64_MIN, INT64_MAX, INT64_MAX)): Note [Integer overflow wraps].
+        for (int64_t i = begin; i < end; ++i) out[i] = static_cast<T>(wrapping_add(s0, wrapping_mul(ds, i)));
       });
     }
   });

@@ -12,12 +12,12 @@
 //   arange          dst[i] = start + i * step, dst contiguous; floating dtypes compute it
 //                   in double and round through opmath, integers in int64, as the CPU.
 #include "core/dispatch.h"
-#include "kernels/arange_value.h"
 #include "kernels/copy_cast.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/elementwise_families.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/wrapping_math.h"
 
 namespace kiln::cuda {
 namespace {
@@ -34,7 +34,7 @@ template <typename T>
 __global__ void arange_floating(int64_t n, double start, double step, T* out) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    out[i] = from_opmath<T>(static_cast<opmath_t<T>>(arange_floating_value(start, step, i)));
+    out[i] = from_opmath<T>(static_cast<opmath_t<T>>(start + step * static_cast<double>(i)));
   }
 }
 
@@ -42,7 +42,7 @@ template <typename T>
 __global__ void arange_integral(int64_t n, int64_t start, int64_t step, T* out) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    out[i] = static_cast<T>(arange_integral_value(start, step, i));
+    out[i] = static_cast<T>(wrapping_add(start, wrapping_mul(step, i)));  // as the CPU's
   }
 }
 
