@@ -14,6 +14,11 @@ SANITIZE_BUILD ?= build-sanitize
 # The sanitizers' settings (every report fatal, leaks reported, a failed allocation
 # returns null) are compiled into the test and fuzz binaries: tests/sanitizer_options.cpp.
 
+# What `make sanitize` and `make fuzz` configure alike: Clang, the CPU backend, ASan + UBSan,
+# nothing but what they run.
+CLANG_SANITIZE_FLAGS := -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DKILN_CUDA=OFF \
+  -DKILN_SANITIZE=ON -DKILN_BUILD_BENCH=OFF -DKILN_BUILD_EXAMPLES=OFF -DKILN_INSTALL=OFF
+
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 
@@ -54,9 +59,7 @@ bench: configure
 # test suite run under them. CI runs it after `make test`.
 sanitize:
 	$(MAKE) deps PACKAGES="$(PACKAGES) $(SANITIZE_PACKAGES)"
-	cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ \
-	  -DKILN_CUDA=OFF -DKILN_SANITIZE=ON -DKILN_WERROR=ON -DKILN_BUILD_BENCH=OFF -DKILN_BUILD_EXAMPLES=OFF \
-	  -DKILN_INSTALL=OFF $(CMAKE_FLAGS)
+	cmake -S . -B $(SANITIZE_BUILD) $(CLANG_SANITIZE_FLAGS) -DKILN_WERROR=ON $(CMAKE_FLAGS)
 	cmake --build $(SANITIZE_BUILD) -j$(JOBS)
 	ctest --test-dir $(SANITIZE_BUILD) --output-on-failure -j$(JOBS)
 
@@ -64,9 +67,7 @@ sanitize:
 # FUZZ_SECONDS each (tests/fuzz/README.md): `make fuzz FUZZ_SECONDS=600`.
 fuzz:
 	$(MAKE) deps PACKAGES="$(PACKAGES) $(SANITIZE_PACKAGES)"
-	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ \
-	  -DKILN_CUDA=OFF -DKILN_SANITIZE=ON -DKILN_FUZZ=ON -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_BENCH=OFF \
-	  -DKILN_BUILD_EXAMPLES=OFF -DKILN_INSTALL=OFF $(CMAKE_FLAGS)
+	cmake -S . -B $(FUZZ_BUILD) $(CLANG_SANITIZE_FLAGS) -DKILN_FUZZ=ON -DKILN_BUILD_TESTS=OFF $(CMAKE_FLAGS)
 	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target kiln_fuzzers
 	tests/fuzz/run_fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
