@@ -8,7 +8,7 @@
 // kiln::Error an exhausted allocator throws, before any memory is taken; the others go
 // through. A test steps n through every allocation an operation makes, checking after
 // each failure that the operation left nothing half-done (Note [All-or-nothing loads] in
-// core/safetensors.h):
+// core/safetensors.h); tests/test_util.h's fail_each_allocation is this loop:
 //
 //   for (int64_t n = 0;; ++n) {
 //     FailNthAllocation fail(n);
