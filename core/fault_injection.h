@@ -25,7 +25,9 @@
 //
 // Only the guard's own thread is counted (a data loader's workers, say, are not), and an
 // inner guard stands in for an outer one until it ends. Unarmed, the seam costs each
-// allocation one thread-local load and a branch. Memory that is not a tensor's (cuBLAS
+// allocation a call, one thread-local load and a branch: about 1 ns against the 150 ns of
+// a CPU empty({4}) (its heap allocations and the allocator's virtual call), too little to
+// be worth inlining by exporting the thread-local. Memory that is not a tensor's (cuBLAS
 // and cuDNN workspaces taken straight from the caching allocator) is not counted.
 #pragma once
 
