@@ -89,8 +89,6 @@ std::vector<OneCycleLR::Phase> OneCycleLR::phases(int64_t total_steps, double pc
 // The first phase that ends at or after `step`, else the last.
 OneCycleLR::PhaseAt OneCycleLR::phase_at(const std::vector<Phase>& schedule, int64_t step,
                                          int64_t total_steps, double pct_start) {
-  KILN_CHECK(step <= total_steps, kWho, ": tried to step ", step, " times; total_steps is ", total_steps,
-             " (step once per batch, and give total_steps or epochs * steps_per_epoch for the whole run)");
   PhaseAt at{.index = 0, .start_step = 0};
   while (at.index + 1 < schedule.size() && static_cast<double>(step) > schedule[at.index].end_step) {
     at.start_step = schedule[at.index].end_step;
@@ -127,6 +125,8 @@ double OneCycleLR::anneal(double start, double end, double pct) const {
 
 std::vector<double> OneCycleLR::compute_lrs() {
   const int64_t step = last_epoch();
+  KILN_CHECK(step <= total_steps_, kWho, ": tried to step ", step, " times; total_steps is ", total_steps_,
+             " (step once per batch, and give total_steps or epochs * steps_per_epoch for the whole run)");
   const std::vector<Phase> schedule = phases(total_steps_, pct_start_, three_phase_);
   const PhaseAt at = phase_at(schedule, step, total_steps_, pct_start_);
   const Phase& p = schedule[at.index];

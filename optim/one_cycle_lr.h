@@ -71,7 +71,7 @@ class OneCycleLR : public LRScheduler {
     double start_step;
   };
   static std::vector<Phase> phases(int64_t total_steps, double pct_start, bool three_phase);
-  // A kiln::Error when `step` is past total_steps or its phase has no steps.
+  // For a step <= total_steps (the caller checks it); a kiln::Error when its phase has no steps.
   static PhaseAt phase_at(const std::vector<Phase>& schedule, int64_t step, int64_t total_steps,
                           double pct_start);
   double level(Level which, size_t group) const;

@@ -171,9 +171,13 @@ class Optimizer {
   // load_state_dict's stage phase (Note [All-or-nothing loads]; optimizer_state_dict.cpp):
   // everything checked, copied and allocated, nothing of this optimizer changed.
   struct StagedLoad;
+  struct StagedTensor;
   StagedLoad stage_load(const OptimizerStateDict& state) const;
   std::vector<Options> stage_options(const OptimizerStateDict& state,
                                      std::map<int64_t, Tensor>& params_by_index) const;
+  StagedTensor stage_tensor(const std::string& name, const Tensor& tensor,
+                            const std::map<int64_t, Tensor>& params_by_index, const std::string& who,
+                            const std::string& src) const;
 
   std::string name_;
   std::vector<ParamGroup> groups_;

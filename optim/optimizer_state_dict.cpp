@@ -29,8 +29,6 @@ std::string from(const OptimizerStateDict& state) {
   return state.source.empty() ? std::string() : " (from " + state.source + ")";
 }
 
-bool is_low_precision(DType dtype) { return dtype == DType::Float16 || dtype == DType::BFloat16; }
-
 // "state.12.exp_avg" -> {12, "exp_avg"}; nullopt when the name has another form.
 std::optional<std::pair<int64_t, std::string>> parse_state_name(const std::string& name) {
   const std::string_view prefix = "state.";
@@ -144,26 +142,24 @@ std::vector<Options> Optimizer::stage_options(const OptimizerStateDict& state,
   return options;
 }
 
-namespace {
-
 // One tensor of the dict, checked against its parameter and copied to where it will live:
 // the parameter's device, in the dtype of what it belongs with (float32 when the
 // parameter keeps a master; a step counter is Float32 []).
-struct StagedTensor {
+struct Optimizer::StagedTensor {
   Tensor param;     // the model parameter it belongs to
   std::string key;  // "exp_avg", "step", "master_weight", ...
   Tensor value;
 };
 
-StagedTensor stage_tensor(const std::string& name, const Tensor& tensor,
-                          const std::map<int64_t, Tensor>& params, bool master_weights, const std::string& who,
-                          const std::string& src) {
+Optimizer::StagedTensor Optimizer::stage_tensor(const std::string& name, const Tensor& tensor,
+                                                const std::map<int64_t, Tensor>& params_by_index,
+                                                const std::string& who, const std::string& src) const {
   const auto parsed = parse_state_name(name);
   KILN_CHECK(parsed.has_value(), who, ": unexpected tensor \"", name, "\" (expected state.<index>.<name>)",
              src);
   const auto& [index, key] = *parsed;
-  const auto it = params.find(index);
-  KILN_CHECK(it != params.end(), who, ": tensor \"", name, "\" names parameter ", index,
+  const auto it = params_by_index.find(index);
+  KILN_CHECK(it != params_by_index.end(), who, ": tensor \"", name, "\" names parameter ", index,
              ", which no parameter group lists", src);
   const Tensor& p = it->second;
   KILN_CHECK(tensor.defined(), who, ": tensor \"", name, "\" is undefined", src);
@@ -174,15 +170,13 @@ StagedTensor stage_tensor(const std::string& name, const Tensor& tensor,
   }
   KILN_CHECK(tensor.sizes() == p.sizes(), who, ": \"", name, "\" has shape ", tensor.sizes(), ", parameter ",
              index, " has shape ", p.sizes(), src);
-  const bool has_master = master_weights && is_low_precision(p.dtype());
+  const bool has_master = keeps_master(p);
   KILN_CHECK(key != kMasterName || has_master, who, ": \"", name, "\" is a master weight, but parameter ",
              index, " (", p.dtype(), ") keeps none in this optimizer (enable_master_weights() for float16/bfloat16 ",
              "parameters)", src);
   const DType dtype = has_master ? DType::Float32 : p.dtype();
-  return {p, key, tensor.to(p.device(), dtype, false, /*copy=*/true).contiguous()};
+  return {p, key, tensor.to(p.device(), dtype, false, /*copy=*/true)};  // a fresh copy: contiguous
 }
-
-}  // namespace
 
 Optimizer::StagedLoad Optimizer::stage_load(const OptimizerStateDict& state) const {
   const std::string who = name_ + ".load_state_dict", src = from(state);
@@ -191,7 +185,7 @@ Optimizer::StagedLoad Optimizer::stage_load(const OptimizerStateDict& state) con
   staged.options = stage_options(state, params_by_index);
   std::vector<StagedTensor> tensors;
   for (const auto& [name, tensor] : state.tensors)
-    tensors.push_back(stage_tensor(name, tensor, params_by_index, master_weights_, who, src));
+    tensors.push_back(stage_tensor(name, tensor, params_by_index, who, src));
   for (const StagedTensor& t : tensors)
     if (t.key == kMasterName) staged.masters[t.param.impl()] = t.value;
   // A parameter's state lives under its master (Note [Master weights]). Masters the dict

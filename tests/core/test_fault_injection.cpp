@@ -52,23 +52,15 @@ TEST(FaultInjection, AnInnerGuardStandsInForTheOuterOne) {
   EXPECT_KILN_ERROR(ones({2}), "injected", "allocation 1");
 }
 
-// The loop of the Note: every allocation of an op fails once, then the op runs through.
+// The loop of the Note (testing::fail_each_allocation): every allocation of an op fails
+// once, each failure is the injected one, then the op runs through.
 TEST(FaultInjection, SteppingThroughAnOperationReachesItsEnd) {
   const Tensor x = testing::random_nonzero({3, 4}, DType::Float32);
-  int64_t failures = 0;
-  for (int64_t n = 0;; ++n) {
-    FailNthAllocation fail(n);
-    try {
-      const Tensor y = x.to(DType::Float64).transpose(0, 1).contiguous();
-    } catch (const Error&) {
-      ASSERT_TRUE(fail.fired());
-      ++failures;
-      continue;
-    }
-    ASSERT_FALSE(fail.fired());
-    break;
-  }
+  int64_t checks = 0;
+  const int64_t failures = testing::fail_each_allocation(
+      [&] { const Tensor y = x.to(DType::Float64).transpose(0, 1).contiguous(); }, [&] { ++checks; });
   EXPECT_EQ(failures, 2);  // the float64 copy and the contiguous one
+  EXPECT_EQ(checks, failures);
 }
 
 }  // namespace

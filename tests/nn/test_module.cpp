@@ -9,6 +9,7 @@
 
 #include "core/ops.h"
 #include "nn/nn.h"
+#include "tests/nn/module_test_util.h"
 #include "tests/test_util.h"
 
 namespace kiln {
@@ -228,20 +229,13 @@ TEST(Module, NonStrictLoadReportsAndLoadsTheRest) {
   EXPECT_FALSE(testing::all_equal(fresh.heads->at<nn::Linear>(1)->weight, source.heads->at<nn::Linear>(1)->weight));
 }
 
-// Every parameter and buffer by name, the tensors the module holds (not detached views).
-nn::NamedTensors live_tensors(const nn::Module& module) {
-  nn::NamedTensors all = module.named_parameters();
-  for (const auto& entry : module.named_buffers()) all.push_back(entry);
-  return all;
-}
-
 TEST(Module, LoadStateDictCopiesIntoTheSameTensorsAndBumpsTheirVersions) {
   TinyNet source(1), target(2);
-  const nn::NamedTensors before = live_tensors(target);
+  const nn::NamedTensors before = testing::module_tensors(target);
   std::vector<uint32_t> versions;
   for (const auto& [name, t] : before) versions.push_back(t.version());
   target.load_state_dict(source.state_dict());
-  const nn::NamedTensors after = live_tensors(target);
+  const nn::NamedTensors after = testing::module_tensors(target);
   ASSERT_EQ(after.size(), before.size());
   for (size_t i = 0; i < after.size(); ++i) {
     EXPECT_TRUE(after[i].second.is_same(before[i].second)) << after[i].first;
@@ -250,15 +244,6 @@ TEST(Module, LoadStateDictCopiesIntoTheSameTensorsAndBumpsTheirVersions) {
     EXPECT_EQ(after[i].second.version(), versions[i] + bumps) << after[i].first;
   }
   EXPECT_TRUE(target.fc1->weight.is_same(after[0].second));
-}
-
-// Note [All-or-nothing loads]: an allocation failing at any point of a load leaves every
-// parameter and buffer as it was (the same tensor, version and bytes); then the load runs
-// through. Returns the number of points a failure was injected at.
-int64_t expect_all_or_nothing(nn::Module& target, const nn::StateDict& sd, bool strict) {
-  const testing::TensorsSnapshot before(live_tensors(target));
-  return testing::fail_each_allocation([&] { target.load_state_dict(sd, strict); },
-                                       [&] { EXPECT_TRUE(before.same_as(live_tensors(target))); });
 }
 
 TEST(Module, LoadStateDictLoadsNothingWhenMemoryRunsOut) {
@@ -270,12 +255,8 @@ TEST(Module, LoadStateDictLoadsNothingWhenMemoryRunsOut) {
   sd[1].second = testing::non_contiguous(source.fc1->bias.to(DType::Float32));
   // Seven float64 tensors to convert and a non-contiguous one to pack, each into a fresh
   // tensor before anything is written; the int64 counter is copied as it is.
-  EXPECT_EQ(expect_all_or_nothing(target, sd, /*strict=*/true), 8);
-  for (const auto& [name, t] : target.state_dict()) {
-    const Tensor* given = testing::find_named(sd, name);
-    ASSERT_NE(given, nullptr) << name;
-    EXPECT_TRUE(testing::bitwise_equal(t, given->to(t.dtype()))) << name;
-  }
+  EXPECT_EQ(testing::expect_all_or_nothing(target, sd, /*strict=*/true), 8);
+  EXPECT_TRUE(testing::holds_state_dict(target, sd));
   EXPECT_EQ(target.stats->count.item<int64_t>(), 5);
 }
 
@@ -284,7 +265,7 @@ TEST(Module, NonStrictLoadLoadsNothingWhenMemoryRunsOut) {
   source.to(DType::Float64);
   const std::vector<double> heads1 = target.heads->at<nn::Linear>(1)->weight.to_vector<double>();
   // Six float64 tensors match (fc1.bias is mismatched, heads.1.weight missing).
-  EXPECT_EQ(expect_all_or_nothing(target, broken_state_dict(source), /*strict=*/false), 6);
+  EXPECT_EQ(testing::expect_all_or_nothing(target, broken_state_dict(source), /*strict=*/false), 6);
   EXPECT_TRUE(testing::bitwise_equal(target.fc1->weight, source.fc1->weight.to(DType::Float32)));
   EXPECT_EQ(target.heads->at<nn::Linear>(1)->weight.to_vector<double>(), heads1);
 }
