@@ -65,9 +65,12 @@ class Value {
   // The alternatives in the order of Type, so that index() is the type.
   using Data = std::variant<std::monostate, bool, int64_t, double, std::string, std::vector<Value>,
                             std::vector<Member>>;
-  static_assert(std::variant_size_v<Data> == 7 &&
-                std::is_same_v<std::variant_alternative_t<size_t(Type::Integer), Data>, int64_t> &&
-                std::is_same_v<std::variant_alternative_t<size_t(Type::Object), Data>, std::vector<Member>>);
+  template <Type type, typename T>
+  static constexpr bool kHoldsAt = std::is_same_v<std::variant_alternative_t<size_t(type), Data>, T>;
+  static_assert(std::variant_size_v<Data> == 7 && kHoldsAt<Type::Null, std::monostate> &&
+                kHoldsAt<Type::Bool, bool> && kHoldsAt<Type::Integer, int64_t> && kHoldsAt<Type::Number, double> &&
+                kHoldsAt<Type::String, std::string> && kHoldsAt<Type::Array, std::vector<Value>> &&
+                kHoldsAt<Type::Object, std::vector<Member>>);
 
   Data data_;
 };

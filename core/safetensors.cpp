@@ -13,7 +13,6 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
-#include <limits>
 
 #include "core/checked_math.h"
 #include "core/error.h"
@@ -113,6 +112,14 @@ template <typename... Parts>
 // a tree the same headers took 17 to 110 times their size, and a valid 99 MB header 7 GB
 // and 23 s.
 
+// The next value must be of `type`; any other fails with `what` (what it must be) and
+// ", found <its type>".
+template <typename... What>
+void expect_next(const ByteSource& source, json::Reader& reader, json::Type type, const What&... what) {
+  const json::Type found = reader.peek();
+  if (found != type) fail(source, what..., ", found ", json::with_article(found));
+}
+
 [[noreturn]] void not_a_size(const ByteSource& source, const std::string& tensor, const char* field,
                              const std::string& found) {
   fail(source, "tensor '", tensor, "': ", field, " must hold non-negative integers, found ", found);
@@ -131,11 +138,8 @@ int64_t read_size(const ByteSource& source, json::Reader& reader, const std::str
 // The next value, that of `field`, must be of `type`.
 void expect_field(const ByteSource& source, json::Reader& reader, const std::string& tensor,
                   const char* field, json::Type type) {
-  const json::Type found = reader.peek();
-  if (found != type) {
-    fail(source, "tensor '", tensor, "': \"", field, "\" must be ", json::with_article(type), ", found ",
-         json::with_article(found));
-  }
+  expect_next(source, reader, type, "tensor '", tensor, "': \"", field, "\" must be ",
+              json::with_article(type));
 }
 
 std::string read_dtype(const ByteSource& source, json::Reader& reader, const std::string& tensor) {
@@ -196,10 +200,7 @@ void check_entry_bytes(const ByteSource& source, const TensorInfo& info) {
 // The next value, the entry of tensor `name`: {"dtype": ..., "shape": [...],
 // "data_offsets": [begin, end]} in any order; other fields are ignored, as Python does.
 TensorInfo read_entry(const ByteSource& source, json::Reader& reader, std::string name) {
-  const json::Type type = reader.peek();
-  if (type != json::Type::Object) {
-    fail(source, "tensor '", name, "' must be a JSON object, found ", json::with_article(type));
-  }
+  expect_next(source, reader, json::Type::Object, "tensor '", name, "' must be a JSON object");
   TensorInfo info;
   info.name = std::move(name);
   bool has_dtype = false, has_shape = false, has_offsets = false;
@@ -227,20 +228,15 @@ TensorInfo read_entry(const ByteSource& source, json::Reader& reader, std::strin
 // The next value, that of "__metadata__": an object of strings, or null for none.
 Metadata read_metadata(const ByteSource& source, json::Reader& reader) {
   Metadata metadata;
-  const json::Type type = reader.peek();
-  if (type == json::Type::Null) {  // Python reads null as "no metadata"
+  if (reader.peek() == json::Type::Null) {  // Python reads null as "no metadata"
     reader.read_null();
     return metadata;
   }
-  if (type != json::Type::Object) {
-    fail(source, "\"__metadata__\" must be an object of strings, found ", json::with_article(type));
-  }
+  expect_next(source, reader, json::Type::Object, "\"__metadata__\" must be an object of strings");
   reader.begin_object();
   while (std::optional<std::string> key = reader.next_key()) {
-    const json::Type item = reader.peek();
-    if (item != json::Type::String) {
-      fail(source, "\"__metadata__\" value of \"", *key, "\" must be a string, found ", json::with_article(item));
-    }
+    expect_next(source, reader, json::Type::String, "\"__metadata__\" value of \"", *key,
+                "\" must be a string");
     metadata.emplace(std::move(*key), reader.read_string());
   }
   return metadata;
@@ -251,10 +247,7 @@ Metadata read_metadata(const ByteSource& source, json::Reader& reader) {
 void read_entries(const ByteSource& source, std::string_view text, Header& header) {
   try {
     json::Reader reader(text, {.max_bytes = static_cast<size_t>(kMaxHeaderBytes)});
-    const json::Type type = reader.peek();
-    if (type != json::Type::Object) {
-      fail(source, "header must be a JSON object, found ", json::with_article(type));
-    }
+    expect_next(source, reader, json::Type::Object, "header must be a JSON object");
     reader.begin_object();
     while (std::optional<std::string> key = reader.next_key()) {
       if (*key == kMetadataKey) {

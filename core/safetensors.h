@@ -11,10 +11,11 @@
 //                       row-major, little-endian
 //
 // Note [safetensors validation] (what Python's reader enforces, and so do we): N at most
-// 100,000,000 bytes (the Rust crate's MAX_HEADER_SIZE) and within the file; the header valid UTF-8 JSON; each entry with a known dtype,
-// non-negative integer shape, and data_offsets [begin, end] with
-// end - begin = numel * itemsize (no overflow); sorted by offsets, the entries tile the
-// data buffer exactly from 0 to its end: no gap, no overlap, nothing after the last.
+// 100,000,000 bytes (the Rust crate's MAX_HEADER_SIZE) and within the file; the header
+// valid UTF-8 JSON; each entry with a known dtype, non-negative integer shape, and
+// data_offsets [begin, end] with end - begin = numel * itemsize (no overflow); sorted by
+// offsets, the entries tile the data buffer exactly from 0 to its end: no gap, no
+// overlap, nothing after the last.
 // On top of Python we reject duplicate names (Python keeps the last one silently) and,
 // in load(), BOOL bytes other than 0 and 1 (a C++ bool holds nothing else).
 // Every violation is a kiln::Error naming the file and the problem; nothing is allocated
