@@ -25,17 +25,13 @@ namespace fs = std::filesystem;
 
 // ---- the test seam (Note [Atomic file faults]) ------------------------------------------------
 
-struct Fault {
-  bool active = false;
-  AtomicFileStep step = AtomicFileStep::Create;
-  int error = 0;
-};
-thread_local Fault fault;
+// This thread's innermost live guard, or null (as the allocation seam, core/fault_injection.cpp).
+thread_local const ScopedAtomicFileFault* armed = nullptr;
 
 // True, with errno set, when the test seam fails `step` on this thread.
 bool injected(AtomicFileStep step) {
-  if (!fault.active || fault.step != step) return false;
-  errno = fault.error;
+  if (armed == nullptr || armed->step() != step) return false;
+  errno = armed->error();
   return true;
 }
 
@@ -217,12 +213,10 @@ SaveStatus save_atomically(std::string_view bytes, const std::string& path, std:
 // ---- the test seam ------------------------------------------------------------------------------
 
 ScopedAtomicFileFault::ScopedAtomicFileFault(AtomicFileStep step, int error)
-    : had_previous_(fault.active), previous_step_(fault.step), previous_error_(fault.error) {
-  fault = {.active = true, .step = step, .error = error};
+    : step_(step), error_(error), outer_(armed) {
+  armed = this;
 }
 
-ScopedAtomicFileFault::~ScopedAtomicFileFault() {
-  fault = {.active = had_previous_, .step = previous_step_, .error = previous_error_};
-}
+ScopedAtomicFileFault::~ScopedAtomicFileFault() { armed = outer_; }
 
 }  // namespace kiln

@@ -91,7 +91,8 @@ std::string temporary_file_name(std::string_view name, std::string_view suffix, 
 // demand, and root ignores the permissions that would make a create fail, so tests make a
 // step fail here instead: while a ScopedAtomicFileFault lives, every AtomicFile on its
 // thread fails `step` as if the system call had returned -1 with errno `error` (a close
-// still closes). Other threads are not affected.
+// still closes). Other threads are not affected; an inner guard stands in for an outer one
+// until it ends.
 enum class AtomicFileStep : uint8_t { Create, Chmod, Write, SyncFile, Close, Rename, SyncFolder };
 
 class ScopedAtomicFileFault {
@@ -101,10 +102,13 @@ class ScopedAtomicFileFault {
   ScopedAtomicFileFault(const ScopedAtomicFileFault&) = delete;
   ScopedAtomicFileFault& operator=(const ScopedAtomicFileFault&) = delete;
 
+  AtomicFileStep step() const { return step_; }
+  int error() const { return error_; }
+
  private:
-  bool had_previous_;
-  AtomicFileStep previous_step_;
-  int previous_error_;
+  AtomicFileStep step_;
+  int error_;
+  const ScopedAtomicFileFault* outer_;  // the guard it stands in for, or null
 };
 
 }  // namespace kiln
