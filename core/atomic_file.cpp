@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -123,8 +124,7 @@ AtomicFile::AtomicFile(std::string path, std::string who) : path_(std::move(path
         fail("fchmod", temporary_, errno);
       }
     } catch (...) {
-      ::close(std::exchange(fd_, -1));
-      ::unlink(temporary_.c_str());
+      discard();  // the destructor of an object whose constructor throws does not run
       throw;
     }
   }
@@ -151,9 +151,11 @@ void AtomicFile::create_temporary(const std::string& folder, const std::string& 
              tried, ") failed: ", std::strerror(error));
 }
 
-AtomicFile::~AtomicFile() {
-  if (fd_ >= 0) ::close(fd_);
-  if (!committed_ && !temporary_.empty()) ::unlink(temporary_.c_str());
+AtomicFile::~AtomicFile() { discard(); }
+
+void AtomicFile::discard() noexcept {
+  if (fd_ >= 0) ::close(std::exchange(fd_, -1));
+  if (!temporary_.empty()) ::unlink(std::exchange(temporary_, std::string()).c_str());
 }
 
 void AtomicFile::fail(std::string_view call, const std::string& arguments, int error) const {
@@ -162,7 +164,7 @@ void AtomicFile::fail(std::string_view call, const std::string& arguments, int e
 }
 
 void AtomicFile::write(const void* data, size_t bytes) {
-  KILN_ASSERT(fd_ >= 0 && !committed_, "AtomicFile: write after commit (", path_, ")");
+  KILN_ASSERT(fd_ >= 0, "AtomicFile: write after commit (", path_, ")");
   const auto* next = static_cast<const char*>(data);
   while (bytes > 0) {
     const ssize_t written = injected(AtomicFileStep::Write) ? -1 : ::write(fd_, next, bytes);
@@ -174,7 +176,7 @@ void AtomicFile::write(const void* data, size_t bytes) {
 }
 
 SaveStatus AtomicFile::commit() {
-  KILN_ASSERT(fd_ >= 0 && !committed_, "AtomicFile: commit twice (", path_, ")");
+  KILN_ASSERT(fd_ >= 0, "AtomicFile: commit twice (", path_, ")");
   if (injected(AtomicFileStep::SyncFile) || ::fsync(fd_) != 0) fail("fsync", temporary_, errno);
   // A close can report a delayed write error; it releases the descriptor either way.
   const bool closed = ::close(std::exchange(fd_, -1)) == 0;
@@ -182,7 +184,7 @@ SaveStatus AtomicFile::commit() {
   if (injected(AtomicFileStep::Rename) || ::rename(temporary_.c_str(), target_.c_str()) != 0) {
     fail("rename", temporary_ + ", " + target_, errno);
   }
-  committed_ = true;
+  temporary_.clear();  // renamed: no temporary file of ours is left to remove
   return sync_folder();
 }
 

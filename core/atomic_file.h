@@ -61,20 +61,21 @@ class AtomicFile {
   SaveStatus commit();
 
   const std::string& target() const { return target_; }        // the file replaced
-  const std::string& temporary() const { return temporary_; }  // the file written
+  const std::string& temporary() const { return temporary_; }  // the file written; empty once renamed
 
  private:
   void create_temporary(const std::string& folder, const std::string& name, bool replacing);
   [[noreturn]] void fail(std::string_view call, const std::string& arguments, int error) const;
   SaveStatus sync_folder() const;
+  // Closes the temporary file and removes it, if one of ours is left.
+  void discard() noexcept;
 
   std::string path_;  // as the caller named it
   std::string who_;
   std::string target_;
   std::string folder_;
-  std::string temporary_;
+  std::string temporary_;  // ours to remove until the rename; empty when there is none
   int fd_ = -1;
-  bool committed_ = false;
 };
 
 // Saves `bytes` as `path` in one AtomicFile (argument order: Note [Save and load argument
