@@ -168,19 +168,10 @@ TEST(AtomicFileName, FitsNameMaxAndCutsOnlyBetweenCharacters) {
 // from several threads all succeed and the file is always one of them, whole.
 TEST_F(AtomicFileTest, ConcurrentSavesOfOnePathAllSucceed) {
   constexpr int kThreads = 4;
-  std::vector<std::string> errors(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      const std::string bytes(64 * 1024, static_cast<char>('a' + t));
-      try {
-        for (int i = 0; i < 25; ++i) save_atomically(bytes, path(), "test");
-      } catch (const Error& e) {
-        errors[t] = e.what();
-      }
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
+  const std::vector<std::string> errors = testing::errors_of_concurrent_runs(kThreads, [&](int thread) {
+    const std::string bytes(64 * 1024, static_cast<char>('a' + thread));
+    for (int i = 0; i < 25; ++i) save_atomically(bytes, path(), "test");
+  });
   EXPECT_EQ(errors, std::vector<std::string>(kThreads));
   const std::string result = read(path());
   ASSERT_EQ(result.size(), 64u * 1024);
