@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -25,17 +26,13 @@ namespace fs = std::filesystem;
 
 // ---- the test seam (Note [Atomic file faults]) ------------------------------------------------
 
-struct Fault {
-  bool active = false;
-  AtomicFileStep step = AtomicFileStep::Create;
-  int error = 0;
-};
-thread_local Fault fault;
+// This thread's innermost live guard, or null (as the allocation seam, core/fault_injection.cpp).
+thread_local const ScopedAtomicFileFault* armed = nullptr;
 
 // True, with errno set, when the test seam fails `step` on this thread.
 bool injected(AtomicFileStep step) {
-  if (!fault.active || fault.step != step) return false;
-  errno = fault.error;
+  if (armed == nullptr || armed->step() != step) return false;
+  errno = armed->error();
   return true;
 }
 
@@ -127,8 +124,7 @@ AtomicFile::AtomicFile(std::string path, std::string who) : path_(std::move(path
         fail("fchmod", temporary_, errno);
       }
     } catch (...) {
-      ::close(std::exchange(fd_, -1));
-      ::unlink(temporary_.c_str());
+      discard();  // the destructor of an object whose constructor throws does not run
       throw;
     }
   }
@@ -155,9 +151,11 @@ void AtomicFile::create_temporary(const std::string& folder, const std::string& 
              tried, ") failed: ", std::strerror(error));
 }
 
-AtomicFile::~AtomicFile() {
-  if (fd_ >= 0) ::close(fd_);
-  if (!committed_ && !temporary_.empty()) ::unlink(temporary_.c_str());
+AtomicFile::~AtomicFile() { discard(); }
+
+void AtomicFile::discard() noexcept {
+  if (fd_ >= 0) ::close(std::exchange(fd_, -1));
+  if (!temporary_.empty()) ::unlink(std::exchange(temporary_, std::string()).c_str());
 }
 
 void AtomicFile::fail(std::string_view call, const std::string& arguments, int error) const {
@@ -166,7 +164,7 @@ void AtomicFile::fail(std::string_view call, const std::string& arguments, int e
 }
 
 void AtomicFile::write(const void* data, size_t bytes) {
-  KILN_ASSERT(fd_ >= 0 && !committed_, "AtomicFile: write after commit (", path_, ")");
+  KILN_ASSERT(fd_ >= 0, "AtomicFile: write after commit (", path_, ")");
   const auto* next = static_cast<const char*>(data);
   while (bytes > 0) {
     const ssize_t written = injected(AtomicFileStep::Write) ? -1 : ::write(fd_, next, bytes);
@@ -178,7 +176,7 @@ void AtomicFile::write(const void* data, size_t bytes) {
 }
 
 SaveStatus AtomicFile::commit() {
-  KILN_ASSERT(fd_ >= 0 && !committed_, "AtomicFile: commit twice (", path_, ")");
+  KILN_ASSERT(fd_ >= 0, "AtomicFile: commit twice (", path_, ")");
   if (injected(AtomicFileStep::SyncFile) || ::fsync(fd_) != 0) fail("fsync", temporary_, errno);
   // A close can report a delayed write error; it releases the descriptor either way.
   const bool closed = ::close(std::exchange(fd_, -1)) == 0;
@@ -186,7 +184,7 @@ SaveStatus AtomicFile::commit() {
   if (injected(AtomicFileStep::Rename) || ::rename(temporary_.c_str(), target_.c_str()) != 0) {
     fail("rename", temporary_ + ", " + target_, errno);
   }
-  committed_ = true;
+  temporary_.clear();  // renamed: no temporary file of ours is left to remove
   return sync_folder();
 }
 
@@ -217,12 +215,10 @@ SaveStatus save_atomically(std::string_view bytes, const std::string& path, std:
 // ---- the test seam ------------------------------------------------------------------------------
 
 ScopedAtomicFileFault::ScopedAtomicFileFault(AtomicFileStep step, int error)
-    : had_previous_(fault.active), previous_step_(fault.step), previous_error_(fault.error) {
-  fault = {.active = true, .step = step, .error = error};
+    : step_(step), error_(error), outer_(armed) {
+  armed = this;
 }
 
-ScopedAtomicFileFault::~ScopedAtomicFileFault() {
-  fault = {.active = had_previous_, .step = previous_step_, .error = previous_error_};
-}
+ScopedAtomicFileFault::~ScopedAtomicFileFault() { armed = outer_; }
 
 }  // namespace kiln

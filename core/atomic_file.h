@@ -61,20 +61,21 @@ class AtomicFile {
   SaveStatus commit();
 
   const std::string& target() const { return target_; }        // the file replaced
-  const std::string& temporary() const { return temporary_; }  // the file written
+  const std::string& temporary() const { return temporary_; }  // the file written; empty once renamed
 
  private:
   void create_temporary(const std::string& folder, const std::string& name, bool replacing);
   [[noreturn]] void fail(std::string_view call, const std::string& arguments, int error) const;
   SaveStatus sync_folder() const;
+  // Closes the temporary file and removes it, if one of ours is left.
+  void discard() noexcept;
 
   std::string path_;  // as the caller named it
   std::string who_;
   std::string target_;
   std::string folder_;
-  std::string temporary_;
+  std::string temporary_;  // ours to remove until the rename; empty when there is none
   int fd_ = -1;
-  bool committed_ = false;
 };
 
 // Saves `bytes` as `path` in one AtomicFile (argument order: Note [Save and load argument
@@ -91,7 +92,8 @@ std::string temporary_file_name(std::string_view name, std::string_view suffix, 
 // demand, and root ignores the permissions that would make a create fail, so tests make a
 // step fail here instead: while a ScopedAtomicFileFault lives, every AtomicFile on its
 // thread fails `step` as if the system call had returned -1 with errno `error` (a close
-// still closes). Other threads are not affected.
+// still closes). Other threads are not affected; an inner guard stands in for an outer one
+// until it ends.
 enum class AtomicFileStep : uint8_t { Create, Chmod, Write, SyncFile, Close, Rename, SyncFolder };
 
 class ScopedAtomicFileFault {
@@ -101,10 +103,13 @@ class ScopedAtomicFileFault {
   ScopedAtomicFileFault(const ScopedAtomicFileFault&) = delete;
   ScopedAtomicFileFault& operator=(const ScopedAtomicFileFault&) = delete;
 
+  AtomicFileStep step() const { return step_; }
+  int error() const { return error_; }
+
  private:
-  bool had_previous_;
-  AtomicFileStep previous_step_;
-  int previous_error_;
+  AtomicFileStep step_;
+  int error_;
+  const ScopedAtomicFileFault* outer_;  // the guard it stands in for, or null
 };
 
 }  // namespace kiln

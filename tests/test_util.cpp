@@ -1,6 +1,9 @@
 // Shared test helpers (see test_util.h).
 #include "tests/test_util.h"
 
+#include <stdlib.h>
+
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <thread>
@@ -179,6 +182,25 @@ std::vector<std::string> errors_of_concurrent_runs(int threads, const std::funct
   }
   for (std::thread& thread : running) thread.join();
   return errors;
+}
+
+TempFolder::TempFolder() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "kiln_test_XXXXXX").string();
+  KILN_CHECK(::mkdtemp(pattern.data()) != nullptr, "mkdtemp failed");
+  path_ = pattern;
+}
+
+TempFolder::~TempFolder() {
+  std::error_code ignored;
+  std::filesystem::permissions(path_, std::filesystem::perms::owner_all, std::filesystem::perm_options::add, ignored);
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::vector<std::string> TempFolder::entries() const {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(path_)) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace kiln::testing

@@ -1,12 +1,14 @@
 // Helpers shared by the test suites: random non-zero inputs, non-contiguous copies,
 // per-dtype tolerances, closeness checks and error-message assertions, and for tests of
 // what a failure part-way leaves behind, snapshots compared bit for bit and a loop that
-// fails each allocation of an operation in turn.
+// fails each allocation of an operation in turn; for tests of saves, a fresh folder and
+// concurrent runs.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <utility>
@@ -80,6 +82,23 @@ int64_t fail_each_allocation(const std::function<void()>& operation,
 // thread, the message of the kiln::Error it threw ("" for none): for tests of concurrent
 // saves and loads.
 std::vector<std::string> errors_of_concurrent_runs(int threads, const std::function<void(int)>& work);
+
+// A fresh empty folder (mkdtemp), removed with everything in it when it goes, also after a
+// test took its write permission away.
+class TempFolder {
+ public:
+  TempFolder();
+  ~TempFolder();
+  TempFolder(const TempFolder&) = delete;
+  TempFolder& operator=(const TempFolder&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  // The names in it, sorted (what a save left behind).
+  std::vector<std::string> entries() const;
+
+ private:
+  std::filesystem::path path_;
+};
 
 }  // namespace kiln::testing
 

@@ -26,28 +26,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh empty folder per test, removed afterwards.
+// A fresh empty folder per test (testing::TempFolder), removed afterwards.
 class AtomicFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "kiln_atomic_XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    folder_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::permissions(folder_, fs::perms::owner_all, fs::perm_options::add, ignored);
-    fs::remove_all(folder_, ignored);
-  }
-
-  std::string path(const std::string& name = "file.bin") const { return (folder_ / name).string(); }
-
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(folder_)) names.push_back(entry.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
+  const fs::path& folder() const { return temp_.path(); }
+  std::string path(const std::string& name = "file.bin") const { return (folder() / name).string(); }
+  std::vector<std::string> entries() const { return temp_.entries(); }
 
   static std::string read(const std::string& file) {
     std::ifstream in(file, std::ios::binary);
@@ -60,7 +44,7 @@ class AtomicFileTest : public ::testing::Test {
     return info.st_mode & 07777;
   }
 
-  fs::path folder_;
+  testing::TempFolder temp_;
 };
 
 // ---- what a save keeps ------------------------------------------------------------------------
@@ -114,13 +98,13 @@ TEST_F(AtomicFileTest, WritesThroughASymlinkWhichStaysALink) {
 // Relative links are relative to their own folder; the temporary file goes beside the
 // final target, so the rename stays in one folder.
 TEST_F(AtomicFileTest, FollowsAChainOfSymlinksToTheFinalTarget) {
-  fs::create_directory(folder_ / "sub");
+  fs::create_directory(folder() / "sub");
   save_atomically("old", path("final.bin"), "test");
   fs::create_symlink("../final.bin", path("sub/middle.bin"));
   fs::create_symlink("sub/middle.bin", path("first.bin"));
   AtomicFile file(path("first.bin"), "test");
-  EXPECT_EQ(fs::path(file.target()), folder_ / "sub" / ".." / "final.bin");
-  EXPECT_EQ(fs::path(file.temporary()).parent_path(), folder_ / "sub" / "..");
+  EXPECT_EQ(fs::path(file.target()), folder() / "sub" / ".." / "final.bin");
+  EXPECT_EQ(fs::path(file.temporary()).parent_path(), folder() / "sub" / "..");
   file.write("new");
   file.commit();
   EXPECT_TRUE(fs::is_symlink(path("first.bin")));
@@ -144,7 +128,7 @@ TEST_F(AtomicFileTest, ASymlinkLoopIsAnError) {
 }
 
 TEST_F(AtomicFileTest, RefusesToReplaceWhatIsNotARegularFile) {
-  fs::create_directory(folder_ / "dir.bin");
+  fs::create_directory(folder() / "dir.bin");
   EXPECT_KILN_ERROR(save_atomically("x", path("dir.bin"), "test"), "is not a regular file");
   EXPECT_KILN_ERROR(save_atomically("x", path() + "/", "test"), "names a folder, not a file");
   EXPECT_EQ(entries(), std::vector<std::string>{"dir.bin"});
@@ -184,8 +168,8 @@ TEST(AtomicFileName, FitsNameMaxAndCutsOnlyBetweenCharacters) {
 // from several threads all succeed and the file is always one of them, whole.
 TEST_F(AtomicFileTest, ConcurrentSavesOfOnePathAllSucceed) {
   constexpr int kThreads = 4;
-  const std::vector<std::string> errors = testing::errors_of_concurrent_runs(kThreads, [&](int t) {
-    const std::string bytes(64 * 1024, static_cast<char>('a' + t));
+  const std::vector<std::string> errors = testing::errors_of_concurrent_runs(kThreads, [&](int thread) {
+    const std::string bytes(64 * 1024, static_cast<char>('a' + thread));
     for (int i = 0; i < 25; ++i) save_atomically(bytes, path(), "test");
   });
   EXPECT_EQ(errors, std::vector<std::string>(kThreads));
@@ -231,10 +215,10 @@ TEST_F(AtomicFileTest, AMissingFolderIsAnErrorNamingIt) {
 TEST_F(AtomicFileTest, AReadOnlyFolderIsAnErrorAndLeavesNothing) {
   if (::geteuid() == 0) GTEST_SKIP() << "root ignores folder permissions (the Create fault above covers it)";
   save_atomically("old", path(), "test");
-  fs::permissions(folder_, fs::perms::owner_read | fs::perms::owner_exec);
+  fs::permissions(folder(), fs::perms::owner_read | fs::perms::owner_exec);
   EXPECT_KILN_ERROR(save_atomically("new", path(), "test"), "cannot create a temporary file",
                     std::strerror(EACCES));
-  fs::permissions(folder_, fs::perms::owner_all);
+  fs::permissions(folder(), fs::perms::owner_all);
   EXPECT_EQ(read(path()), "old");
   EXPECT_EQ(entries(), std::vector<std::string>{"file.bin"});
 }
@@ -249,7 +233,7 @@ TEST_F(AtomicFileTest, AFolderFsyncFailureAfterTheRenameIsReportedNotThrown) {
     status = save_atomically("new", path(), "test");
   }
   EXPECT_FALSE(status.durable);
-  EXPECT_NE(status.warning.find("test: saved " + path() + ", but fsync(" + folder_.string() +
+  EXPECT_NE(status.warning.find("test: saved " + path() + ", but fsync(" + folder().string() +
                                 ") failed: " + std::strerror(EIO)),
             std::string::npos)
       << status.warning;

@@ -28,6 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 namespace st = safetensors;
 using testing::all_equal;
+using testing::TempFolder;
 
 const fs::path kFixtures = fs::path(KILN_SOURCE_DIR) / "tests" / "data" / "safetensors";
 const DType kAllTypes[] = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16,
@@ -42,31 +43,6 @@ void write_bytes(const fs::path& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary);
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
-
-// A fresh empty folder per test, removed afterwards.
-class TempFolder {
- public:
-  TempFolder() {
-    std::string pattern = (fs::temp_directory_path() / "kiln_st_XXXXXX").string();
-    KILN_CHECK(::mkdtemp(pattern.data()) != nullptr, "mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempFolder() {
-    std::error_code ignored;
-    fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ignored);
-    fs::remove_all(path_, ignored);
-  }
-  const fs::path& path() const { return path_; }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(path_)) names.push_back(entry.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-
- private:
-  fs::path path_;
-};
 
 // Distinct values of `dtype` (bools mixed), laid out contiguously.
 Tensor sample(const std::vector<int64_t>& sizes, DType dtype, uint64_t seed) {

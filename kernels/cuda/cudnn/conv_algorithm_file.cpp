@@ -191,13 +191,19 @@ std::pair<ConvKey, ConvAlgorithmCache::Entry> parse_entry(LineParser& p) {
   return {std::move(key), std::move(entry)};
 }
 
+// A file of `bytes` bytes is too large to be an algorithm cache (checked of a file before
+// it is read, and of bytes given in memory).
+void check_size(std::string_view source, uintmax_t bytes) {
+  KILN_CHECK(bytes <= static_cast<uintmax_t>(kMaxAlgorithmFileBytes), "load_algorithm_cache: ", source, " is ", bytes,
+             " bytes, more than any algorithm cache (the limit is ", kMaxAlgorithmFileBytes, "): not such a file");
+}
+
 // The whole file, its size checked before it is read.
 std::string read_file(const std::string& path) {
   std::error_code error;
   const auto bytes = std::filesystem::file_size(path, error);
   KILN_CHECK(!error, "load_algorithm_cache: cannot read ", path, ": ", error.message());
-  KILN_CHECK(bytes <= static_cast<uintmax_t>(kMaxAlgorithmFileBytes), "load_algorithm_cache: ", path, " is ", bytes,
-             " bytes, more than any algorithm cache (the limit is ", kMaxAlgorithmFileBytes, "): not such a file");
+  check_size(path, bytes);
   std::ifstream in(path, std::ios::binary);
   KILN_CHECK(in, "load_algorithm_cache: cannot open ", path);
   std::string text(static_cast<size_t>(bytes), '\0');
@@ -209,8 +215,7 @@ std::string read_file(const std::string& path) {
 
 // The lines of a whole file, which must end with a newline.
 std::vector<std::string_view> split_lines(std::string_view text, std::string_view source) {
-  KILN_CHECK(text.size() <= static_cast<uint64_t>(kMaxAlgorithmFileBytes), "load_algorithm_cache: ", source, " is ",
-             text.size(), " bytes, more than any algorithm cache (the limit is ", kMaxAlgorithmFileBytes, ")");
+  check_size(source, text.size());
   KILN_CHECK(!text.empty(), "load_algorithm_cache: ", source, " is empty, not an algorithm cache");
   KILN_CHECK(text.back() == '\n', "load_algorithm_cache: ", source,
              " is truncated: its last line has no end (was the write interrupted?)");

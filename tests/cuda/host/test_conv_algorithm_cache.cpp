@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "kernels/cuda/cudnn/conv_algorithm_cache.h"
 #include "tests/cuda/host/conv_algorithm_fakes.h"
+#include "tests/test_util.h"
 
 namespace kiln::cuda {
 namespace {
@@ -174,15 +175,8 @@ TEST(ConvAlgorithmCache, NoAlgorithmThatFitsIsAClearErrorNotAnOutOfMemory) {
   FakeWorkspaceMemory memory;
   memory.limit = kMiB;
   source.ranked = {algorithm(1, 512 * kMiB), algorithm(4, 16 * kMiB)};
-  try {
-    cache.choose(base_key(), false, source, memory);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    EXPECT_NE(message.find("needs more workspace than can be allocated"), std::string::npos) << message;
-    EXPECT_NE(message.find(std::to_string(16 * kMiB)), std::string::npos) << message;
-    EXPECT_NE(message.find("[8, 64, 28, 28, 28]"), std::string::npos) << message;
-  }
+  EXPECT_KILN_ERROR(cache.choose(base_key(), false, source, memory), "needs more workspace than can be allocated",
+                    std::to_string(16 * kMiB), "[8, 64, 28, 28, 28]");
   EXPECT_TRUE(memory.live.empty());
 }
 
@@ -242,12 +236,7 @@ TEST(ConvAlgorithmCache, DeterministicModeKeepsOnlyDeterministicAlgorithms) {
   key.input_sizes[0] = 2;
   key.deterministic = true;
   source.ranked = {algorithm(3, 0, false)};
-  try {
-    cache.choose(key, false, source, memory);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("deterministic mode"), std::string::npos) << e.what();
-  }
+  EXPECT_KILN_ERROR(cache.choose(key, false, source, memory), "no usable algorithm", "deterministic mode");
 }
 
 TEST(ConvAlgorithmCache, WithoutTf32EveryAlgorithmRunsInFmaMath) {
@@ -274,7 +263,7 @@ TEST(ConvAlgorithmCache, WithoutTf32OnlyTensorOpAlgorithmsIsAClearError) {
   FakeSource source;
   FakeWorkspaceMemory memory;
   source.ranked = {algorithm(2, 0, true, ConvMath::TensorOp)};
-  EXPECT_THROW(cache.choose(base_key(), false, source, memory), Error);
+  EXPECT_KILN_ERROR(cache.choose(base_key(), false, source, memory), "conv: cuDNN offers no usable algorithm");
 }
 
 // A heuristic ranking finished after another thread's search of the same key must not

@@ -6,9 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -35,17 +33,10 @@ using testing::kMiB;
 
 // ---- the file ---------------------------------------------------------------------------
 
+// A fresh empty folder per test (kiln::testing::TempFolder), removed afterwards.
 class ConvAlgorithmFile : public ::testing::Test {
  protected:
-  void SetUp() override {
-    folder_ = std::filesystem::temp_directory_path() /
-              ("kiln_algos_" + std::to_string(::getpid()) + "_" +
-               ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(folder_);
-  }
-  void TearDown() override { std::filesystem::remove_all(folder_); }
-
-  std::string path(const std::string& name = "algos.txt") const { return (folder_ / name).string(); }
+  std::string path(const std::string& name = "algos.txt") const { return (folder_.path() / name).string(); }
 
   void write_text(const std::string& text) const { std::ofstream(path(), std::ios::binary) << text; }
 
@@ -109,17 +100,8 @@ class ConvAlgorithmFile : public ::testing::Test {
     return read_algorithm_file(cache, path(), kIdentity);
   }
 
-  std::vector<std::string> folder_entries() const {
-    std::vector<std::string> names;
-    for (const auto& item : std::filesystem::directory_iterator(folder_)) {
-      names.push_back(item.path().filename().string());
-    }
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-
   const AlgorithmCacheIdentity kIdentity{.gpu = "NVIDIA H200", .cudnn_version = 91900};
-  std::filesystem::path folder_;
+  kiln::testing::TempFolder folder_;
 };
 
 TEST_F(ConvAlgorithmFile, RoundTripRestoresEveryEntry) {
@@ -141,10 +123,7 @@ TEST_F(ConvAlgorithmFile, RoundTripRestoresEveryEntry) {
     }
     EXPECT_TRUE(found) << describe(key);
   }
-  // No temporary file is left beside it.
-  int files = 0;
-  for ([[maybe_unused]] const auto& item : std::filesystem::directory_iterator(folder_)) ++files;
-  EXPECT_EQ(files, 1);
+  EXPECT_EQ(folder_.entries(), std::vector<std::string>{"algos.txt"});  // no temporary file left
 }
 
 TEST_F(ConvAlgorithmFile, ALoadedSearchIsAHitInBenchmarkMode) {
@@ -175,13 +154,7 @@ TEST_F(ConvAlgorithmFile, AnotherGpuOrCudnnLoadsNothingAndSaysWhy) {
 }
 
 TEST_F(ConvAlgorithmFile, SavingIntoAMissingFolderNamesThePath) {
-  const std::string bad = path("no_such_folder/algos.txt");
-  try {
-    write_algorithm_file({}, bad, kIdentity);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("no_such_folder"), std::string::npos) << e.what();
-  }
+  EXPECT_KILN_ERROR(write_algorithm_file({}, path("no_such_folder/algos.txt"), kIdentity), "no_such_folder");
 }
 
 TEST_F(ConvAlgorithmFile, SavingReplacesTheOldFileWhole) {
@@ -243,17 +216,8 @@ TEST_F(ConvAlgorithmFile, AnOversizedOrMissingFileIsRefusedBeforeReading) {
   std::ofstream(path()) << "x";
   std::filesystem::resize_file(path(), static_cast<uintmax_t>(kMaxAlgorithmFileBytes) + 1);  // sparse
   ConvAlgorithmCache cache;
-  EXPECT_THROW(
-      {
-        try {
-          read_algorithm_file(cache, path(), kIdentity);
-        } catch (const Error& e) {
-          EXPECT_NE(std::string(e.what()).find("more than any algorithm cache"), std::string::npos) << e.what();
-          throw;
-        }
-      },
-      Error);
-  EXPECT_THROW(read_algorithm_file(cache, path("missing.txt"), kIdentity), Error);
+  EXPECT_KILN_ERROR(read_algorithm_file(cache, path(), kIdentity), "more than any algorithm cache");
+  EXPECT_KILN_ERROR(read_algorithm_file(cache, path("missing.txt"), kIdentity), "cannot read " + path("missing.txt"));
 }
 
 TEST_F(ConvAlgorithmFile, TheParserReadsBytesWithoutAFile) {
@@ -264,12 +228,7 @@ TEST_F(ConvAlgorithmFile, TheParserReadsBytesWithoutAFile) {
   const cudnn::LoadReport report = read_algorithm_bytes(cache, bytes, kIdentity, "algos in memory");
   EXPECT_EQ(report.entries, 3);
   EXPECT_NE(report.message.find("algos in memory"), std::string::npos) << report.message;
-  try {
-    read_algorithm_bytes(cache, bytes.substr(0, bytes.size() - 1), kIdentity);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("<memory> is truncated"), std::string::npos) << e.what();
-  }
+  EXPECT_KILN_ERROR(read_algorithm_bytes(cache, bytes.substr(0, bytes.size() - 1), kIdentity), "<memory> is truncated");
 }
 
 // ---- the algorithm rules on loaded entries (Note [Algorithm cache file]) ---------------------
@@ -388,7 +347,7 @@ TEST_F(ConvAlgorithmFile, TwoThreadsSavingOnePathBothSucceed) {
   ConvAlgorithmCache cache;
   const int64_t loaded = read_algorithm_file(cache, path(), kIdentity).entries;  // a whole file
   EXPECT_TRUE(loaded == 3 || loaded == 1) << loaded;
-  EXPECT_EQ(folder_entries(), std::vector<std::string>{"algos.txt"});
+  EXPECT_EQ(folder_.entries(), std::vector<std::string>{"algos.txt"});
 }
 
 TEST_F(ConvAlgorithmFile, SavingKeepsTheModeAndTheSymlink) {
@@ -412,7 +371,7 @@ TEST_F(ConvAlgorithmFile, AFolderFsyncFailureIsReportedNotThrown) {
   }
   EXPECT_EQ(report.entries, 3);
   EXPECT_FALSE(report.durable);
-  EXPECT_NE(report.message.find("fsync(" + folder_.string() + ") failed: " + std::strerror(EIO)), std::string::npos)
+  EXPECT_NE(report.message.find("fsync(" + folder_.path().string() + ") failed: " + std::strerror(EIO)), std::string::npos)
       << report.message;
   ConvAlgorithmCache cache;
   EXPECT_EQ(read_algorithm_file(cache, path(), kIdentity).entries, 3);  // in place all the same
@@ -423,17 +382,10 @@ TEST_F(ConvAlgorithmFile, AFailedSaveLeavesTheOldFileAndNoTemporary) {
   write_algorithm_file(saved_entries(), path(), kIdentity);
   {
     const ScopedAtomicFileFault fault(AtomicFileStep::Rename, EXDEV);
-    try {
-      write_algorithm_file({}, path(), kIdentity);
-      FAIL() << "expected an error";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("save_algorithm_cache: cannot save " + path()), std::string::npos)
-          << e.what();
-      EXPECT_NE(std::string(e.what()).find(std::string("failed: ") + std::strerror(EXDEV)), std::string::npos)
-          << e.what();
-    }
+    EXPECT_KILN_ERROR(write_algorithm_file({}, path(), kIdentity), "save_algorithm_cache: cannot save " + path(),
+                      std::string("failed: ") + std::strerror(EXDEV));
   }
-  EXPECT_EQ(folder_entries(), std::vector<std::string>{"algos.txt"});
+  EXPECT_EQ(folder_.entries(), std::vector<std::string>{"algos.txt"});
   ConvAlgorithmCache cache;
   EXPECT_EQ(read_algorithm_file(cache, path(), kIdentity).entries, 3);
 }
