@@ -93,6 +93,8 @@ class TempFolder {
   TempFolder& operator=(const TempFolder&) = delete;
 
   const std::filesystem::path& path() const { return path_; }
+  // The path of `name` inside it.
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
   // The names in it, sorted (what a save left behind).
   std::vector<std::string> entries() const;
 

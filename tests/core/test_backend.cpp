@@ -3,7 +3,6 @@
 // (even after convolutions ran on it), resets and clears as no-ops, and refuses to save or
 // load a cache with an error naming the file, touching no file. Needs no GPU.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -39,10 +38,9 @@ TEST(Backend, WithoutAnAlgorithmCacheCountersAreEmpty) {
 }
 
 TEST(Backend, WithoutAnAlgorithmCacheSaveAndLoadAreErrorsNamingTheFile) {
-  std::string folder = (fs::temp_directory_path() / "kiln_backend_XXXXXX").string();
-  ASSERT_NE(::mkdtemp(folder.data()), nullptr);
-  const std::string saved = (fs::path(folder) / "never_written.txt").string();
-  const std::string existing = (fs::path(folder) / "cache.txt").string();
+  const testing::TempFolder folder;
+  const std::string saved = folder.file("never_written.txt");
+  const std::string existing = folder.file("cache.txt");
   std::ofstream(existing) << "not read\n";
 
   Backend& cpu = backend(Device::cpu());
@@ -52,7 +50,6 @@ TEST(Backend, WithoutAnAlgorithmCacheSaveAndLoadAreErrorsNamingTheFile) {
   EXPECT_KILN_ERROR(cpu.load_conv_algorithm_cache(existing), "load_algorithm_cache",
                     "this backend has no convolution algorithm cache", existing);
   EXPECT_EQ(fs::file_size(existing), std::string("not read\n").size());
-  fs::remove_all(folder);
 }
 
 }  // namespace

@@ -2,28 +2,27 @@
 // kernels/cuda/cudnn/conv_algorithm_file.h: host C++, built in every configuration).
 //
 // Any bytes are read as a file for one GPU and cuDNN version (the seeds are for them);
-// a kiln::Error is the expected answer to a malformed file. A file that loads must leave
+// the reader's refusal, a kiln::Error naming the input, is the expected answer to a
+// malformed file (any other error is a Kiln bug). A file that loads must leave
 // the cache holding only what the algorithm rules allow (Note [Usable algorithms]): every
 // cached algorithm usable for its key and kept as it runs, and no more entries than the
 // report counts. Anything else (another exception, a sanitizer report, a broken rule)
 // stops the fuzzer with the input.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 
 #include "core/error.h"
 #include "kernels/cuda/cudnn/conv_algorithm_cache.h"
 #include "kernels/cuda/cudnn/conv_algorithm_file.h"
+#include "tests/fuzz/fuzz_check.h"
 
 namespace {
 
-[[noreturn]] void fail(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "fuzz_conv_algorithm_file: %s: %s\n", what, detail.c_str());
-  std::abort();
-}
+constexpr const char* kHarness = "fuzz_conv_algorithm_file";
+
+[[noreturn]] void fail(const char* what, const std::string& detail) { kiln::fuzz::fail(kHarness, what, detail); }
 
 void check_cache(const kiln::cuda::ConvAlgorithmCache& cache, const kiln::cudnn::LoadReport& report) {
   if (static_cast<int64_t>(cache.size()) > report.entries) fail("more entries cached than loaded", "");
@@ -44,7 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   kiln::cudnn::LoadReport report;
   try {
     report = kiln::cuda::read_algorithm_bytes(cache, text, identity, "<fuzz>");
-  } catch (const kiln::Error&) {
+  } catch (const kiln::Error& e) {
+    kiln::fuzz::expect_refusal(kHarness, e, "load_algorithm_cache: <fuzz>");
     if (cache.size() != 0) fail("a refused file left entries in the cache", "");
     return 0;
   }

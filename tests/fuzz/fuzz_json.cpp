@@ -11,21 +11,19 @@
 // sanitizer report, a mismatch) stops the fuzzer with the input.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "core/error.h"
 #include "core/json.h"
+#include "tests/fuzz/fuzz_check.h"
 
 namespace {
 
-[[noreturn]] void fail(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "fuzz_json: %s: %s\n", what, detail.c_str());
-  std::abort();
-}
+constexpr const char* kHarness = "fuzz_json";
+
+[[noreturn]] void fail(const char* what, const std::string& detail) { kiln::fuzz::fail(kHarness, what, detail); }
 
 // How `read`, reading the input, answers it: nullopt when it accepts it, the message of
 // its ParseError when it refuses it. Any other error is a Kiln bug.

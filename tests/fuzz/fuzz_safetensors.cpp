@@ -9,8 +9,6 @@
 // exception, a sanitizer report, a mismatch) stops the fuzzer with the input.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <span>
@@ -21,21 +19,20 @@
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "kiln/init.h"
+#include "tests/fuzz/fuzz_check.h"
 
 namespace {
 
-[[noreturn]] void fail(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "fuzz_safetensors: %s: %s\n", what, detail.c_str());
-  std::abort();
-}
+constexpr const char* kHarness = "fuzz_safetensors";
+
+[[noreturn]] void fail(const char* what, const std::string& detail) { kiln::fuzz::fail(kHarness, what, detail); }
 
 // The name the harness gives its input.
 constexpr std::string_view kSource = "<fuzz>";
 
 // A bad file is refused in the reader's words, naming the file; anything else is a bug.
 void expect_refusal(const kiln::Error& e) {
-  const std::string prefix = "safetensors: " + std::string(kSource) + ": ";
-  if (!std::string_view(e.what()).starts_with(prefix)) fail("an error that does not name the file", e.what());
+  kiln::fuzz::expect_refusal(kHarness, e, "safetensors: " + std::string(kSource) + ": ");
 }
 
 bool same_bytes(const kiln::Tensor& a, const kiln::Tensor& b) {

@@ -3,8 +3,6 @@
 // the docs are ambiguous, e.g. maximize with weight decay), one scalar at a time.
 #include "tests/optim/optim_test_util.h"
 
-#include <stdlib.h>
-
 #include <algorithm>
 #include <cmath>
 
@@ -143,17 +141,6 @@ Tolerance optim_tolerance(DType dtype) {
     case DType::Float32: return {.atol = 1e-5, .rtol = 1e-5};
     default: return {.atol = 2e-2, .rtol = 2e-2};  // float16/bfloat16: state rounded every step
   }
-}
-
-TempDir::TempDir() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "kiln_optim_XXXXXX").string();
-  KILN_CHECK(::mkdtemp(pattern.data()) != nullptr, "mkdtemp failed");
-  path_ = pattern;
-}
-
-TempDir::~TempDir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
 }
 
 }  // namespace kiln::testing

@@ -3,7 +3,6 @@
 // a driver that runs an optimizer and its reference side by side.
 #pragma once
 
-#include <filesystem>
 #include <functional>
 #include <map>
 #include <string>
@@ -45,18 +44,5 @@ void expect_matches_reference(optim::Optimizer& optimizer, const std::vector<Ten
                               const RefUpdate& reference, int steps, Tolerance tol);
 // The tolerance of an optimizer test in `dtype` (looser than one op's: errors add up).
 Tolerance optim_tolerance(DType dtype);
-
-// A fresh empty folder, removed with everything in it when the test ends.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 }  // namespace kiln::testing

@@ -128,7 +128,7 @@ TEST(OptimMasterWeights, MasterParamsHoldTheUnscaledGradientsStepReads) {
 }
 
 TEST(OptimMasterWeights, ResumeFromFileIsBitIdentical) {
-  testing::TempDir dir;
+  testing::TempFolder dir;
   const AdamOptions options{.lr = 0.01, .amsgrad = true};
   const std::vector<Tensor> straight = make_params(DType::Float16);
   Adam uninterrupted(straight, options);

@@ -26,7 +26,7 @@ using optim::SGD;
 using optim::SGDOptions;
 using testing::all_equal;
 using testing::make_params;
-using testing::TempDir;
+using testing::TempFolder;
 
 using MakeOptimizer = std::function<std::unique_ptr<Optimizer>(const std::vector<Tensor>& params)>;
 
@@ -40,7 +40,7 @@ void train(Optimizer& optimizer, const std::vector<Tensor>& params, int first_st
 // Trains 6 steps straight, and 3 + save + load into a new optimizer (on copies of the
 // parameters) + 3; both must end with identical parameters and state.
 void expect_resumes_bit_identically(const MakeOptimizer& make, DType dtype, bool master_weights = false) {
-  TempDir dir;
+  TempFolder dir;
   const std::vector<Tensor> straight = make_params(dtype);
   const std::unique_ptr<Optimizer> uninterrupted = make(straight);
   if (master_weights) uninterrupted->enable_master_weights();
@@ -147,7 +147,7 @@ struct SavedAdam {
 };
 
 TEST(OptimizerStateDict, CorruptAndTruncatedFilesNameTheFile) {
-  TempDir dir;
+  TempFolder dir;
   SavedAdam saved;
   const std::string good = dir.file("good.safetensors");
   optim::save_state_dict(saved.adam.state_dict(), good);
@@ -219,7 +219,7 @@ struct Snapshot {
 };
 
 TEST(OptimizerStateDict, MismatchedOptimizersAreErrorsAndLoadNothing) {
-  TempDir dir;
+  TempFolder dir;
   SavedAdam saved;
   const std::string path = dir.file("adam.safetensors");
   optim::save_state_dict(saved.adam.state_dict(), path);

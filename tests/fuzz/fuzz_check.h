@@ -1,0 +1,30 @@
+// The two verdicts every fuzz harness here gives (tests/fuzz/README.md), written once.
+//
+// fail(): the reader broke its contract on this input: say which harness and what on
+// stderr, then abort, so libFuzzer (or replay_main.cpp) stops and keeps the input.
+// expect_refusal(): a kiln::Error is the expected answer to bad input only when it is the
+// reader's own refusal, which names the input it read ("safetensors: <fuzz>: ...");
+// any other kiln::Error, such as a failed KILN_ASSERT, is a Kiln bug and a finding.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "core/error.h"
+
+namespace kiln::fuzz {
+
+[[noreturn]] inline void fail(const char* harness, const char* what, const std::string& detail) {
+  std::fprintf(stderr, "%s: %s: %s\n", harness, what, detail.c_str());
+  std::abort();
+}
+
+inline void expect_refusal(const char* harness, const Error& error, std::string_view prefix) {
+  if (!std::string_view(error.what()).starts_with(prefix)) {
+    fail(harness, "an error that is not the reader's refusal of its input", error.what());
+  }
+}
+
+}  // namespace kiln::fuzz
