@@ -52,6 +52,10 @@ Tolerance tolerance_for(DType dtype);
 // The tensor called `name` in a list of named tensors (a state dict), or nullptr.
 const Tensor* find_named(const std::vector<std::pair<std::string, Tensor>>& tensors, const std::string& name);
 
+// A safetensors file's bytes from a header text: the 8-byte little-endian length, the
+// header, then `data_bytes` bytes of data (0, 1, 0, 1, ...), for tests of the reader.
+std::vector<uint8_t> safetensors_bytes(const std::string& header, size_t data_bytes);
+
 // Named tensors as they are now: which tensor each name holds (its identity), its version
 // counter and its bytes, so a test can check after a failed operation that it changed none.
 class TensorsSnapshot {

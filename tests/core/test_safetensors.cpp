@@ -10,7 +10,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -52,22 +51,12 @@ Tensor sample(const std::vector<int64_t>& sizes, DType dtype, uint64_t seed) {
   return values.to(dtype);
 }
 
-// A safetensors file from a header text and a data buffer of `data_bytes` bytes.
-// (Sized up front and filled in place: GCC 12 reports a false -Warray-bounds for
-// vector::insert after a fixed-size vector, an error in CI's -Werror build.)
-std::vector<uint8_t> make_file(const std::string& header, size_t data_bytes) {
-  std::vector<uint8_t> bytes(8 + header.size() + data_bytes);
-  for (size_t i = 0; i < 8; ++i) bytes[i] = static_cast<uint8_t>(uint64_t{header.size()} >> (8 * i));
-  std::copy(header.begin(), header.end(), bytes.begin() + 8);
-  for (size_t i = 0; i < data_bytes; ++i) bytes[8 + header.size() + i] = static_cast<uint8_t>(i % 2);
-  return bytes;
-}
+using testing::safetensors_bytes;
 
 const Tensor& find(const st::NamedTensors& tensors, const std::string& name) {
-  for (const auto& [n, t] : tensors) {
-    if (n == name) return t;
-  }
-  throw Error("no tensor named " + name);
+  const Tensor* found = testing::find_named(tensors, name);
+  if (found == nullptr) throw Error("no tensor named " + name);
+  return *found;
 }
 
 // ---- round trips -----------------------------------------------------------------------------
@@ -290,7 +279,7 @@ TEST(Safetensors, EachCorruptHeaderHasItsOwnError) {
     std::vector<std::string> parts = c.message;
     parts.push_back("safetensors: <memory>: ");
     try {
-      st::load_from_bytes(make_file(c.header, c.data_bytes));
+      st::load_from_bytes(safetensors_bytes(c.header, c.data_bytes));
       ADD_FAILURE() << "no error for: " << c.what;
     } catch (const Error& e) {
       for (const std::string& part : parts) {
@@ -307,13 +296,13 @@ TEST(Safetensors, AcceptsWhatPythonAccepts) {
       "         \"nested\": {\"shape\": [\"not\", \"ours\"], \"x\": [null, 1.5, {}]}},\n"
       "  \"__metadata__\": null,\n"
       "  \"a\": {\"shape\": [2], \"data_offsets\": [0, 8], \"dtype\": \"F32\"} }    \n ";
-  const st::Loaded loaded = st::load_from_bytes(make_file(header, 10));
+  const st::Loaded loaded = st::load_from_bytes(safetensors_bytes(header, 10));
   ASSERT_EQ(loaded.tensors.size(), 2u);
   EXPECT_EQ(loaded.tensors[0].first, "a");
   EXPECT_TRUE(all_equal(loaded.tensors[1].second, tensor<uint8_t>({0, 1})));
   EXPECT_TRUE(loaded.metadata.empty());
   // Zero-byte tensors may share an offset.
-  const st::Loaded empties = st::load_from_bytes(make_file(
+  const st::Loaded empties = st::load_from_bytes(safetensors_bytes(
       R"({"x":{"dtype":"F32","shape":[0],"data_offsets":[0,0]},"y":{"dtype":"I64","shape":[3,0],"data_offsets":[0,0]}})", 0));
   EXPECT_EQ(empties.tensors.size(), 2u);
 }
@@ -324,7 +313,7 @@ TEST(Safetensors, AcceptsWhatPythonAccepts) {
 TEST(Safetensors, EmptyTensorsWithHugeDimsLoadAndReduceSafely) {
   const std::string big = std::to_string(int64_t{1} << 62);
   const std::vector<uint8_t> bytes =
-      make_file(R"({"x":{"dtype":"F32","shape":[0,)" + big + R"(],"data_offsets":[0,0]}})", 0);
+      safetensors_bytes(R"({"x":{"dtype":"F32","shape":[0,)" + big + R"(],"data_offsets":[0,0]}})", 0);
   const st::Loaded loaded = st::load_from_bytes(bytes);
   const Tensor& x = find(loaded.tensors, "x");
   EXPECT_EQ(x.sizes(), (std::vector<int64_t>{0, int64_t{1} << 62}));
@@ -333,7 +322,7 @@ TEST(Safetensors, EmptyTensorsWithHugeDimsLoadAndReduceSafely) {
   EXPECT_EQ(x.sum({1}).sizes(), (std::vector<int64_t>{0}));
   EXPECT_EQ(x.sum().item<float>(), 0.0f);
   // A partial product that overflows is refused, as Python refuses it, even before a 0.
-  EXPECT_KILN_ERROR(st::load_from_bytes(make_file(R"({"x":{"dtype":"F32","shape":[)" + big + "," + big +
+  EXPECT_KILN_ERROR(st::load_from_bytes(safetensors_bytes(R"({"x":{"dtype":"F32","shape":[)" + big + "," + big +
                                                   R"(,0],"data_offsets":[0,0]}})",
                                                   0)),
                     "overflows 64-bit sizes");
@@ -350,14 +339,14 @@ TEST(Safetensors, LengthFieldErrors) {
 }
 
 TEST(Safetensors, UnsupportedDtypeIsDescribedButNotLoaded) {
-  const std::vector<uint8_t> file = make_file(R"({"q":{"dtype":"I8","shape":[4],"data_offsets":[0,4]}})", 4);
+  const std::vector<uint8_t> file = safetensors_bytes(R"({"q":{"dtype":"I8","shape":[4],"data_offsets":[0,4]}})", 4);
   const st::Header header = st::read_header_from_bytes(file);
   EXPECT_EQ(header.tensors[0].dtype, "I8");
   EXPECT_KILN_ERROR(st::load_from_bytes(file), "tensor 'q' has dtype I8, which Kiln tensors cannot hold");
 }
 
 TEST(Safetensors, BoolBytesMustBeZeroOrOne) {
-  std::vector<uint8_t> file = make_file(R"({"m":{"dtype":"BOOL","shape":[3],"data_offsets":[0,3]}})", 3);
+  std::vector<uint8_t> file = safetensors_bytes(R"({"m":{"dtype":"BOOL","shape":[3],"data_offsets":[0,3]}})", 3);
   file.back() = 2;
   EXPECT_KILN_ERROR(st::load_from_bytes(file), "BOOL tensor 'm' holds byte 2 at element 2");
 }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/safetensors.h"
+#include "tests/test_util.h"
 
 namespace {
 
@@ -104,14 +105,6 @@ int64_t peak_extra_bytes(const Work& work) {
   return g_peak_bytes.load() - before;
 }
 
-// A safetensors file: the header's length, the header, `data_bytes` zero bytes.
-std::vector<uint8_t> file_with_header(const std::string& header, size_t data_bytes) {
-  std::vector<uint8_t> bytes(8 + header.size() + data_bytes, 0);
-  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<uint8_t>(uint64_t{header.size()} >> (8 * i));
-  std::copy(header.begin(), header.end(), bytes.begin() + 8);
-  return bytes;
-}
-
 // Header memory, worst case per tensor: its TensorInfo (104 bytes; up to 3 of them while
 // the vector of entries grows), its name twice (in the TensorInfo and in the reader's
 // duplicate check, a hash-set node each) and its shape's block: about 450 bytes for the
@@ -125,7 +118,7 @@ TEST(SafetensorsMemory, ManySmallTensorsTakeAFewTimesTheHeader) {
               std::to_string(4 * i + 4) + "]}";
   }
   header += "}";
-  const std::vector<uint8_t> file = file_with_header(header, 4 * kTensors);
+  const std::vector<uint8_t> file = testing::safetensors_bytes(header, 4 * kTensors);
   const auto header_bytes = static_cast<int64_t>(header.size());
   header = std::string();
 
@@ -146,7 +139,7 @@ TEST(SafetensorsMemory, ALongShapeTakesAFewTimesTheHeader) {
   header.reserve(header.size() + 2 * kDims + 8);
   for (int64_t i = 1; i < kDims; ++i) header += ",1";
   header += "]}}";
-  const std::vector<uint8_t> file = file_with_header(header, 4);
+  const std::vector<uint8_t> file = testing::safetensors_bytes(header, 4);
   const auto header_bytes = static_cast<int64_t>(header.size());
   header = std::string();
 
