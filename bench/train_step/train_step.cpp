@@ -1,0 +1,108 @@
+// kiln_train_step: times whole training steps of the MedMNIST-style 3D ResNet-18
+// (resnet18_3d.h) on the CPU, the end-to-end figure the kernel benchmarks add up to.
+//
+// One step = forward, cross-entropy, backward, Adam (fused), zero_grad (to None): the loop
+// of a real training run, on a fixed random batch. After --warmup untimed steps (the first
+// allocates every buffer), --steps steps are timed one by one; the program prints one JSON
+// object: each step's seconds, the median, samples/s at the median, and the process's
+// peak resident memory (getrusage, the same measure compare_train_step.py takes of
+// PyTorch's train_step_pytorch.py).
+//
+//   kiln_train_step [--batch 8] [--side 28] [--steps 3] [--warmup 1] [--classes 11]
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/train_step/resnet18_3d.h"
+#include "kiln/kiln.h"
+
+namespace {
+
+struct Settings {
+  int64_t batch = 8;
+  int64_t side = 28;
+  int64_t steps = 3;
+  int64_t warmup = 1;
+  int64_t classes = 11;
+};
+
+Settings parse(int argc, char** argv) {
+  Settings settings;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    int64_t* field = flag == "--batch"     ? &settings.batch
+                     : flag == "--side"    ? &settings.side
+                     : flag == "--steps"   ? &settings.steps
+                     : flag == "--warmup"  ? &settings.warmup
+                     : flag == "--classes" ? &settings.classes
+                                           : nullptr;
+    const int64_t least = field == &settings.warmup ? 0 : 1;
+    char* end = nullptr;
+    if (field == nullptr || i + 1 == argc || (*field = std::strtoll(argv[i + 1], &end, 10)) < least || *end != 0) {
+      std::fprintf(stderr, "usage: kiln_train_step [--batch N] [--side N] [--steps N] [--warmup N] [--classes N]\n");
+      std::exit(2);
+    }
+    ++i;
+  }
+  return settings;
+}
+
+double peak_rss_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+}
+
+}  // namespace
+
+int run(const Settings& settings) {
+  using namespace kiln;
+  init();
+  manual_seed(0);
+
+  bench::ResNet18For3d model(1, settings.classes);
+  int64_t parameters = 0;
+  for (const Tensor& p : model.parameters()) parameters += p.numel();
+  optim::Adam optimizer(model.parameters(), {.lr = 1e-3});
+
+  const Tensor input = randn({settings.batch, 1, settings.side, settings.side, settings.side});
+  const Tensor target = randint(0, settings.classes, {settings.batch});
+
+  std::vector<double> seconds;
+  for (int64_t step = 0; step < settings.warmup + settings.steps; ++step) {
+    const auto start = std::chrono::steady_clock::now();
+    const Tensor loss = cross_entropy(model.forward(input), target);
+    loss.backward();
+    optimizer.step();
+    optimizer.zero_grad();
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (step >= settings.warmup) seconds.push_back(elapsed);
+  }
+
+  std::vector<double> sorted = seconds;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  std::printf("{\"framework\": \"kiln\", \"batch\": %lld, \"side\": %lld, \"parameters\": %lld, \"step_s\": [",
+              static_cast<long long>(settings.batch), static_cast<long long>(settings.side),
+              static_cast<long long>(parameters));
+  for (size_t i = 0; i < seconds.size(); ++i) std::printf("%s%.4f", i ? ", " : "", seconds[i]);
+  std::printf("], \"median_s\": %.4f, \"samples_per_s\": %.3f, \"peak_rss_mb\": %.1f}\n", median,
+              static_cast<double>(settings.batch) / median, peak_rss_mb());
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  const Settings settings = parse(argc, argv);
+  try {
+    return run(settings);
+  } catch (const kiln::Error& error) {
+    std::fprintf(stderr, "kiln_train_step: %s\n", error.what());
+    return 1;
+  }
+}
