@@ -5,9 +5,10 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
-# Debian packages the build needs (compiler, CMake, Eigen, GoogleTest, Google Benchmark),
-# and pkg-config for the test of the installed kiln.pc (tests/install/).
-PACKAGES := g++ make cmake libeigen3-dev libgtest-dev libbenchmark-dev pkg-config
+# Debian packages the build needs (compiler, CMake, Eigen, oneDNN for the CPU convolutions,
+# GoogleTest, Google Benchmark), and pkg-config for the test of the installed kiln.pc
+# (tests/install/).
+PACKAGES := g++ make cmake libeigen3-dev libdnnl-dev libgtest-dev libbenchmark-dev pkg-config
 # `make sanitize` builds with Clang (its sanitizer runtimes and its OpenMP) as well.
 SANITIZE_PACKAGES := clang libclang-rt-dev libomp-dev
 SANITIZE_BUILD ?= build-sanitize

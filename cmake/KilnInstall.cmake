@@ -57,11 +57,15 @@ install(FILES ${PROJECT_BINARY_DIR}/KilnConfig.cmake ${PROJECT_BINARY_DIR}/KilnC
         DESTINATION ${KILN_INSTALL_CMAKEDIR})
 
 # kiln.pc. Kiln is static libraries only, so `pkg-config --libs kiln` (not only --static)
-# must give a complete link line: our libraries in link order, then OpenMP, threads and,
+# must give a complete link line: our libraries in link order, then oneDNN (when built
+# with it), OpenMP, threads and,
 # in a CUDA build, cuBLAS, cuDNN and the static CUDA runtime with what it needs. Hence all
 # of it sits in Libs and Libs.private stays empty. prefix is found from the .pc file's
 # own place (${pcfiledir}), so the installed tree can be moved.
 list(TRANSFORM KILN_INSTALLED_LIBRARIES PREPEND "-l" OUTPUT_VARIABLE KILN_PC_LIBS)
+if(KILN_WITH_ONEDNN)
+  list(APPEND KILN_PC_LIBS -L${KILN_ONEDNN_LIBRARY_DIR} -ldnnl)
+endif()
 list(APPEND KILN_PC_LIBS ${OpenMP_CXX_FLAGS} ${CMAKE_THREAD_LIBS_INIT})
 if(KILN_WITH_CUDA)
   list(APPEND KILN_PC_LIBS -L${KILN_CUDNN_LIBRARY_DIR} -lcudnn

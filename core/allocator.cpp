@@ -1,20 +1,93 @@
-// The 64-byte aligned CPU allocator (std::aligned_alloc, size rounded up to 64 bytes).
+// The CPU allocator: 64-byte aligned host memory, with the larger requests served by a
+// cache (Note [CPU caching allocator]).
 #include "core/allocator.h"
+
+#include <unistd.h>
 
 #include <cstdlib>
 
+#include "core/block_allocator.h"
 #include "core/error.h"
 
 namespace kiln {
 namespace {
 
+// Note [CPU caching allocator]: a training step allocates the same activations and
+// gradients, tens of MiB each, every step. glibc serves such sizes with a fresh mmap and
+// gives them back with munmap on free, so each step page-faults every activation in
+// again, zero-filled by the kernel (4.5% of a 3D ResNet-18 step on the CPU, measured in
+// bench/results/2026-11-25-cpu-train-step.md). Requests of kCachedMinBytes and more
+// therefore go through the same BlockAllocator as each GPU's caching allocator (best fit,
+// splitting, merging, statistics; core/block_allocator.h), over aligned host memory and
+// one stream: a freed block is kept and handed out again, its pages already mapped.
+// Smaller requests stay with malloc, whose heap already reuses memory without faults.
+// KILN_CPU_NO_CACHING=1 turns the cache off (every block its own allocation, as for
+// valgrind); so does a build under AddressSanitizer, which could not see a use after free
+// inside a cached block (the cache's rules are tested on a fake memory there).
+constexpr size_t kCachedMinBytes = size_t{64} << 10;
+constexpr StreamId kHostStream = 0;
+
+size_t rounded_to_alignment(size_t nbytes) {
+  const size_t rounded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
+  KILN_CHECK(rounded >= nbytes, "CPU allocator: cannot allocate ", nbytes, " bytes");
+  return rounded;
+}
+
+// The memory behind the cache. The CPU has one stream and no events: record_stream is
+// never called for host blocks, so the event functions are unreachable.
+class HostMemory final : public DeviceMemory {
+ public:
+  void* malloc(size_t nbytes) override { return std::aligned_alloc(kCpuAlignment, rounded_to_alignment(nbytes)); }
+  void free(void* ptr) override { std::free(ptr); }
+  EventId record_event(StreamId) override { unreachable(); }
+  bool event_completed(EventId) override { unreachable(); }
+  void wait_event(EventId) override { unreachable(); }
+  void release_event(EventId) override { unreachable(); }
+  size_t free_bytes() override { return pages(_SC_AVPHYS_PAGES); }
+  size_t total_bytes() override { return pages(_SC_PHYS_PAGES); }
+
+ private:
+  [[noreturn]] static void unreachable() {
+    KILN_ASSERT(false, "CPU allocator: host blocks are used on one stream and need no events");
+    __builtin_unreachable();
+  }
+  static size_t pages(int name) {
+    const long count = sysconf(name), size = sysconf(_SC_PAGESIZE);
+    return count > 0 && size > 0 ? static_cast<size_t>(count) * static_cast<size_t>(size) : 0;
+  }
+};
+
+bool built_with_address_sanitizer() {
+#if defined(__SANITIZE_ADDRESS__)
+  return true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  return true;
+#endif
+#endif
+  return false;
+}
+
+// Never destroyed, so a tensor freed during static destruction still finds its allocator
+// (as the CUDA allocators, Note [Leaked allocators] in kernels/cuda/caching_allocator.cpp).
+BlockAllocator& host_blocks() {
+  static BlockAllocator* blocks = [] {
+    static HostMemory memory;
+    const bool caching = !built_with_address_sanitizer() && !no_caching_requested(std::getenv("KILN_CPU_NO_CACHING"));
+    return new BlockAllocator(Device::cpu(), memory, caching);
+  }();
+  return *blocks;
+}
+
 class CpuAllocator final : public Allocator {
  public:
   DataPtr allocate(size_t nbytes) override {
     if (nbytes == 0) return {nullptr, nullptr, Device::cpu()};
-    const size_t rounded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
-    KILN_CHECK(rounded >= nbytes, "CPU allocator: cannot allocate ", nbytes, " bytes");
-    void* p = std::aligned_alloc(kCpuAlignment, rounded);
+    if (nbytes >= kCachedMinBytes) {
+      void* p = host_blocks().allocate(nbytes, kHostStream);
+      return {p, [](void* q) { host_blocks().free(q); }, Device::cpu()};
+    }
+    void* p = std::aligned_alloc(kCpuAlignment, rounded_to_alignment(nbytes));
     KILN_CHECK(p != nullptr, "CPU allocator: out of memory allocating ", nbytes, " bytes");
     return {p, [](void* q) { std::free(q); }, Device::cpu()};
   }
@@ -26,5 +99,10 @@ Allocator& cpu_allocator() {
   static CpuAllocator allocator;
   return allocator;
 }
+
+AllocatorStats cpu_memory_stats() { return host_blocks().stats(); }
+void reset_peak_cpu_memory_stats() { host_blocks().reset_peak_stats(); }
+void empty_cpu_cache() { host_blocks().empty_cache(); }
+bool cpu_allocator_caching() { return host_blocks().caching(); }
 
 }  // namespace kiln

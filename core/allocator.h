@@ -3,12 +3,14 @@
 // An allocation is a DataPtr: the address plus the function that gives it back. The
 // CPU allocator returns 64-byte aligned memory (a cache line, and the widest vector
 // load), so every kernel may assume aligned contiguous tensors. The CUDA backend brings
-// a caching device allocator behind the same interface.
+// a caching device allocator behind the same interface; the CPU allocator caches its
+// larger blocks the same way (Note [CPU caching allocator] in allocator.cpp).
 #pragma once
 
 #include <cstddef>
 #include <functional>
 
+#include "core/allocator_stats.h"
 #include "core/device.h"
 
 namespace kiln {
@@ -31,5 +33,16 @@ inline constexpr size_t kCpuAlignment = 64;
 
 // The process-wide 64-byte aligned CPU allocator.
 Allocator& cpu_allocator();
+
+// The CPU cache's statistics (blocks of 64 KiB and more; smaller ones come from malloc),
+// as cuda::memory_stats gives a GPU's: allocated and reserved bytes now and at their
+// peaks, cache hits (allocations without a device malloc) and misses.
+AllocatorStats cpu_memory_stats();
+void reset_peak_cpu_memory_stats();
+// Gives the cached blocks no tensor uses back to the system (torch.cuda.empty_cache's
+// counterpart for the host).
+void empty_cpu_cache();
+// False when KILN_CPU_NO_CACHING is set or the build runs under AddressSanitizer.
+bool cpu_allocator_caching();
 
 }  // namespace kiln

@@ -22,7 +22,7 @@ Device Device::parse(const std::string& text) {
 }
 
 std::string Device::str() const {
-  return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index);
+  return is_cpu() ? std::string(type_name()) : std::string(type_name()) + ":" + std::to_string(index);
 }
 
 std::ostream& operator<<(std::ostream& os, const Device& device) { return os << device.str(); }

@@ -25,6 +25,7 @@ struct Device {
   bool is_cpu() const { return type == DeviceType::CPU; }
   bool is_cuda() const { return type == DeviceType::CUDA; }
   std::string str() const;  // "cpu", "cuda:0"
+  const char* type_name() const { return is_cpu() ? "cpu" : "cuda"; }
 
   friend bool operator==(const Device&, const Device&) = default;
 };

@@ -21,4 +21,11 @@ bool allow_tf32_matmul();
 void set_allow_tf32_conv(bool allow);
 bool allow_tf32_conv();
 
+// CPU float32 (and float16/bfloat16, computed in float32) convolutions run on oneDNN
+// where the build has it (on by default, as torch.backends.mkldnn.enabled); off, they
+// take the vol2col + Eigen reference path (Note [oneDNN convolutions] in
+// kernels/cpu/conv_onednn.h). `kiln info` tells whether this build has oneDNN at all.
+void set_onednn_enabled(bool enabled);
+bool onednn_enabled();
+
 }  // namespace kiln

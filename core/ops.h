@@ -1,6 +1,7 @@
 // Every public op of Kiln's core in one include, for users and tests.
 #pragma once
 
+#include "core/allocator.h"  // cpu_memory_stats, empty_cpu_cache
 #include "core/autocast.h"
 #include "core/autograd/checkpoint.h"
 #include "core/autograd/engine.h"

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "kernels/cpu/conv_onednn.h"
+
 #if defined(KILN_WITH_CUDA)
 #include "kernels/cuda/cuda_info.h"
 #include "kernels/cuda/runtime.h"
@@ -25,6 +27,9 @@ BuildInfo build_info() {
   info.eigen_version = KILN_EIGEN_VERSION;
   info.openmp_version = std::to_string(_OPENMP);
   info.openmp_threads = omp_get_max_threads();
+  info.onednn_version = cpu::onednn::version();
+  info.cpu_arch = cpu_arch();
+  info.cpu_features = cpu_features();
 #if defined(KILN_WITH_CUDA)
   info.cuda_built = true;
   info.cuda_architectures = KILN_CUDA_ARCHITECTURES;

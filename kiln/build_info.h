@@ -1,7 +1,8 @@
 // What this build of Kiln is and what it runs on: the facts `kiln info` prints.
 //
 // build_info() is fixed at compile time (version, build type, compiler, Eigen, which
-// backends were built) plus the OpenMP thread count. cuda_info() asks the CUDA runtime
+// backends were built, the instruction set) plus the OpenMP thread count and which of
+// the instruction-set extensions this CPU has. cuda_info() asks the CUDA runtime
 // and libraries at run time (kernels/cuda/cuda_info.h); in a build without CUDA, or on a
 // machine without a driver or GPU, it says so instead of failing. Lives in kiln/, beside
 // init(), because core knows nothing of backends.
@@ -10,6 +11,8 @@
 #include <cstddef>
 #include <string>
 #include <vector>
+
+#include "kiln/cpu_features.h"
 
 namespace kiln {
 
@@ -20,9 +23,12 @@ struct BuildInfo {
   std::string eigen_version;       // "3.4.0"
   std::string openmp_version;      // the _OPENMP date, "201511"
   int openmp_threads = 0;          // omp_get_max_threads()
+  std::string onednn_version;      // "2.6.3" (CPU convolutions), or "not built"
   bool cuda_built = false;         // the CUDA backend is compiled in
   std::string cuda_architectures;  // CMAKE_CUDA_ARCHITECTURES, "90"
   std::string cuda_compiler;       // "NVIDIA 13.0.88"
+  std::string cpu_arch;            // KILN_CPU_ARCH: "native", "x86-64-v3" (Note [Instruction set])
+  std::vector<CpuFeature> cpu_features;  // built for / supported here, cpu_features()
 };
 BuildInfo build_info();
 

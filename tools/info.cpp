@@ -1,6 +1,7 @@
-// `kiln info`: what this Kiln is (version, build type, compiler, Eigen, OpenMP, the CUDA
-// backend and its architectures) and what it runs on (CUDA runtime and driver, cuBLAS,
-// cuDNN, NCCL, each GPU), from kiln/build_info.h.
+// `kiln info`: what this Kiln is (version, build type, compiler, Eigen, OpenMP, the
+// instruction set it uses, the CUDA backend and its architectures) and what it runs on
+// (the CPU's extensions, CUDA runtime and driver, cuBLAS, cuDNN, NCCL, each GPU), from
+// kiln/build_info.h.
 #include <iomanip>
 #include <sstream>
 
@@ -26,6 +27,21 @@ void format_cuda(std::ostream& os, const CudaInfo& cuda) {
   }
 }
 
+// "CPU instruction set: KILN_CPU_ARCH=native, uses avx2 fma ...", then what this CPU has
+// beyond that (worth a rebuild) or lacks (Kiln cannot run here).
+void format_cpu(std::ostream& os, const BuildInfo& build) {
+  std::string used, unused, missing;
+  for (const CpuFeature& feature : build.cpu_features) {
+    if (feature.built) used += " " + feature.name;
+    if (feature.supported && !feature.built) unused += " " + feature.name;
+    if (feature.built && !feature.supported) missing += " " + feature.name;
+  }
+  os << "CPU instruction set: KILN_CPU_ARCH=" << build.cpu_arch << ", uses" << (used.empty() ? " baseline only" : used)
+     << "\n";
+  if (!unused.empty()) os << "  this CPU also has" << unused << " (a build with -DKILN_CPU_ARCH=native uses them)\n";
+  if (!missing.empty()) os << "  this CPU lacks" << missing << ": this build cannot run here\n";
+}
+
 }  // namespace
 
 std::string format_info(const BuildInfo& build, const CudaInfo& cuda) {
@@ -33,7 +49,8 @@ std::string format_info(const BuildInfo& build, const CudaInfo& cuda) {
   os << "Kiln " << build.version << "\n"
      << "build: " << build.build_type << ", " << build.compiler << ", C++20\n"
      << "CPU backend: Eigen " << build.eigen_version << ", OpenMP " << build.openmp_version << " ("
-     << build.openmp_threads << " threads)\n";
+     << build.openmp_threads << " threads), oneDNN " << build.onednn_version << " (convolutions)\n";
+  format_cpu(os, build);
   if (!build.cuda_built) {
     os << "CUDA backend: not built\n"
        << "CUDA not available: " << cuda.unavailable_reason << "\n";

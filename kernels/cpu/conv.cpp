@@ -1,5 +1,8 @@
 // CpuBackend's convolution: vol2col + Eigen GEMM, forward, backward-input and
-// backward-weight (Note [Convolution layout] in core/backend.h).
+// backward-weight (Note [Convolution layout] in core/backend.h). Float32 calls go to
+// oneDNN when the build has it and it is enabled (Note [oneDNN convolutions],
+// conv_onednn.h); this file is then the reference they are tested against, and the path
+// for float64.
 //
 // Math, for one sample n and one group g (kernels/cpu/vol2col.h has the column matrix):
 //   forward          y[n, g]  [C_out/G, O]      = W[g] [C_out/G, R] x col(x[n, g]) [R, O]
@@ -45,10 +48,10 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
-#include <memory>
 
 #include "core/dispatch.h"
 #include "core/kernel_memory.h"
+#include "kernels/cpu/conv_onednn.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/vol2col.h"
 
@@ -91,20 +94,22 @@ MutableBlock<T> mutable_block(T* data, int64_t rows, int64_t cols, int64_t ld) {
   return MutableBlock<T>(data, rows, cols, Eigen::OuterStride<>(ld));
 }
 
-// A growable scratch buffer for column tiles, one per thread (uninitialised memory).
+// A growable scratch buffer for column tiles, one per thread (uninitialised memory). It
+// comes from the CPU allocator's cache (Note [CPU caching allocator] in core/allocator.cpp),
+// so the next call finds its pages mapped instead of faulting a fresh buffer in.
 template <typename T>
 class ColumnBuffer {
  public:
   T* get(int64_t elements) {
     if (elements > capacity_) {
-      data_ = std::make_unique_for_overwrite<T[]>(static_cast<size_t>(elements));
+      storage_ = allocate_workspace(elements * static_cast<int64_t>(sizeof(T)), Device::cpu());
       capacity_ = elements;
     }
-    return data_.get();
+    return static_cast<T*>(storage_.data_ptr());
   }
 
  private:
-  std::unique_ptr<T[]> data_;
+  Tensor storage_;
   int64_t capacity_ = 0;
 };
 
@@ -359,6 +364,7 @@ void CpuBackend::conv_forward(const Tensor& input, const Tensor& weight, const C
                    [&](const Tensor& x, const Tensor& w, const Tensor& y) { conv_forward(x, w, params, y); });
     return;
   }
+  if (onednn::handles(input, weight, out)) return onednn::conv_forward(input, weight, params, out);
   const ConvProblem problem = make_problem(input.sizes(), weight.sizes(), params);
   visit_dtype<kGemmTypes>(input.dtype(), "conv_forward", [&]<typename T>() {
     forward(problem, input.data_ptr<T>(), weight.data_ptr<T>(), out.data_ptr<T>());
@@ -372,6 +378,9 @@ void CpuBackend::conv_backward_input(const Tensor& grad_out, const Tensor& weigh
         *this, grad_out, weight, grad_input,
         [&](const Tensor& dy, const Tensor& w, const Tensor& dx) { conv_backward_input(dy, w, params, dx); });
     return;
+  }
+  if (onednn::handles(grad_out, weight, grad_input)) {
+    return onednn::conv_backward_input(grad_out, weight, params, grad_input);
   }
   const ConvProblem problem = make_problem(grad_input.sizes(), weight.sizes(), params);
   visit_dtype<kGemmTypes>(grad_out.dtype(), "conv_backward_input", [&]<typename T>() {
@@ -387,6 +396,9 @@ void CpuBackend::conv_backward_weight(const Tensor& grad_out, const Tensor& inpu
                      conv_backward_weight(dy, x, params, dw);
                    });
     return;
+  }
+  if (onednn::handles(grad_out, input, grad_weight)) {
+    return onednn::conv_backward_weight(grad_out, input, params, grad_weight);
   }
   const ConvProblem problem = make_problem(input.sizes(), grad_weight.sizes(), params);
   visit_dtype<kGemmTypes>(grad_out.dtype(), "conv_backward_weight", [&]<typename T>() {

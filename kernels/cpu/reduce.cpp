@@ -131,8 +131,16 @@ inline constexpr int64_t kTile = 2048;
 
 // Folds the `count` elements p[0], p[stride], ... (reduced indices first, first + 1, ...)
 // into acc.
+//
+// Note [Not inlined for GCC 12]: GCC 12.2 with -O3 -march=native on an AVX-512 CPU
+// (KILN_CPU_ARCH's default) miscompiles this loop where it is inlined into accumulate():
+// sum(arange(360)) of int32 or int64 gave 28530 instead of 64620 (caught by
+// Reduce.SumOfIntegersAndBoolGivesInt64). The same code is right at -O2, with
+// -fno-tree-vectorize, under UBSan, and whenever it is not inlined, so the error is the
+// vectorizer's, not undefined behaviour of ours; keeping the function out of line costs
+// one call per run of reduced elements.
 template <typename Op>
-typename Op::Acc reduce_run(const Op& op, typename Op::Acc acc, const typename Op::In* p, int64_t stride,
+[[gnu::noinline]] typename Op::Acc reduce_run(const Op& op, typename Op::Acc acc, const typename Op::In* p, int64_t stride,
                             int64_t first, int64_t count) {
   using Acc = typename Op::Acc;
   using V = opmath_t<typename Op::In>;

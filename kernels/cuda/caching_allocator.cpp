@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/cuda/block_allocator.h"
+#include "core/block_allocator.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/event_pool.h"
 #include "kernels/cuda/runtime.h"
@@ -81,7 +81,7 @@ class CudaDeviceMemory final : public DeviceMemory {
 // Kiln's Allocator for one device: blocks for the calling thread's current stream.
 class DeviceAllocator final : public Allocator {
  public:
-  explicit DeviceAllocator(int device) : device_(device), memory_(device), blocks_(device, memory_, !caching_disabled()) {}
+  explicit DeviceAllocator(int device) : device_(device), memory_(device), blocks_(Device::cuda(device), memory_, !caching_disabled()) {}
 
   DataPtr allocate(size_t nbytes) override {
     const Device device = Device::cuda(device_);
@@ -143,7 +143,7 @@ void record_stream(void* ptr, Stream stream) {
   BlockAllocator* owner = owner_of(ptr);
   KILN_CHECK(owner != nullptr, "cuda: record_stream of ", ptr,
              ", which is not the start of a block the caching allocator handed out");
-  KILN_CHECK(owner->device() == stream.device(), "cuda: record_stream of a block of cuda:", owner->device(),
+  KILN_CHECK(owner->device().index == stream.device(), "cuda: record_stream of a block of ", owner->device(),
              " on a stream of cuda:", stream.device(), " (an event can only be recorded on its own device)");
   owner->record_stream(ptr, stream_id(stream));
 }

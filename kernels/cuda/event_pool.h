@@ -5,7 +5,7 @@
 // Creating and destroying a cudaEvent_t each time would cost a driver call pair per
 // free, so released events are kept, per device, and recorded again. An event is named
 // by an EventId, an index into the pool's table, so the allocators' bookkeeping
-// (block_allocator.h, pinned_pool.h) never sees a CUDA type.
+// (core/block_allocator.h, pinned_pool.h) never sees a CUDA type.
 #pragma once
 
 #include <cuda_runtime_api.h>

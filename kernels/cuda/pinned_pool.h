@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "kernels/cuda/allocator_stats.h"
-#include "kernels/cuda/block_allocator.h"
+#include "core/block_allocator.h"
 
 namespace kiln::cuda {
 

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/flags.h"
 #include "core/ops.h"
 #include "tests/gradcheck.h"
 #include "tests/test_util.h"
@@ -63,6 +64,13 @@ const std::vector<ConvCase>& conv_cases() {
       // R = 256 x 27 rows: a column tile holds ~300 of the 504 output positions, so the
       // forward splits each sample and backward-weight's tiles straddle the two samples.
       {"3d_column_tiles", {2, 256, 9, 7, 8}, {3, 256, 3, 3, 3}, {1}, {1}},
+      // Channels in multiples of 16: oneDNN's blocked AVX-512 kernels and their reorders
+      // (Note [oneDNN convolutions]), as in a 3D ResNet: 3x3x3, stride 2, 1x1x1 stride-2
+      // projection, grouped.
+      {"3d_blocked_channels", {2, 32, 6, 5, 6}, {32, 32, 3, 3, 3}, {1}, {1}, {1}, 1, false},
+      {"3d_blocked_channels_stride_2", {2, 16, 7, 6, 7}, {32, 16, 3, 3, 3}, {2}, {1}, {1}, 1, false},
+      {"3d_blocked_projection", {2, 16, 6, 6, 5}, {32, 16, 1, 1, 1}, {2}, {0}, {1}, 1, false},
+      {"3d_blocked_groups", {1, 32, 5, 5, 5}, {32, 16, 3, 3, 3}, {1}, {1}, {1}, 2},
   };
   return cases;
 }
@@ -201,14 +209,32 @@ Tensor transposed_layout(const Tensor& t) { return t.transpose(-1, -2).contiguou
 
 const DType kFloatTypes[] = {DType::Float64, DType::Float32, DType::Float16, DType::BFloat16};
 
+// Float32 convolutions run on oneDNN when the build has it (Note [oneDNN convolutions] in
+// kernels/cpu/conv_onednn.h) and on the vol2col + Eigen path otherwise: the tests that
+// compare with the naive reference run with oneDNN enabled and disabled, so both paths
+// are checked in every build that has both.
+class OnednnSetting {
+ public:
+  explicit OnednnSetting(bool enabled) : saved_(onednn_enabled()) { set_onednn_enabled(enabled); }
+  ~OnednnSetting() { set_onednn_enabled(saved_); }
+  OnednnSetting(const OnednnSetting&) = delete;
+  OnednnSetting& operator=(const OnednnSetting&) = delete;
+
+ private:
+  bool saved_;
+};
+
 TEST(Conv, ForwardMatchesNaiveReferenceInEveryDtype) {
-  for (const ConvCase& c : conv_cases()) {
-    for (DType dtype : kFloatTypes) {
-      SCOPED_TRACE(c.name + " " + std::string(dtype_name(dtype)));
-      const Operands op = operands(c, dtype, 10);
-      const Tensor got = run_conv(c, op.x, op.w, op.b);
-      ASSERT_EQ(got.dtype(), dtype);
-      EXPECT_TRUE(all_close(got, reference_forward(c, op.x, op.w, op.b).to(dtype), conv_tolerance(dtype, c)));
+  for (bool onednn : {true, false}) {
+    const OnednnSetting setting(onednn);
+    for (const ConvCase& c : conv_cases()) {
+      for (DType dtype : kFloatTypes) {
+        SCOPED_TRACE(c.name + " " + std::string(dtype_name(dtype)) + (onednn ? " oneDNN on" : " oneDNN off"));
+        const Operands op = operands(c, dtype, 10);
+        const Tensor got = run_conv(c, op.x, op.w, op.b);
+        ASSERT_EQ(got.dtype(), dtype);
+        EXPECT_TRUE(all_close(got, reference_forward(c, op.x, op.w, op.b).to(dtype), conv_tolerance(dtype, c)));
+      }
     }
   }
 }
@@ -225,22 +251,25 @@ TEST(Conv, NonContiguousOperandsGiveTheSameResult) {
 }
 
 TEST(Conv, GradientsMatchNaiveReference) {
-  for (const ConvCase& c : conv_cases()) {
-    for (DType dtype : {DType::Float64, DType::Float32, DType::BFloat16}) {
-      SCOPED_TRACE(c.name + " " + std::string(dtype_name(dtype)));
-      Operands op = operands(c, dtype, 30);
-      op.x.requires_grad_(true);
-      op.w.requires_grad_(true);
-      if (op.b.defined()) op.b.requires_grad_(true);
-      const Tensor out = run_conv(c, op.x, op.w, op.b);
-      const Tensor grad_out = random_nonzero(out.sizes(), dtype, 33);
-      out.backward(grad_out);
-      const Grads expected = reference_backward(c, op.x.detach(), op.w.detach(), grad_out);
-      const Tolerance tol = conv_tolerance(dtype, c);
-      EXPECT_TRUE(all_close(op.x.grad(), expected.input.to(dtype), tol)) << "grad input";
-      EXPECT_TRUE(all_close(op.w.grad(), expected.weight.to(dtype), tol)) << "grad weight";
-      if (op.b.defined()) {
-        EXPECT_TRUE(all_close(op.b.grad(), expected.bias.to(dtype), tol)) << "grad bias";
+  for (bool onednn : {true, false}) {
+    const OnednnSetting setting(onednn);
+    for (const ConvCase& c : conv_cases()) {
+      for (DType dtype : {DType::Float64, DType::Float32, DType::BFloat16}) {
+        SCOPED_TRACE(c.name + " " + std::string(dtype_name(dtype)) + (onednn ? " oneDNN on" : " oneDNN off"));
+        Operands op = operands(c, dtype, 30);
+        op.x.requires_grad_(true);
+        op.w.requires_grad_(true);
+        if (op.b.defined()) op.b.requires_grad_(true);
+        const Tensor out = run_conv(c, op.x, op.w, op.b);
+        const Tensor grad_out = random_nonzero(out.sizes(), dtype, 33);
+        out.backward(grad_out);
+        const Grads expected = reference_backward(c, op.x.detach(), op.w.detach(), grad_out);
+        const Tolerance tol = conv_tolerance(dtype, c);
+        EXPECT_TRUE(all_close(op.x.grad(), expected.input.to(dtype), tol)) << "grad input";
+        EXPECT_TRUE(all_close(op.w.grad(), expected.weight.to(dtype), tol)) << "grad weight";
+        if (op.b.defined()) {
+          EXPECT_TRUE(all_close(op.b.grad(), expected.bias.to(dtype), tol)) << "grad bias";
+        }
       }
     }
   }

@@ -3,10 +3,12 @@
 // errors (Note [Exit codes]). The binary itself is run by ctest (tools/CMakeLists.txt).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 #include <sstream>
 
+#include "kiln/cpu_features.h"
 #include "tests/test_util.h"
 #include "tools/cli.h"
 
@@ -120,8 +122,10 @@ TEST(KilnCli, InfoReportsVersionBuildAndCuda) {
 
 TEST(KilnCli, InfoFormatsDevices) {
   const BuildInfo build{.version = "9.8.7", .build_type = "Debug", .compiler = "GNU 1.2", .eigen_version = "3.4.0",
-                        .openmp_version = "201511", .openmp_threads = 4, .cuda_built = true,
-                        .cuda_architectures = "90", .cuda_compiler = "NVIDIA 13.0"};
+                        .openmp_version = "201511", .openmp_threads = 4, .onednn_version = "2.6.3", .cuda_built = true,
+                        .cuda_architectures = "90", .cuda_compiler = "NVIDIA 13.0",
+                        .cpu_arch = "x86-64-v3",
+                        .cpu_features = {{"avx2", true, true}, {"fma", true, true}, {"avx512f", false, true}}};
   CudaInfo cuda;
   cuda.built = cuda.available = true;
   cuda.runtime_version = "13.0";
@@ -134,7 +138,9 @@ TEST(KilnCli, InfoFormatsDevices) {
   EXPECT_EQ(tools::format_info(build, cuda),
             "Kiln 9.8.7\n"
             "build: Debug, GNU 1.2, C++20\n"
-            "CPU backend: Eigen 3.4.0, OpenMP 201511 (4 threads)\n"
+            "CPU backend: Eigen 3.4.0, OpenMP 201511 (4 threads), oneDNN 2.6.3 (convolutions)\n"
+            "CPU instruction set: KILN_CPU_ARCH=x86-64-v3, uses avx2 fma\n"
+            "  this CPU also has avx512f (a build with -DKILN_CPU_ARCH=native uses them)\n"
             "CUDA backend: built for architectures 90 with NVIDIA 13.0\n"
             "  runtime 13.0, driver 13.1\n"
             "  cuBLAS 13.1.0\n"
@@ -142,6 +148,40 @@ TEST(KilnCli, InfoFormatsDevices) {
             "  NCCL not built\n"
             "devices: 1\n"
             "  cuda:0  NVIDIA H200, compute capability 9.0, 150.0 GiB, 132 SMs\n");
+}
+
+TEST(KilnCli, InfoSaysWhichBuiltForExtensionsThisCpuLacks) {
+  BuildInfo build{.version = "1", .build_type = "Release", .compiler = "GNU 12", .eigen_version = "3.4.0",
+                  .openmp_version = "201511", .openmp_threads = 2, .onednn_version = "not built", .cuda_built = false, .cuda_architectures = "",
+                  .cuda_compiler = "", .cpu_arch = "native",
+                  .cpu_features = {{"avx2", true, true}, {"avx512f", true, false}}};
+  const std::string text = tools::format_info(build, CudaInfo{});
+  EXPECT_NE(text.find("CPU instruction set: KILN_CPU_ARCH=native, uses avx2 avx512f\n"
+                      "  this CPU lacks avx512f: this build cannot run here\n"),
+            std::string::npos)
+      << text;
+}
+
+// The build's own row of each extension: what it was compiled for, this machine supports
+// (the tests run where they were built), and init() accepted it.
+TEST(CpuFeatures, ThisBuildRunsOnThisCpu) {
+  const std::vector<CpuFeature> features = cpu_features();
+  for (const CpuFeature& feature : features) EXPECT_TRUE(!feature.built || feature.supported) << feature.name;
+  EXPECT_NO_THROW(check_cpu_supports_build(features, cpu_arch()));
+  EXPECT_FALSE(cpu_arch().empty());
+#if defined(__x86_64__) && defined(__AVX2__)
+  ASSERT_FALSE(features.empty());
+  EXPECT_TRUE(std::any_of(features.begin(), features.end(),
+                          [](const CpuFeature& f) { return f.name == "avx2" && f.built; }));
+#endif
+}
+
+TEST(CpuFeatures, AMissingExtensionIsAnErrorNamingItAndTheFix) {
+  const std::vector<CpuFeature> features = {{"avx2", true, true}, {"avx512f", true, false}, {"avx512bw", true, false},
+                                            {"fma", false, false}};
+  EXPECT_KILN_ERROR(check_cpu_supports_build(features, "native"),
+                    "kiln::init: this Kiln was built with KILN_CPU_ARCH=native for CPUs with instructions this CPU "
+                    "lacks (avx512f, avx512bw); rebuild it here, or with -DKILN_CPU_ARCH=x86-64-v3");
 }
 
 TEST(KilnCli, HumanBytes) {

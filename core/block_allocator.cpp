@@ -1,6 +1,6 @@
 // The caching allocator's bookkeeping (block_allocator.h): pools, best fit, splitting,
 // merging, events of other streams, the out-of-memory retry, statistics.
-#include "kernels/cuda/block_allocator.h"
+#include "core/block_allocator.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 
-namespace kiln::cuda {
+namespace kiln {
 
 size_t round_size(size_t nbytes) {
   if (nbytes < kMinBlockSize) return kMinBlockSize;
@@ -49,7 +49,7 @@ bool BlockAllocator::BySize::operator()(const Block* a, const Block* b) const {
          std::make_tuple(b->stream, b->size, reinterpret_cast<std::uintptr_t>(b->ptr));
 }
 
-BlockAllocator::BlockAllocator(int device, DeviceMemory& memory, bool caching)
+BlockAllocator::BlockAllocator(Device device, DeviceMemory& memory, bool caching)
     : device_(device), memory_(memory), caching_(caching) {}
 
 // Gives every segment back, handed out or not (the process-wide allocators are never
@@ -141,7 +141,7 @@ std::string bytes_str(size_t bytes) { return std::to_string(bytes) + " bytes (" 
 }  // namespace
 
 void BlockAllocator::throw_out_of_memory(size_t requested, size_t segment) {
-  KILN_CHECK(false, "cuda: out of memory on cuda:", device_, ": requested ", bytes_str(requested),
+  KILN_CHECK(false, device_.type_name(), ": out of memory on ", device_, ": requested ", bytes_str(requested),
              " (a ", bytes_str(segment), " segment); Kiln has ", bytes_str(stats_.allocated_bytes),
              " allocated and ", bytes_str(stats_.reserved_bytes), " reserved; the device has ",
              bytes_str(memory_.free_bytes()), " free of ", bytes_str(memory_.total_bytes()),
@@ -181,7 +181,7 @@ void BlockAllocator::free(void* ptr) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!caching_) return free_uncached(ptr);
   const auto it = active_.find(ptr);
-  KILN_CHECK(it != active_.end(), "cuda: freeing ", ptr, " on cuda:", device_,
+  KILN_CHECK(it != active_.end(), device_.type_name(), ": freeing ", ptr, " on ", device_,
              ", which the caching allocator did not hand out (or which was freed already)");
   Block* block = it->second;
   active_.erase(it);
@@ -241,12 +241,12 @@ void BlockAllocator::record_stream(void* ptr, StreamId stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!caching_) {
     // Freeing an uncached block releases it at once, after a device synchronization.
-    KILN_CHECK(uncached_.contains(ptr), "cuda: record_stream of ", ptr, ", which the allocator did not hand out");
+    KILN_CHECK(uncached_.contains(ptr), device_.type_name(), ": record_stream of ", ptr, ", which the allocator did not hand out");
     return;
   }
   const auto it = active_.find(ptr);
-  KILN_CHECK(it != active_.end(), "cuda: record_stream of ", ptr,
-             ", which is not the start of a block the caching allocator handed out on cuda:", device_);
+  KILN_CHECK(it != active_.end(), device_.type_name(), ": record_stream of ", ptr,
+             ", which is not the start of a block the caching allocator handed out on ", device_);
   Block* block = it->second;
   if (stream == block->stream) return;
   if (std::find(block->stream_uses.begin(), block->stream_uses.end(), stream) == block->stream_uses.end()) {
@@ -321,7 +321,7 @@ void* BlockAllocator::allocate_uncached(size_t nbytes) {
 
 void BlockAllocator::free_uncached(void* ptr) {
   const auto it = uncached_.find(ptr);
-  KILN_CHECK(it != uncached_.end(), "cuda: freeing ", ptr, " on cuda:", device_,
+  KILN_CHECK(it != uncached_.end(), device_.type_name(), ": freeing ", ptr, " on ", device_,
              ", which the allocator did not hand out (or which was freed already)");
   memory_.free(ptr);
   ++stats_.device_frees;
@@ -331,4 +331,4 @@ void BlockAllocator::free_uncached(void* ptr) {
   uncached_.erase(it);
 }
 
-}  // namespace kiln::cuda
+}  // namespace kiln

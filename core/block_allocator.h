@@ -1,11 +1,13 @@
-// BlockAllocator: the bookkeeping of the caching device allocator, with no CUDA in it.
-//
-// caching_allocator.h says what the allocator does; this class does it for one device,
-// talking to the device only through the small DeviceMemory interface below, so that
-// every rule (rounding, pools, best fit, splitting, merging, stream ownership, events,
-// out-of-memory retry, statistics) is tested on the host with a fake device
-// (tests/cuda/internal/test_caching_allocator.cpp). caching_allocator.cpp plugs in the
-// real device: cudaMalloc, cudaFree and pooled cudaEvents.
+// BlockAllocator: the bookkeeping of a caching allocator, for any device, with no CUDA in
+// it. Kiln's two caching allocators are this class with a different memory behind it:
+//   - CUDA (kernels/cuda/caching_allocator.h says what it does): cudaMalloc, cudaFree and
+//     pooled cudaEvents, one BlockAllocator per GPU;
+//   - the CPU (core/allocator.cpp, Note [CPU caching allocator]): aligned host memory,
+//     one stream, no events.
+// It talks to the memory only through the small DeviceMemory interface below, so every
+// rule (rounding, pools, best fit, splitting, merging, stream ownership, events,
+// out-of-memory retry, statistics) is tested with a fake device
+// (tests/core/test_block_allocator.cpp).
 //
 // Memory is held as segments (one DeviceMemory::malloc each), cut into blocks. The
 // blocks of a segment form a doubly linked list in address order; a segment belongs to
@@ -29,11 +31,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "kernels/cuda/allocator_stats.h"
+#include "core/allocator_stats.h"
+#include "core/device.h"
 
-namespace kiln::cuda {
+namespace kiln {
 
-// A stream as the bookkeeping sees it: its cudaStream_t as an integer.
+// A stream as the bookkeeping sees it: its cudaStream_t as an integer (0 on the CPU).
 using StreamId = std::uintptr_t;
 // An event recorded by DeviceMemory::record_event (an opaque handle).
 using EventId = std::uint64_t;
@@ -72,7 +75,8 @@ size_t round_size(size_t nbytes);
 inline bool is_small(size_t rounded) { return rounded <= kSmallSize; }
 // The segment size to malloc when no cached block fits a (rounded) size.
 size_t segment_size(size_t rounded);
-// Whether the value of KILN_CUDA_NO_CACHING (null when unset) turns caching off: any
+// Whether the value of KILN_CUDA_NO_CACHING or KILN_CPU_NO_CACHING (null when unset)
+// turns caching off: any
 // value but "", "0", "false", "no" and "off".
 bool no_caching_requested(const char* env_value);
 
@@ -80,7 +84,7 @@ class BlockAllocator {
  public:
   // `caching` false: every allocation is its own malloc of exactly the requested size,
   // every free a DeviceMemory::free (KILN_CUDA_NO_CACHING=1).
-  BlockAllocator(int device, DeviceMemory& memory, bool caching = true);
+  BlockAllocator(Device device, DeviceMemory& memory, bool caching = true);
   ~BlockAllocator();
   BlockAllocator(const BlockAllocator&) = delete;
   BlockAllocator& operator=(const BlockAllocator&) = delete;
@@ -101,7 +105,7 @@ class BlockAllocator {
   AllocatorStats stats() const;
   void reset_peak_stats();
   bool caching() const { return caching_; }
-  int device() const { return device_; }
+  Device device() const { return device_; }
 
  private:
   struct Block;
@@ -123,7 +127,7 @@ class BlockAllocator {
   void* allocate_uncached(size_t nbytes);
   void free_uncached(void* ptr);
 
-  const int device_;
+  const Device device_;
   DeviceMemory& memory_;
   const bool caching_;
   mutable std::mutex mutex_;
@@ -139,4 +143,4 @@ class BlockAllocator {
   AllocatorStats stats_;
 };
 
-}  // namespace kiln::cuda
+}  // namespace kiln

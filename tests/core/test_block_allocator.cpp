@@ -1,8 +1,8 @@
-// The caching device allocator's bookkeeping (BlockAllocator) on a fake device, so every
-// rule runs without a GPU: size rounding and pools, reuse, splitting, merging, per-stream
+// The caching allocators' bookkeeping (BlockAllocator, core/block_allocator.h) on a fake
+// device, so every rule runs in every build: size rounding and pools, reuse, splitting, merging, per-stream
 // pools, blocks used on other streams, the out-of-memory retry and error, statistics,
-// empty_cache, the no-caching switch, and threads. The real device is tested in
-// test_cuda_allocator.cpp.
+// empty_cache, the no-caching switch, and threads. The real memories are tested in
+// test_cpu_allocator.cpp and tests/cuda/internal/test_cuda_allocator.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,11 +13,11 @@
 #include <set>
 #include <thread>
 
-#include "kernels/cuda/block_allocator.h"
-#include "tests/cuda/internal/fake_memory.h"
+#include "core/block_allocator.h"
+#include "tests/core/fake_device_memory.h"
 #include "tests/test_util.h"
 
-namespace kiln::cuda {
+namespace kiln {
 namespace {
 
 using testing::FakeDevice;
@@ -44,7 +44,7 @@ TEST(BlockAllocator, SizesRoundToBlocksAndSegments) {
 
 TEST(BlockAllocator, SmallAndLargeRequestsComeFromSeparatePools) {
   FakeDevice device;
-  BlockAllocator allocator(0, device);
+  BlockAllocator allocator(Device::cuda(0), device);
   void* small = allocator.allocate(1000, kStreamA);
   EXPECT_EQ(device.mallocs, 1);
   EXPECT_EQ(device.live().begin()->second, 2 * kMiB);
@@ -63,7 +63,7 @@ TEST(BlockAllocator, SmallAndLargeRequestsComeFromSeparatePools) {
 
 TEST(BlockAllocator, BlocksAreAlignedTo512Bytes) {
   FakeDevice device;
-  BlockAllocator allocator(0, device);
+  BlockAllocator allocator(Device::cuda(0), device);
   std::vector<void*> blocks;
   for (size_t nbytes : {1, 17, 513, 1000, 4097, 100000}) blocks.push_back(allocator.allocate(nbytes, kStreamA));
   for (void* ptr : blocks) EXPECT_EQ(reinterpret_cast<std::uintptr_t>(ptr) % 512, 0u);
@@ -72,7 +72,7 @@ TEST(BlockAllocator, BlocksAreAlignedTo512Bytes) {
 
 TEST(BlockAllocator, AFreedBlockIsReusedWithoutANewMalloc) {
   FakeDevice device;
-  BlockAllocator allocator(0, device);
+  BlockAllocator allocator(Device::cuda(0), device);
   void* first = allocator.allocate(4096, kStreamA);
   allocator.free(first);
   void* second = allocator.allocate(4000, kStreamA);  // rounds to the same size
@@ -84,7 +84,7 @@ TEST(BlockAllocator, AFreedBlockIsReusedWithoutANewMalloc) {
 
 TEST(BlockAllocator, ALargeCachedBlockIsSplitAndTheRemainderStaysCached) {
   FakeDevice device;
-  BlockAllocator allocator(0, device);
+  BlockAllocator allocator(Device::cuda(0), device);
   void* big = allocator.allocate(40 * kMiB, kStreamA);
   allocator.free(big);
   void* front = allocator.allocate(8 * kMiB, kStreamA);
@@ -99,7 +99,7 @@ TEST(BlockAllocator, ALargeCachedBlockIsSplitAndTheRemainderStaysCached) {
 
 TEST(BlockAllocator, AdjacentFreeBlocksMergeSoALargerRequestFits) {
   FakeDevice device;
-  BlockAllocator allocator(0, device);
+  BlockAllocator allocator(Device::cuda(0), device);
   void* a = allocator.allocate(512 * 1024, kStreamA);
   void* b = allocator.allocate(512 * 1024, kStreamA);
   void* c = allocator.allocate(512 * 1024, kStreamA);
@@ -121,7 +121,7 @@ TEST(BlockAllocator, AdjacentFreeBlocksMergeSoALargerRequestFits) {
 
 TEST(BlockAllocator, ABlockFreedOnOneStreamIsNotHandedToAnother) {
   FakeDevice device;
-  BlockAllocator allocator(0, device);
+  BlockAllocator allocator(Device::cuda(0), device);
   void* on_a = allocator.allocate(4096, kStreamA);
   allocator.free(on_a);
   void* on_b = allocator.allocate(4096, kStreamB);
@@ -134,7 +134,7 @@ TEST(BlockAllocator, ABlockFreedOnOneStreamIsNotHandedToAnother) {
 
 TEST(BlockAllocator, ABlockUsedOnAnotherStreamWaitsForThatStreamsEvent) {
   FakeDevice device;
-  BlockAllocator allocator(0, device);
+  BlockAllocator allocator(Device::cuda(0), device);
   void* block = allocator.allocate(4096, kStreamA);
   allocator.record_stream(block, kStreamB);
   allocator.record_stream(block, kStreamB);  // recorded once
@@ -164,7 +164,7 @@ TEST(BlockAllocator, ABlockUsedOnAnotherStreamWaitsForThatStreamsEvent) {
 struct NearlyFullDevice {
   NearlyFullDevice() { device.capacity = 21 * kMiB; }
   FakeDevice device;
-  BlockAllocator allocator{0, device};
+  BlockAllocator allocator{Device::cuda(0), device};
 };
 
 TEST(BlockAllocator, OutOfMemoryReleasesTheCacheAndRetries) {
@@ -215,7 +215,7 @@ TEST(BlockAllocator, OutOfMemoryTwiceIsAnErrorWithTheNumbers) {
 
 TEST(BlockAllocator, StatisticsFollowAllocationsAndPeaks) {
   FakeDevice device;
-  BlockAllocator allocator(0, device);
+  BlockAllocator allocator(Device::cuda(0), device);
   void* a = allocator.allocate(1000, kStreamA);
   void* b = allocator.allocate(3 * kMiB, kStreamA);
   AllocatorStats stats = allocator.stats();
@@ -247,7 +247,7 @@ TEST(BlockAllocator, StatisticsFollowAllocationsAndPeaks) {
 
 TEST(BlockAllocator, EmptyCacheReleasesOnlyUnusedSegments) {
   FakeDevice device;
-  BlockAllocator allocator(0, device);
+  BlockAllocator allocator(Device::cuda(0), device);
   void* unused = allocator.allocate(40 * kMiB, kStreamA);
   void* used = allocator.allocate(1000, kStreamA);
   void* pending = allocator.allocate(30 * kMiB, kStreamA);
@@ -268,7 +268,7 @@ TEST(BlockAllocator, EmptyCacheReleasesOnlyUnusedSegments) {
 
 TEST(BlockAllocator, WithoutCachingEveryBlockIsItsOwnMalloc) {
   FakeDevice device;
-  BlockAllocator allocator(0, device, /*caching=*/false);
+  BlockAllocator allocator(Device::cuda(0), device, /*caching=*/false);
   EXPECT_FALSE(allocator.caching());
   void* a = allocator.allocate(1000, kStreamA);
   EXPECT_EQ(device.live().at(reinterpret_cast<std::uintptr_t>(a)), 1000u);  // exact bounds
@@ -300,7 +300,7 @@ TEST(BlockAllocator, TheEnvironmentSwitchIsParsedLikeAFlag) {
 
 TEST(BlockAllocator, FreeingAPointerItDidNotHandOutIsAnError) {
   FakeDevice device;
-  BlockAllocator allocator(0, device);
+  BlockAllocator allocator(Device::cuda(0), device);
   void* block = allocator.allocate(100, kStreamA);
   EXPECT_TRUE(allocator.owns(block));
   EXPECT_FALSE(allocator.owns(as_bytes(block) + 512));
@@ -313,7 +313,7 @@ TEST(BlockAllocator, FreeingAPointerItDidNotHandOutIsAnError) {
 TEST(BlockAllocator, DestroyingTheAllocatorGivesEverythingBack) {
   FakeDevice device;
   {
-    BlockAllocator allocator(0, device);
+    BlockAllocator allocator(Device::cuda(0), device);
     allocator.allocate(100, kStreamA);
     void* pending = allocator.allocate(3 * kMiB, kStreamA);
     allocator.record_stream(pending, kStreamB);
@@ -328,7 +328,7 @@ TEST(BlockAllocator, DestroyingTheAllocatorGivesEverythingBack) {
 // blocks may ever overlap, and everything adds up at the end.
 TEST(BlockAllocator, ThreadsAllocateAndFreeSafely) {
   FakeDevice device;
-  BlockAllocator allocator(0, device);
+  BlockAllocator allocator(Device::cuda(0), device);
   std::mutex live_mutex;
   std::map<std::uintptr_t, size_t> live;  // checked outside the allocator's lock
   auto claim = [&](void* ptr, size_t size) {
@@ -387,4 +387,4 @@ TEST(BlockAllocator, ThreadsAllocateAndFreeSafely) {
 }
 
 }  // namespace
-}  // namespace kiln::cuda
+}  // namespace kiln

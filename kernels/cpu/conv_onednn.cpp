@@ -1,0 +1,273 @@
+// Float32 convolutions on oneDNN: plans cached per key, reorders to and from oneDNN's
+// blocked layouts, buffers from the CPU allocator's cache (Note [oneDNN convolutions] in
+// conv_onednn.h). Without oneDNN in the build, handles() is false and nothing else runs.
+#include "kernels/cpu/conv_onednn.h"
+
+#include "core/error.h"
+#include "core/flags.h"
+
+#if defined(KILN_WITH_ONEDNN)
+#include <omp.h>
+
+#include <compare>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/kernel_memory.h"
+#endif
+
+namespace kiln::cpu::onednn {
+
+#if defined(KILN_WITH_ONEDNN)
+namespace {
+
+using dnnl::memory;
+
+enum class Pass : int { Forward, BackwardInput, BackwardWeight };
+
+const char* pass_name(Pass pass) {
+  switch (pass) {
+    case Pass::Forward: return "conv_forward";
+    case Pass::BackwardInput: return "conv_backward_input";
+    case Pass::BackwardWeight: return "conv_backward_weight";
+  }
+  return "conv";
+}
+
+// Everything a plan depends on. The thread count is part of it: oneDNN sizes a
+// primitive's scratchpad and work split for the threads there are when it is made.
+struct ConvKey {
+  Pass pass;
+  std::vector<int64_t> input, weight, output;  // [N, C_in, s...], [C_out, C_in/G, k...], [N, C_out, o...]
+  std::vector<int64_t> stride, padding, dilation;
+  int64_t groups;
+  int threads;
+  auto operator<=>(const ConvKey&) const = default;
+};
+
+// One argument of the primitive: our plain layout, the one the primitive chose, and the
+// reorder between them (plain -> chosen for the inputs, chosen -> plain for the output),
+// absent when they are the same.
+struct Operand {
+  int arg = 0;
+  memory::desc plain;
+  memory::desc chosen;
+  std::optional<dnnl::reorder> reorder;
+};
+
+struct Plan {
+  dnnl::primitive primitive;
+  Operand a, b, out;  // forward: src, weights -> dst; backward-input: diff_dst, weights ->
+                      // diff_src; backward-weight: diff_dst, src -> diff_weights
+  memory::desc scratchpad;
+};
+
+const dnnl::engine& engine() {
+  static const dnnl::engine cpu(dnnl::engine::kind::cpu, 0);
+  return cpu;
+}
+
+memory::dims contiguous_strides(const memory::dims& dims) {
+  memory::dims strides(dims.size(), 1);
+  for (size_t d = dims.size() - 1; d-- > 0;) strides[d] = strides[d + 1] * dims[d + 1];
+  return strides;
+}
+
+memory::desc plain_desc(const memory::dims& dims) {
+  return memory::desc(dims, memory::data_type::f32, contiguous_strides(dims));
+}
+memory::desc any_desc(const memory::dims& dims) {
+  return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
+}
+
+// The weight as oneDNN sees it: [C_out, C_in/G, k...], or [G, C_out/G, C_in/G, k...] with
+// groups (the same contiguous memory).
+memory::dims weight_dims(const ConvKey& key) {
+  memory::dims dims = key.weight;
+  if (key.groups > 1) {
+    dims[0] /= key.groups;
+    dims.insert(dims.begin(), key.groups);
+  }
+  return dims;
+}
+
+Operand operand(int arg, const memory::dims& dims, const memory::desc& chosen, bool is_output) {
+  Operand op{.arg = arg, .plain = plain_desc(dims), .chosen = chosen, .reorder = std::nullopt};
+  if (op.plain != op.chosen) {
+    op.reorder = is_output ? dnnl::reorder(dnnl::reorder::primitive_desc(engine(), op.chosen, engine(), op.plain))
+                           : dnnl::reorder(dnnl::reorder::primitive_desc(engine(), op.plain, engine(), op.chosen));
+  }
+  return op;
+}
+
+Plan make_plan(const ConvKey& key) {
+  const memory::dims src = key.input, dst = key.output, wei = weight_dims(key);
+  memory::dims dilation = key.dilation;
+  for (int64_t& d : dilation) d -= 1;  // oneDNN counts the gaps between taps
+  // PyTorch's symmetric padding: oneDNN checks the output size with the same floor
+  // division, so the right padding may exceed what the last window reaches.
+  const memory::dims& pad = key.padding;
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const auto alg = dnnl::algorithm::convolution_direct;
+  const dnnl::convolution_forward::primitive_desc forward(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, any_desc(src), any_desc(wei),
+                                      any_desc(dst), key.stride, dilation, pad, pad),
+      attr, engine());
+  Plan plan;
+  switch (key.pass) {
+    case Pass::Forward:
+      plan.primitive = dnnl::convolution_forward(forward);
+      plan.a = operand(DNNL_ARG_SRC, src, forward.src_desc(), false);
+      plan.b = operand(DNNL_ARG_WEIGHTS, wei, forward.weights_desc(), false);
+      plan.out = operand(DNNL_ARG_DST, dst, forward.dst_desc(), true);
+      plan.scratchpad = forward.scratchpad_desc();
+      break;
+    case Pass::BackwardInput: {
+      const dnnl::convolution_backward_data::primitive_desc pd(
+          dnnl::convolution_backward_data::desc(alg, any_desc(src), any_desc(wei), any_desc(dst), key.stride,
+                                                dilation, pad, pad),
+          attr, engine(), forward);
+      plan.primitive = dnnl::convolution_backward_data(pd);
+      plan.a = operand(DNNL_ARG_DIFF_DST, dst, pd.diff_dst_desc(), false);
+      plan.b = operand(DNNL_ARG_WEIGHTS, wei, pd.weights_desc(), false);
+      plan.out = operand(DNNL_ARG_DIFF_SRC, src, pd.diff_src_desc(), true);
+      plan.scratchpad = pd.scratchpad_desc();
+      break;
+    }
+    case Pass::BackwardWeight: {
+      const dnnl::convolution_backward_weights::primitive_desc pd(
+          dnnl::convolution_backward_weights::desc(alg, any_desc(src), any_desc(wei), any_desc(dst), key.stride,
+                                                   dilation, pad, pad),
+          attr, engine(), forward);
+      plan.primitive = dnnl::convolution_backward_weights(pd);
+      plan.a = operand(DNNL_ARG_DIFF_DST, dst, pd.diff_dst_desc(), false);
+      plan.b = operand(DNNL_ARG_SRC, src, pd.src_desc(), false);
+      plan.out = operand(DNNL_ARG_DIFF_WEIGHTS, wei, pd.diff_weights_desc(), true);
+      plan.scratchpad = pd.scratchpad_desc();
+      break;
+    }
+  }
+  return plan;
+}
+
+// The plans, by key. Bounded: past kMaxPlans (a model with that many distinct conv shapes,
+// or a stream of ever-changing input sizes) the cache starts over. Plans are shared, so a
+// thread still running one when another clears the cache keeps it alive.
+constexpr size_t kMaxPlans = 1024;
+
+std::shared_ptr<const Plan> plan_for(const ConvKey& key) {
+  static std::mutex mutex;
+  static std::map<ConvKey, std::shared_ptr<const Plan>> plans;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = plans.find(key); it != plans.end()) return it->second;
+  }
+  auto plan = std::make_shared<const Plan>(make_plan(key));  // outside the lock: ~0.1-1 ms
+  std::lock_guard<std::mutex> lock(mutex);
+  if (plans.size() >= kMaxPlans) plans.clear();
+  return plans.emplace(key, std::move(plan)).first->second;
+}
+
+// Runs one planned convolution on contiguous float32 buffers.
+void run(const Plan& plan, const void* a, const void* b, void* out) {
+  dnnl::stream stream(engine());
+  std::vector<Tensor> buffers;  // blocked copies and the scratchpad, alive until the end
+  const auto buffer_for = [&](const memory::desc& desc) {
+    buffers.push_back(allocate_workspace(static_cast<int64_t>(desc.get_size()), Device::cpu()));
+    return memory(desc, engine(), buffers.back().data_ptr());
+  };
+  const auto input = [&](const Operand& op, const void* data) {
+    memory user(op.plain, engine(), const_cast<void*>(data));  // only read
+    if (!op.reorder) return user;
+    memory blocked = buffer_for(op.chosen);
+    op.reorder->execute(stream, user, blocked);
+    return blocked;
+  };
+  memory a_memory = input(plan.a, a);
+  memory b_memory = input(plan.b, b);
+  memory out_user(plan.out.plain, engine(), out);
+  memory out_memory = plan.out.reorder ? buffer_for(plan.out.chosen) : out_user;
+  std::unordered_map<int, memory> args = {
+      {plan.a.arg, a_memory}, {plan.b.arg, b_memory}, {plan.out.arg, out_memory}};
+  if (plan.scratchpad.get_size() > 0) args.emplace(DNNL_ARG_SCRATCHPAD, buffer_for(plan.scratchpad));
+  plan.primitive.execute(stream, args);
+  if (plan.out.reorder) plan.out.reorder->execute(stream, out_memory, out_user);
+  stream.wait();
+}
+
+void convolve(Pass pass, const Tensor& input_like, const Tensor& weight_like, const Tensor& output_like,
+              const ConvParams& params, const void* a, const void* b, void* out) {
+  const ConvKey key{.pass = pass,
+                    .input = input_like.sizes(),
+                    .weight = weight_like.sizes(),
+                    .output = output_like.sizes(),
+                    .stride = params.stride,
+                    .padding = params.padding,
+                    .dilation = params.dilation,
+                    .groups = params.groups,
+                    .threads = omp_get_max_threads()};
+  try {
+    run(*plan_for(key), a, b, out);
+  } catch (const dnnl::error& error) {
+    KILN_CHECK(false, pass_name(pass), ": oneDNN failed (", error.what(), ", status ", static_cast<int>(error.status),
+               ") for input ", input_like.sizes(), ", weight ", weight_like.sizes(), ", output ",
+               output_like.sizes());
+  }
+}
+
+}  // namespace
+
+bool handles(const Tensor& a, const Tensor& b, const Tensor& out) {
+  return onednn_enabled() && a.dtype() == DType::Float32 && a.numel() > 0 && b.numel() > 0 && out.numel() > 0;
+}
+
+void conv_forward(const Tensor& input, const Tensor& weight, const ConvParams& params, const Tensor& out) {
+  convolve(Pass::Forward, input, weight, out, params, input.data_ptr(), weight.data_ptr(), out.data_ptr());
+}
+
+void conv_backward_input(const Tensor& grad_out, const Tensor& weight, const ConvParams& params,
+                         const Tensor& grad_input) {
+  convolve(Pass::BackwardInput, grad_input, weight, grad_out, params, grad_out.data_ptr(), weight.data_ptr(),
+           grad_input.data_ptr());
+}
+
+void conv_backward_weight(const Tensor& grad_out, const Tensor& input, const ConvParams& params,
+                          const Tensor& grad_weight) {
+  convolve(Pass::BackwardWeight, input, grad_weight, grad_out, params, grad_out.data_ptr(), input.data_ptr(),
+           grad_weight.data_ptr());
+}
+
+const char* version() {
+  static const std::string text = [] {
+    const dnnl_version_t* v = dnnl_version();
+    return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+  }();
+  return text.c_str();
+}
+
+#else  // no oneDNN in this build: the reference path runs every convolution
+
+bool handles(const Tensor&, const Tensor&, const Tensor&) { return false; }
+
+void conv_forward(const Tensor&, const Tensor&, const ConvParams&, const Tensor&) {
+  KILN_ASSERT(false, "conv_forward: this build has no oneDNN (handles() is false)");
+}
+void conv_backward_input(const Tensor&, const Tensor&, const ConvParams&, const Tensor&) {
+  KILN_ASSERT(false, "conv_backward_input: this build has no oneDNN (handles() is false)");
+}
+void conv_backward_weight(const Tensor&, const Tensor&, const ConvParams&, const Tensor&) {
+  KILN_ASSERT(false, "conv_backward_weight: this build has no oneDNN (handles() is false)");
+}
+const char* version() { return "not built"; }
+
+#endif
+
+}  // namespace kiln::cpu::onednn
