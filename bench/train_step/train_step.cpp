@@ -6,7 +6,8 @@
 // allocates every buffer), --steps steps are timed one by one; the program prints one JSON
 // object: each step's seconds, the median, samples/s at the median, and the process's
 // peak resident memory (getrusage, the same measure compare_train_step.py takes of
-// PyTorch's train_step_pytorch.py).
+// PyTorch's train_step_pytorch.py), and the peaks of the CPU allocator's cache (blocks of
+// 64 KiB and more: allocated by tensors, and reserved from the system).
 //
 //   kiln_train_step [--batch 8] [--side 28] [--steps 3] [--warmup 1] [--classes 11]
 #include <sys/resource.h>
@@ -44,8 +45,10 @@ Settings parse(int argc, char** argv) {
                                            : nullptr;
     const int64_t least = field == &settings.warmup ? 0 : 1;
     char* end = nullptr;
-    if (field == nullptr || i + 1 == argc || (*field = std::strtoll(argv[i + 1], &end, 10)) < least || *end != 0) {
-      std::fprintf(stderr, "usage: kiln_train_step [--batch N] [--side N] [--steps N] [--warmup N] [--classes N]\n");
+    if (field == nullptr || i + 1 == argc || (*field = std::strtoll(argv[i + 1], &end, 10)) < least ||
+        *end != 0) {
+      std::fprintf(stderr,
+                   "usage: kiln_train_step [--batch N] [--side N] [--steps N] [--warmup N] [--classes N]\n");
       std::exit(2);
     }
     ++i;
@@ -88,12 +91,18 @@ int run(const Settings& settings) {
   std::vector<double> sorted = seconds;
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2];
-  std::printf("{\"framework\": \"kiln\", \"batch\": %lld, \"side\": %lld, \"parameters\": %lld, \"step_s\": [",
-              static_cast<long long>(settings.batch), static_cast<long long>(settings.side),
-              static_cast<long long>(parameters));
+  std::printf(
+      "{\"framework\": \"kiln\", \"batch\": %lld, \"side\": %lld, \"parameters\": %lld, \"step_s\": [",
+      static_cast<long long>(settings.batch), static_cast<long long>(settings.side),
+      static_cast<long long>(parameters));
   for (size_t i = 0; i < seconds.size(); ++i) std::printf("%s%.4f", i ? ", " : "", seconds[i]);
-  std::printf("], \"median_s\": %.4f, \"samples_per_s\": %.3f, \"peak_rss_mb\": %.1f}\n", median,
-              static_cast<double>(settings.batch) / median, peak_rss_mb());
+  const AllocatorStats cache = cpu_memory_stats();
+  std::printf(
+      "], \"median_s\": %.4f, \"samples_per_s\": %.3f, \"peak_rss_mb\": %.1f, "
+      "\"cpu_cache_peak_allocated_mb\": %.1f, \"cpu_cache_peak_reserved_mb\": %.1f}\n",
+      median, static_cast<double>(settings.batch) / median, peak_rss_mb(),
+      static_cast<double>(cache.peak_allocated_bytes) / (1 << 20),
+      static_cast<double>(cache.peak_reserved_bytes) / (1 << 20));
   return 0;
 }
 

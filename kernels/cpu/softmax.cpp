@@ -20,9 +20,16 @@
 // may alias `in`. Blocks are split over threads, about kGrain elements a chunk.
 // Float16/BFloat16 compute in float32 (Note [Opmath]); the sums accumulate in double
 // (Note [Reduction accumulators] in reduce.cpp).
+//
+// Note [Vectorised softmax]: float32 (and the half types, computed in float32) take exp
+// from vectorisable_exp.h instead of libm, so the loops over neighbouring rows vectorise;
+// a contiguous row (softmax over the last dim of a contiguous tensor, the classifier's
+// case) has its own kernel, softmax_row, whose three passes run over the row in kLanes
+// independent lanes (max, NaN flag, double sum) and vectorise too. Float64 keeps std::exp.
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -30,6 +37,7 @@
 #include "core/dispatch.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/elementwise_engine.h"  // parallel_for, kGrain
+#include "kernels/cpu/vectorisable_exp.h"
 
 namespace kiln::cpu {
 namespace {
@@ -108,6 +116,61 @@ class RowBlocks {
 
 // ---- kernels: `width` side-by-side rows; row c's element j is at [j * step + c] ------------
 
+// Note [Vectorised softmax]: float through vectorisable_exp, double through libm.
+inline float softmax_exp(float x) { return vectorisable_exp(x); }
+inline double softmax_exp(double x) { return std::exp(x); }
+
+// Lanes of the contiguous-row kernel: 16 floats, a 512-bit register (two 256-bit ones).
+inline constexpr int64_t kLanes = 16;
+
+// One contiguous float32 row of length n: max, sum of exp(x - max) in double,
+// then the output, each pass in kLanes lanes plus a scalar tail. Same results as
+// softmax_fwd's general loops but for the order of the double sum.
+void softmax_row(const float* x, float* y, int64_t n, bool log) {
+  // The max in kLanes lanes of a GCC/Clang vector type: a compare-and-select on floats is
+  // no reduction the auto-vectoriser takes (NaN and -0 semantics), written on the vector
+  // type it is one instruction per kLanes elements. A NaN is skipped here, but it reaches
+  // the sum through its exp, and a NaN sum makes the whole row NaN, as PyTorch's.
+  using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
+  Lanes lane_max;
+  for (int64_t l = 0; l < kLanes; ++l) lane_max[l] = -std::numeric_limits<float>::infinity();
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    Lanes v;
+    std::memcpy(&v, x + j, sizeof(v));
+    lane_max = v > lane_max ? v : lane_max;
+  }
+  float max = -std::numeric_limits<float>::infinity();
+  for (; j < n; ++j) max = x[j] > max ? x[j] : max;
+  for (int64_t l = 0; l < kLanes; ++l) max = lane_max[l] > max ? lane_max[l] : max;
+
+  std::array<double, kLanes> lane_sum{};
+  j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) {  // vectorised: tests/kernels/check_vectorized.cmake
+      const float e = vectorisable_exp(x[j + l] - max);
+      lane_sum[l] += e;
+      if (!log) y[j + l] = e;
+    }
+  }
+  double sum = 0;
+  for (; j < n; ++j) {
+    const float e = vectorisable_exp(x[j] - max);
+    sum += e;
+    if (!log) y[j] = e;
+  }
+  for (int64_t l = 0; l < kLanes; ++l) sum += lane_sum[l];
+
+  if (log) {  // (x - m) - log s, not x - (m + log s): that rounds at the scale of m
+    const float log_sum = static_cast<float>(std::log(sum));
+    for (j = 0; j < n; ++j)
+      y[j] = (x[j] - max) - log_sum;  // vectorised: tests/kernels/check_vectorized.cmake
+  } else {
+    const float scale = static_cast<float>(1.0 / sum);
+    for (j = 0; j < n; ++j) y[j] *= scale;  // vectorised: tests/kernels/check_vectorized.cmake
+  }
+}
+
 template <typename T>
 void softmax_fwd(const T* x, int64_t x_step, T* y, int64_t y_step, int64_t n, int64_t width, bool log) {
   using V = opmath_t<T>;
@@ -126,8 +189,8 @@ void softmax_fwd(const T* x, int64_t x_step, T* y, int64_t y_step, int64_t n, in
   // so they compute exp again.
   const bool store_exp = std::is_same_v<T, V> && !log;
   for (int64_t j = 0; j < n; ++j) {
-    for (int64_t c = 0; c < width; ++c) {
-      const V e = std::exp(static_cast<V>(x[j * x_step + c]) - max[c]);
+    for (int64_t c = 0; c < width; ++c) {  // vectorised: tests/kernels/check_vectorized.cmake
+      const V e = softmax_exp(static_cast<V>(x[j * x_step + c]) - max[c]);
       sum[c] += e;
       if (store_exp) y[j * y_step + c] = static_cast<T>(e);
     }
@@ -142,7 +205,7 @@ void softmax_fwd(const T* x, int64_t x_step, T* y, int64_t y_step, int64_t n, in
       } else if (store_exp) {
         out = static_cast<V>(y[j * y_step + c]) * scale[c];
       } else {
-        out = std::exp(static_cast<V>(x[j * x_step + c]) - max[c]) * scale[c];
+        out = softmax_exp(static_cast<V>(x[j * x_step + c]) - max[c]) * scale[c];
       }
       y[j * y_step + c] = static_cast<T>(out);
     }
@@ -166,7 +229,7 @@ void softmax_bwd(const T* g, int64_t g_step, const T* y, int64_t y_step, T* gi, 
       const V gj = static_cast<V>(g[j * g_step + c]);
       const V yj = static_cast<V>(y[j * y_step + c]);
       const V t = static_cast<V>(total[c]);
-      gi[j * gi_step + c] = static_cast<T>(log ? gj - std::exp(yj) * t : yj * (gj - t));
+      gi[j * gi_step + c] = static_cast<T>(log ? gj - softmax_exp(yj) * t : yj * (gj - t));
     }
   }
 }
@@ -183,6 +246,11 @@ void CpuBackend::softmax(const Tensor& in, int64_t dim, bool log, const Tensor& 
     const T* x = static_cast<const T*>(in.data_ptr());
     T* y = static_cast<T*>(out.data_ptr());
     rows.for_each_block([&](const std::array<int64_t, 3>& o, int64_t width) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (width == 1 && rows.step(0) == 1 && rows.step(1) == 1) {
+          return softmax_row(x + o[0], y + o[1], rows.length(), log);
+        }
+      }
       softmax_fwd(x + o[0], rows.step(0), y + o[1], rows.step(1), rows.length(), width, log);
     });
   });
@@ -194,15 +262,16 @@ void CpuBackend::softmax_backward(const Tensor& grad_out, const Tensor& out, int
                   grad_out.dtype() == out.dtype() && grad_in.dtype() == out.dtype(),
               "softmax_backward: shapes/dtypes differ");
   const RowBlocks rows({&grad_out, &out, &grad_in}, dim);
-  visit_dtype<kFloatingTypes>(out.dtype(), log ? "log_softmax_backward" : "softmax_backward", [&]<typename T>() {
-    const T* g = static_cast<const T*>(grad_out.data_ptr());
-    const T* y = static_cast<const T*>(out.data_ptr());
-    T* gi = static_cast<T*>(grad_in.data_ptr());
-    rows.for_each_block([&](const std::array<int64_t, 3>& o, int64_t width) {
-      softmax_bwd(g + o[0], rows.step(0), y + o[1], rows.step(1), gi + o[2], rows.step(2), rows.length(), width,
-                  log);
-    });
-  });
+  visit_dtype<kFloatingTypes>(out.dtype(), log ? "log_softmax_backward" : "softmax_backward",
+                              [&]<typename T>() {
+                                const T* g = static_cast<const T*>(grad_out.data_ptr());
+                                const T* y = static_cast<const T*>(out.data_ptr());
+                                T* gi = static_cast<T*>(grad_in.data_ptr());
+                                rows.for_each_block([&](const std::array<int64_t, 3>& o, int64_t width) {
+                                  softmax_bwd(g + o[0], rows.step(0), y + o[1], rows.step(1), gi + o[2],
+                                              rows.step(2), rows.length(), width, log);
+                                });
+                              });
 }
 
 }  // namespace kiln::cpu

@@ -6,8 +6,11 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "core/ops.h"
+#include "kernels/cpu/vectorisable_exp.h"
 #include "tests/gradcheck.h"
 #include "tests/test_util.h"
 
@@ -63,13 +66,16 @@ Tensor reference_softmax_backward(const Tensor& g, const Tensor& y, int64_t dim,
   return tensor(out, y.sizes());
 }
 
-Tensor softmax_of(const Tensor& x, int64_t dim, bool log) { return log ? log_softmax(x, dim) : softmax(x, dim); }
+Tensor softmax_of(const Tensor& x, int64_t dim, bool log) {
+  return log ? log_softmax(x, dim) : softmax(x, dim);
+}
 
 TEST(Softmax, MatchesReferenceAlongEveryDimLayoutAndDtype) {
   for (DType dtype : kFloatTypes) {
     const Tensor x = random_uniform({3, 4, 5}, -3, 3, dtype, 1);
     const Tensor expanded = x.narrow(0, 0, 1).expand({3, 4, 5});  // stride 0 along dim 0
-    for (const Tensor& input : {x, non_contiguous(x), x.transpose(0, 2).contiguous().transpose(0, 2), expanded}) {
+    for (const Tensor& input :
+         {x, non_contiguous(x), x.transpose(0, 2).contiguous().transpose(0, 2), expanded}) {
       for (int64_t dim : {0, 1, 2, -1}) {
         for (bool log : {false, true}) {
           SCOPED_TRACE(std::string(dtype_name(dtype)) + " dim " + std::to_string(dim) + (log ? " log" : ""));
@@ -136,6 +142,75 @@ TEST(Softmax, RowsOfAllMinusInfOrNaNGiveNaNAsPyTorch) {
   EXPECT_NEAR(y[2] + y[3], 1.0, 1e-15);  // the middle row is untouched
 }
 
+// The float32 kernel for contiguous rows works in 16 lanes plus a tail (Note [Vectorised
+// softmax] in kernels/cpu/softmax.cpp): a NaN in either part, or a row of -inf, still
+// makes the whole row NaN; -inf entries among finite ones give 0 (log: -inf).
+TEST(Softmax, Float32RowsInLanesAndTailFollowPyTorchOnNaNAndInf) {
+  constexpr int64_t kRow = 37;  // two blocks of 16 lanes and a tail of 5
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (int64_t at : {int64_t{3}, int64_t{20}, int64_t{35}}) {
+    SCOPED_TRACE("NaN at " + std::to_string(at));
+    std::vector<float> values(kRow, 0.5f);
+    values[static_cast<size_t>(at)] = nan;
+    const Tensor x = tensor<float>(values, {1, kRow});
+    for (float v : softmax(x, 1).to_vector<float>()) EXPECT_TRUE(std::isnan(v));
+    for (float v : log_softmax(x, 1).to_vector<float>()) EXPECT_TRUE(std::isnan(v));
+  }
+  const Tensor all_minus_inf = full({1, kRow}, -kInf, {.dtype = DType::Float32});
+  for (float v : softmax(all_minus_inf, 1).to_vector<float>()) EXPECT_TRUE(std::isnan(v));
+  std::vector<float> some(kRow, 1.0f);
+  some[7] = some[33] = -inf;
+  const std::vector<float> y = softmax(tensor<float>(some, {1, kRow}), 1).to_vector<float>();
+  const std::vector<float> l = log_softmax(tensor<float>(some, {1, kRow}), 1).to_vector<float>();
+  for (int64_t i = 0; i < kRow; ++i) {
+    const bool masked = i == 7 || i == 33;
+    EXPECT_FLOAT_EQ(y[static_cast<size_t>(i)], masked ? 0.0f : 1.0f / (kRow - 2)) << i;
+    EXPECT_FLOAT_EQ(l[static_cast<size_t>(i)], masked ? -inf : -std::log(static_cast<float>(kRow - 2))) << i;
+  }
+}
+
+// Note [Vectorisable exp]: within 2 ulp of the correctly rounded exp over its whole range
+// (2^21 evenly spaced points from -103.9 to 88.7, plus the floats around 0, against exp in
+// double; subnormal results within 2 of their spacing), and its special values.
+TEST(Softmax, VectorisableExpIsWithinTwoUlpOfExp) {
+  std::vector<float> points;
+  constexpr int64_t kPoints = int64_t{1} << 21;
+  for (int64_t i = 0; i <= kPoints; ++i) points.push_back(static_cast<float>(-103.9 + 192.6 * i / kPoints));
+  float around_zero = 0;
+  for (int i = 0; i < 1000; ++i) {
+    points.push_back(around_zero);
+    points.push_back(-around_zero);
+    around_zero = std::nextafter(around_zero, 1.0f);
+  }
+  double worst = 0;
+  float worst_at = 0;
+  for (float x : points) {
+    const double want = std::exp(static_cast<double>(x));
+    const float got = cpu::vectorisable_exp(x);
+    if (want < static_cast<double>(std::numeric_limits<float>::min())) {
+      EXPECT_LE(std::fabs(got - want), 2 * static_cast<double>(std::numeric_limits<float>::denorm_min()))
+          << x;
+      continue;
+    }
+    const float rounded = static_cast<float>(want);
+    const double ulp =
+        static_cast<double>(std::nextafter(rounded, std::numeric_limits<float>::infinity()) - rounded);
+    const double error = std::fabs(static_cast<double>(got) - want) / ulp;
+    if (error > worst) {
+      worst = error;
+      worst_at = x;
+    }
+  }
+  EXPECT_LE(worst, 2.0) << "at x = " << worst_at;
+  EXPECT_EQ(cpu::vectorisable_exp(0.0f), 1.0f);
+  EXPECT_EQ(cpu::vectorisable_exp(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_EQ(cpu::vectorisable_exp(-200.0f), 0.0f);
+  EXPECT_EQ(cpu::vectorisable_exp(89.0f), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(cpu::vectorisable_exp(std::numeric_limits<float>::infinity()),
+            std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(cpu::vectorisable_exp(std::numeric_limits<float>::quiet_NaN())));
+}
+
 TEST(Softmax, ZeroDimAndEmptyTensors) {
   const Tensor s = scalar_tensor(3.0, {.dtype = DType::Float64});
   EXPECT_DOUBLE_EQ(softmax(s, 0).item<double>(), 1.0);
@@ -183,7 +258,8 @@ TEST(Softmax, GradientOfASumIsZeroAndAnExpandedGradientWorks) {
 
 TEST(Softmax, ErrorMessages) {
   EXPECT_KILN_ERROR(softmax(zeros({2, 3}, {.dtype = DType::Int64}), 1), "softmax", "floating-point", "int64");
-  EXPECT_KILN_ERROR(log_softmax(zeros({2}, {.dtype = DType::Bool}), 0), "log_softmax", "floating-point", "bool");
+  EXPECT_KILN_ERROR(log_softmax(zeros({2}, {.dtype = DType::Bool}), 0), "log_softmax", "floating-point",
+                    "bool");
   EXPECT_KILN_ERROR(softmax(zeros({2, 3}), 2), "softmax", "dimension 2 out of range");
   EXPECT_KILN_ERROR(log_softmax(zeros({2, 3}), -3), "log_softmax", "out of range");
   EXPECT_KILN_ERROR(softmax(Tensor(), 0), "softmax", "undefined");
@@ -204,14 +280,16 @@ Tensor strided_leaf(const std::vector<int64_t>& sizes, uint64_t seed) {
 KILN_GRADCHECK_TEST(softmax) {
   for (int64_t dim : {0, 1, -1}) {
     EXPECT_TRUE(gradcheck([dim](const Inputs& v) { return softmax(v[0], dim); }, {leaf({3, 4, 2}, 1)}));
-    EXPECT_TRUE(gradcheck([dim](const Inputs& v) { return softmax(v[0], dim); }, {strided_leaf({3, 4, 2}, 2)}));
+    EXPECT_TRUE(
+        gradcheck([dim](const Inputs& v) { return softmax(v[0], dim); }, {strided_leaf({3, 4, 2}, 2)}));
   }
 }
 
 KILN_GRADCHECK_TEST(log_softmax) {
   for (int64_t dim : {0, 1, -1}) {
     EXPECT_TRUE(gradcheck([dim](const Inputs& v) { return log_softmax(v[0], dim); }, {leaf({3, 4, 2}, 3)}));
-    EXPECT_TRUE(gradcheck([dim](const Inputs& v) { return log_softmax(v[0], dim); }, {strided_leaf({3, 4, 2}, 4)}));
+    EXPECT_TRUE(
+        gradcheck([dim](const Inputs& v) { return log_softmax(v[0], dim); }, {strided_leaf({3, 4, 2}, 4)}));
   }
 }
 
