@@ -35,8 +35,9 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/core ${PROJECT_SOURCE_DIR}/nn ${PROJECT_
                   ${PROJECT_SOURCE_DIR}/train ${PROJECT_SOURCE_DIR}/kiln
         DESTINATION ${KILN_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
 
-# The installed `kiln` finds cuBLAS and cuDNN where it was linked against them (a CUDA
-# toolkit outside the loader's default paths); nothing else of ours is shared.
+# The installed `kiln` finds cuDNN (and oneDNN) where it was linked against them (a CUDA
+# toolkit outside the loader's default paths; cuBLAS is opened by its full path, Note
+# [cuBLAS loaded on first use]); nothing else of ours is shared.
 set_target_properties(kiln_cli PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 install(TARGETS kiln_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
@@ -58,9 +59,9 @@ install(FILES ${PROJECT_BINARY_DIR}/KilnConfig.cmake ${PROJECT_BINARY_DIR}/KilnC
 
 # kiln.pc. Kiln is static libraries only, so `pkg-config --libs kiln` (not only --static)
 # must give a complete link line: our libraries in link order, then oneDNN (when built
-# with it), OpenMP, threads and,
-# in a CUDA build, cuBLAS, cuDNN and the static CUDA runtime with what it needs. Hence all
-# of it sits in Libs and Libs.private stays empty. prefix is found from the .pc file's
+# with it), OpenMP, threads and, in a CUDA build, cuDNN and the static CUDA runtime with
+# what it needs (cuBLAS is loaded at run time, Note [cuBLAS loaded on first use]). Hence
+# all of it sits in Libs and Libs.private stays empty. prefix is found from the .pc file's
 # own place (${pcfiledir}), so the installed tree can be moved.
 list(TRANSFORM KILN_INSTALLED_LIBRARIES PREPEND "-l" OUTPUT_VARIABLE KILN_PC_LIBS)
 if(KILN_WITH_ONEDNN)
@@ -69,7 +70,7 @@ endif()
 list(APPEND KILN_PC_LIBS ${OpenMP_CXX_FLAGS} ${CMAKE_THREAD_LIBS_INIT})
 if(KILN_WITH_CUDA)
   list(APPEND KILN_PC_LIBS -L${KILN_CUDNN_LIBRARY_DIR} -lcudnn
-       -L${CUDAToolkit_LIBRARY_DIR} -lcublas -lcublasLt -lcudart_static -ldl -lrt -pthread)
+       -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -ldl -lrt -pthread)
 endif()
 list(JOIN KILN_PC_LIBS " " KILN_PC_LIBS)
 # (The prefix is chosen at install time, `--prefix P`, so the path is worked out on a

@@ -6,8 +6,9 @@
 // convolutions at 28^3, batch 8, take about 1.8 s with oneDNN's JIT AVX-512 kernels in
 // their blocked layouts (the reorders from and to our NCDHW tensors included), 2.4 s in
 // PyTorch (the same library, through its own per-call reorders and allocations), and
-// 3.3 s on our vol2col + Eigen path built for AVX-512; forcing oneDNN onto plain NCDHW
-// layouts makes it pick its own im2col + GEMM at 3.7 s. oneDNN is what PyTorch's CPU
+// about 3.4 s on our vol2col + Eigen path built for AVX-512 (the whole step took 4.0 s
+// there and 1.9 s with oneDNN, whose convolutions are ~68% of it); forcing oneDNN onto
+// plain NCDHW layouts makes it pick its own im2col + GEMM at 3.7 s. oneDNN is what PyTorch's CPU
 // convolutions use, Debian packages it (libdnnl-dev), and it threads with the same OpenMP
 // runtime as our kernels. So float32 convolutions run there, and conv.cpp stays the
 // readable reference that the tests compare this path with (set_onednn_enabled(false),
