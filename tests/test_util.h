@@ -87,6 +87,20 @@ int64_t fail_each_allocation(const std::function<void()>& operation,
 // saves and loads.
 std::vector<std::string> errors_of_concurrent_runs(int threads, const std::function<void(int)>& work);
 
+// Sets one of core/flags.h's switches for a scope and restores it, so a failing test
+// leaves no trace: `const ScopedFlag tf32(set_allow_tf32_matmul, allow_tf32_matmul, true);`
+class ScopedFlag {
+ public:
+  ScopedFlag(void (*set)(bool), bool (*get)(), bool value) : set_(set), previous_(get()) { set_(value); }
+  ~ScopedFlag() { set_(previous_); }
+  ScopedFlag(const ScopedFlag&) = delete;
+  ScopedFlag& operator=(const ScopedFlag&) = delete;
+
+ private:
+  void (*set_)(bool);
+  bool previous_;
+};
+
 // A fresh empty folder (mkdtemp), removed with everything in it when it goes, also after a
 // test took its write permission away.
 class TempFolder {

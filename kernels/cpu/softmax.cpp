@@ -163,8 +163,9 @@ void softmax_row(const float* x, float* y, int64_t n, bool log) {
 
   if (log) {  // (x - m) - log s, not x - (m + log s): that rounds at the scale of m
     const float log_sum = static_cast<float>(std::log(sum));
-    for (j = 0; j < n; ++j)
-      y[j] = (x[j] - max) - log_sum;  // vectorised: tests/kernels/check_vectorized.cmake
+    for (j = 0; j < n; ++j) {  // vectorised: tests/kernels/check_vectorized.cmake
+      y[j] = (x[j] - max) - log_sum;
+    }
   } else {
     const float scale = static_cast<float>(1.0 / sum);
     for (j = 0; j < n; ++j) y[j] *= scale;  // vectorised: tests/kernels/check_vectorized.cmake

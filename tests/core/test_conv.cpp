@@ -213,20 +213,9 @@ const DType kFloatTypes[] = {DType::Float64, DType::Float32, DType::Float16, DTy
 // kernels/cpu/conv_onednn.h) and on the vol2col + Eigen path otherwise: the tests that
 // compare with the naive reference run with oneDNN enabled and disabled, so both paths
 // are checked in every build that has both.
-class OnednnSetting {
- public:
-  explicit OnednnSetting(bool enabled) : saved_(onednn_enabled()) { set_onednn_enabled(enabled); }
-  ~OnednnSetting() { set_onednn_enabled(saved_); }
-  OnednnSetting(const OnednnSetting&) = delete;
-  OnednnSetting& operator=(const OnednnSetting&) = delete;
-
- private:
-  bool saved_;
-};
-
 TEST(Conv, ForwardMatchesNaiveReferenceInEveryDtype) {
   for (bool onednn : {true, false}) {
-    const OnednnSetting setting(onednn);
+    const testing::ScopedFlag setting(set_onednn_enabled, onednn_enabled, onednn);
     for (const ConvCase& c : conv_cases()) {
       for (DType dtype : kFloatTypes) {
         SCOPED_TRACE(c.name + " " + std::string(dtype_name(dtype)) + (onednn ? " oneDNN on" : " oneDNN off"));
@@ -252,7 +241,7 @@ TEST(Conv, NonContiguousOperandsGiveTheSameResult) {
 
 TEST(Conv, GradientsMatchNaiveReference) {
   for (bool onednn : {true, false}) {
-    const OnednnSetting setting(onednn);
+    const testing::ScopedFlag setting(set_onednn_enabled, onednn_enabled, onednn);
     for (const ConvCase& c : conv_cases()) {
       for (DType dtype : {DType::Float64, DType::Float32, DType::BFloat16}) {
         SCOPED_TRACE(c.name + " " + std::string(dtype_name(dtype)) + (onednn ? " oneDNN on" : " oneDNN off"));

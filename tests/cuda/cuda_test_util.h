@@ -84,18 +84,6 @@ std::pair<Tensor, Tensor> parity_input(const std::vector<int64_t>& sizes, DType 
 // more than one rounding).
 ::testing::AssertionResult matches_cpu(const Tensor& cuda_result, const Tensor& cpu_result, double slack = 1.0);
 
-// Sets the TF32 flag for a scope and restores it, so a failing test leaves no trace.
-class Tf32Guard {
- public:
-  explicit Tf32Guard(bool allow) : previous_(allow_tf32_matmul()) { set_allow_tf32_matmul(allow); }
-  ~Tf32Guard() { set_allow_tf32_matmul(previous_); }
-  Tf32Guard(const Tf32Guard&) = delete;
-  Tf32Guard& operator=(const Tf32Guard&) = delete;
-
- private:
-  bool previous_;
-};
-
 // Shapes every parity test covers: scalar-like, odd sizes, one that is not a multiple of
 // any vector width, a large one that needs many blocks, and an empty one.
 inline const std::vector<std::vector<int64_t>> kParityShapes = {

@@ -114,18 +114,6 @@ void check_case(const ConvCase& c, DType dtype) {
   }
 }
 
-// Sets allow_tf32_conv for a scope and restores it.
-class Tf32ConvGuard {
- public:
-  explicit Tf32ConvGuard(bool allow) : previous_(allow_tf32_conv()) { set_allow_tf32_conv(allow); }
-  ~Tf32ConvGuard() { set_allow_tf32_conv(previous_); }
-  Tf32ConvGuard(const Tf32ConvGuard&) = delete;
-  Tf32ConvGuard& operator=(const Tf32ConvGuard&) = delete;
-
- private:
-  bool previous_;
-};
-
 // Sets kiln::cudnn's switches for a scope and restores them, so a failing test leaves no trace.
 class CudnnModeGuard {
  public:
@@ -166,7 +154,7 @@ TEST(CudaConv, EveryPassMatchesCpuInBenchmarkAndDeterministicModes) {
 
 TEST(CudaConv, Tf32ConvMatchesCpuWithinTf32Error) {
   KILN_REQUIRE_CUDA();
-  const Tf32ConvGuard tf32(true);
+  const kiln::testing::ScopedFlag tf32(set_allow_tf32_conv, allow_tf32_conv, true);
   const ConvCase c = kCases[5];
   const Tensor x = testing::random_for(c.input, DType::Float32, 1), w = testing::random_for(c.weight, DType::Float32, 2);
   const Tensor expected = zeros(output_sizes(c), {.dtype = DType::Float32});
@@ -230,7 +218,7 @@ Tensor conv_op(const OpCase& c, const Tensor& x, const Tensor& w, const Tensor& 
 // any descriptor shows up here.
 TEST(CudaConv, PublicOpsForwardAndBackwardMatchCpu) {
   KILN_REQUIRE_CUDA();
-  const Tf32ConvGuard no_tf32(false);
+  const kiln::testing::ScopedFlag no_tf32(set_allow_tf32_conv, allow_tf32_conv, false);
   const CudnnModeGuard mode(/*benchmark=*/false, /*deterministic=*/false);
   const std::vector<OpCase> cases = {
       {{2, 4, 19}, {6, 2, 3}, true, {2}, {2}, {3}, 2},
@@ -319,12 +307,12 @@ TEST(CudaConvAlgorithms, HeuristicsAreCachedAndTf32IsPartOfTheKey) {
   cudnn::reset_stats();
   const Conv3dRun run(2);
   {
-    const Tf32ConvGuard tf32(false);
+    const kiln::testing::ScopedFlag tf32(set_allow_tf32_conv, allow_tf32_conv, false);
     run.all_passes();
     run.all_passes();
   }
   {
-    const Tf32ConvGuard tf32(true);
+    const kiln::testing::ScopedFlag tf32(set_allow_tf32_conv, allow_tf32_conv, true);
     run.all_passes();
   }
   const cudnn::Stats stats = cudnn::stats();

@@ -28,7 +28,6 @@ using testing::on_device;
 using testing::poisoned;
 using testing::poisoned_strided;
 using testing::random_for;
-using testing::Tf32Guard;
 using testing::Tolerance;
 
 struct GemmShape {
@@ -215,7 +214,7 @@ TEST(CudaMatmul, GradientsThroughLinearAndBatchedMatmulMatchCpu) {
 // (tests/cuda/internal/test_cuda_matmul_tf32.cpp checks that the flag really switches).
 TEST(CudaMatmul, Float32WithTf32AllowedStaysWithinTf32Tolerance) {
   KILN_REQUIRE_CUDA();
-  const Tf32Guard tf32(true);
+  const kiln::testing::ScopedFlag tf32(set_allow_tf32_matmul, allow_tf32_matmul, true);
   uint64_t seed = 80;
   for (const GemmShape& s : kGemmShapes) {
     for (bool b_t : {false, true}) {

@@ -15,10 +15,8 @@
 namespace kiln {
 namespace {
 
-using testing::Tf32Guard;
-
 Tensor product_on_cuda(const Tensor& a, const Tensor& b, bool allow_tf32) {
-  const Tf32Guard guard(allow_tf32);
+  const kiln::testing::ScopedFlag guard(set_allow_tf32_matmul, allow_tf32_matmul, allow_tf32);
   return bmm(a.to(testing::kCuda), b.to(testing::kCuda)).cpu();
 }
 
