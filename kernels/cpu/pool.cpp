@@ -20,8 +20,11 @@
 // makes them so). Planes are split over OpenMP threads (about kGrain elements of work a
 // chunk). Float16/BFloat16 compute in float32 and round once on store (Note [Opmath]).
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/dispatch.h"
@@ -71,33 +74,94 @@ void avg_ranges(const PoolGeometry& g, bool adaptive, const int64_t (&o)[3], Poo
 
 // ---- kernels: one plane each ----------------------------------------------------------------
 
-template <typename T>
-void max_pool_fwd(const T* x, T* y, int64_t* indices, const PoolGeometry& g) {
-  using V = opmath_t<T>;
-  for_each_output(g, [&](int64_t flat, const int64_t (&o)[3]) {
-    int64_t start[3], first[3], last[3];
-    for (int k = 0; k < 3; ++k) {
-      start[k] = o[k] * g.stride[k] - g.pad[k];
-      valid_taps(start[k], g.kernel[k], g.dilation[k], g.in[k], &first[k], &last[k]);
+// Note [Separable max pooling]: a max over a box is a max along w, then along h, then
+// along d, and so is its argmax: window order is lexicographic in (d, h, w), so keeping the
+// first winner at each stage keeps the first winner of the box, and a NaN, once a stage
+// picks it, wins every later stage (the first NaN in window order). A 3x3x3 window then
+// costs 3 + 3 + 3 comparisons per output instead of 27, each input read about 3 times
+// instead of 27 / (stride^3). The stages go through two per-thread buffers of candidates
+// (value, flat input index): along w for every input row, then along h.
+template <typename V>
+struct MaxCandidate {
+  V value;
+  int64_t index;  // -1: no tap (a window entirely in padding or dilation gaps)
+};
+
+// Branch-free (selects, not jumps): on real data whether a tap beats the best so far is a
+// coin toss, and a mispredicted branch per tap cost more than the whole comparison.
+template <typename V>
+void offer(MaxCandidate<V>& best, V value, int64_t index) {
+  const bool take = (index >= 0) & ((best.index < 0) | (value > best.value) |
+                                    ((value != value) & (best.value == best.value)));
+  const int64_t mask = -static_cast<int64_t>(take);  // all ones when taken
+  best.index = (index & mask) | (best.index & ~mask);
+  using Bits = std::conditional_t<sizeof(V) == 4, uint32_t, uint64_t>;
+  const Bits value_mask = static_cast<Bits>(mask);
+  best.value = std::bit_cast<V>(static_cast<Bits>((std::bit_cast<Bits>(value) & value_mask) |
+                                                  (std::bit_cast<Bits>(best.value) & ~value_mask)));
+}
+
+// The taps of every output position along dim k: start and [first, last) (valid_taps).
+struct AxisTaps {
+  std::vector<int64_t> start, first, last;
+  AxisTaps(const PoolGeometry& g, int k) {
+    for (int64_t o = 0; o < g.out[k]; ++o) {
+      int64_t f = 0, l = 0;
+      valid_taps(o * g.stride[k] - g.pad[k], g.kernel[k], g.dilation[k], g.in[k], &f, &l);
+      start.push_back(o * g.stride[k] - g.pad[k]);
+      first.push_back(f);
+      last.push_back(l);
     }
-    V best = -std::numeric_limits<V>::infinity();
-    int64_t best_index = -1;
-    for (int64_t a = first[0]; a < last[0]; ++a) {
-      for (int64_t b = first[1]; b < last[1]; ++b) {
-        const int64_t row = ((start[0] + a * g.dilation[0]) * g.in[1] + start[1] + b * g.dilation[1]) * g.in[2];
-        for (int64_t c = first[2]; c < last[2]; ++c) {
-          const int64_t i = row + start[2] + c * g.dilation[2];
-          const V v = static_cast<V>(x[i]);
-          if (best_index < 0 || v > best || (std::isnan(v) && !std::isnan(best))) {
-            best = v;
-            best_index = i;
-          }
+  }
+  // Input position of output o's tap t.
+  int64_t at(const PoolGeometry& g, int k, int64_t o, int64_t t) const { return start[o] + t * g.dilation[k]; }
+};
+
+template <typename T>
+void max_pool_fwd(const T* x, T* y, int64_t* indices, const PoolGeometry& g, const AxisTaps (&taps)[3],
+                  std::vector<MaxCandidate<opmath_t<T>>>& along_w, std::vector<MaxCandidate<opmath_t<T>>>& along_h) {
+  using V = opmath_t<T>;
+  const MaxCandidate<V> none{-std::numeric_limits<V>::infinity(), -1};
+  const int64_t in_d = g.in[0], in_h = g.in[1], in_w = g.in[2];
+  const int64_t out_d = g.out[0], out_h = g.out[1], out_w = g.out[2];
+  along_w.resize(static_cast<size_t>(in_d * in_h * out_w));
+  along_h.resize(static_cast<size_t>(in_d * out_h * out_w));
+  for (int64_t row = 0; row < in_d * in_h; ++row) {  // every input row (d, h): along w
+    for (int64_t ow = 0; ow < out_w; ++ow) {
+      MaxCandidate<V> best = none;
+      for (int64_t t = taps[2].first[ow]; t < taps[2].last[ow]; ++t) {
+        const int64_t i = row * in_w + taps[2].at(g, 2, ow, t);
+        offer(best, static_cast<V>(x[i]), i);
+      }
+      along_w[row * out_w + ow] = best;
+    }
+  }
+  for (int64_t d = 0; d < in_d; ++d) {  // along h
+    for (int64_t oh = 0; oh < out_h; ++oh) {
+      for (int64_t ow = 0; ow < out_w; ++ow) {
+        MaxCandidate<V> best = none;
+        for (int64_t t = taps[1].first[oh]; t < taps[1].last[oh]; ++t) {
+          const MaxCandidate<V>& c = along_w[(d * in_h + taps[1].at(g, 1, oh, t)) * out_w + ow];
+          offer(best, c.value, c.index);
         }
+        along_h[(d * out_h + oh) * out_w + ow] = best;
       }
     }
-    y[flat] = static_cast<T>(best);
-    indices[flat] = best_index;
-  });
+  }
+  for (int64_t od = 0; od < out_d; ++od) {  // along d, into the output
+    for (int64_t oh = 0; oh < out_h; ++oh) {
+      for (int64_t ow = 0; ow < out_w; ++ow) {
+        MaxCandidate<V> best = none;
+        for (int64_t t = taps[0].first[od]; t < taps[0].last[od]; ++t) {
+          const MaxCandidate<V>& c = along_h[(taps[0].at(g, 0, od, t) * out_h + oh) * out_w + ow];
+          offer(best, c.value, c.index);
+        }
+        const int64_t flat = (od * out_h + oh) * out_w + ow;
+        y[flat] = static_cast<T>(best.value);
+        indices[flat] = best.index;
+      }
+    }
+  }
 }
 
 template <typename T>
@@ -188,9 +252,13 @@ void CpuBackend::max_pool_forward(const Tensor& input, const PoolParams& params,
     T* y = static_cast<T*>(out.data_ptr());
     int64_t* idx = static_cast<int64_t*>(indices.data_ptr());
     const int64_t in_volume = g.in_volume(), out_volume = g.out_volume();
-    const int64_t window = g.kernel[0] * g.kernel[1] * g.kernel[2];
-    for_each_plane(g, out_volume * window, [&](int64_t p) {
-      max_pool_fwd(x + p * in_volume, y + p * out_volume, idx + p * out_volume, g);
+    const AxisTaps taps[3] = {AxisTaps(g, 0), AxisTaps(g, 1), AxisTaps(g, 2)};
+    const int64_t work = in_volume + out_volume * (g.kernel[0] + g.kernel[1] + g.kernel[2]);
+    parallel_for(g.planes, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, work)), [&](int64_t begin, int64_t end) {
+      std::vector<MaxCandidate<opmath_t<T>>> along_w, along_h;
+      for (int64_t p = begin; p < end; ++p) {
+        max_pool_fwd(x + p * in_volume, y + p * out_volume, idx + p * out_volume, g, taps, along_w, along_h);
+      }
     });
   });
 }
