@@ -299,6 +299,32 @@ TEST(Pool, MaxPoolNaNWinsAndTiesKeepTheFirst) {
   EXPECT_EQ(i3.to_vector<int64_t>()[13], 0);  // center window of the 3x3x3 output holds all 8; the first wins
 }
 
+// Note [Separable max pooling] (kernels/cpu/pool.cpp) picks the winner along w, then h,
+// then d: on inputs full of ties (values 0, 1, 2) and NaNs spread over the rows of each
+// window, values and indices must still be the full-window scan's.
+TEST(Pool, MaxPoolTiesAndNaNsAcrossRowsFollowWindowOrder) {
+  const std::vector<MaxCase> cases = {
+      {{2, 3, 7, 8, 9}, {.kernel = {3, 3, 3}, .stride = {2, 2, 2}, .padding = {1, 1, 1}, .dilation = {1, 1, 1}}},
+      {{1, 2, 9, 7, 8}, {.kernel = {3, 2, 3}, .stride = {1, 2, 2}, .padding = {1, 0, 1}, .dilation = {2, 1, 2},
+                         .ceil_mode = true}},
+  };
+  for (const MaxCase& c : cases) {
+    int64_t count = 1;
+    for (int64_t size : c.input) count *= size;
+    std::vector<double> values(static_cast<size_t>(count));
+    for (size_t i = 0; i < values.size(); ++i) values[i] = (i * 7919 % 61) % 17 == 0 ? kNaN : static_cast<double>(i * 31 % 3);
+    const Tensor x = tensor<double>(values, c.input);
+    const Reference ref = ref_max_pool(x, c.g);
+    const auto [got, indices] = max_pool_with_indices(x, 3, c.g.kernel, c.g.stride, c.g.padding, c.g.dilation,
+                                                      c.g.ceil_mode);
+    EXPECT_TRUE(all_equal(indices, tensor(ref.indices, ref.out_sizes)));
+    const std::vector<double> got_values = got.to_vector<double>();
+    for (size_t i = 0; i < got_values.size(); ++i) {
+      EXPECT_TRUE(got_values[i] == ref.values[i] || (std::isnan(got_values[i]) && std::isnan(ref.values[i]))) << i;
+    }
+  }
+}
+
 TEST(Pool, MaxPoolWindowWithNoTapInsideTheInputGivesMinusInfinity) {
   // Width 2, kernel 2, padding 1, dilation 3: the one window's taps are at -1 and 2.
   Tensor x = tensor<double>({4.0, 5.0}, {1, 1, 2}).requires_grad_();
