@@ -72,9 +72,9 @@ bool built_with_address_sanitizer() {
 // (as the CUDA allocators, Note [Leaked allocators] in kernels/cuda/caching_allocator.cpp).
 BlockAllocator& host_blocks() {
   static BlockAllocator* blocks = [] {
-    static HostMemory memory;
+    HostMemory* memory = new HostMemory;  // leaked with the allocator that uses it
     const bool caching = !built_with_address_sanitizer() && !no_caching_requested(std::getenv("KILN_CPU_NO_CACHING"));
-    return new BlockAllocator(Device::cpu(), memory, caching);
+    return new BlockAllocator(Device::cpu(), *memory, caching);
   }();
   return *blocks;
 }

@@ -1,13 +1,17 @@
-// cpu_features(): one row per extension, `built` from the compiler's predefined macros
-// (which -march=KILN_CPU_ARCH sets) and `supported` from GCC/Clang's
+// cpu_features(): one row per extension, `built` from the macros -march=KILN_CPU_ARCH
+// predefines (listed by the build, kiln/CMakeLists.txt) and `supported` from GCC/Clang's
 // __builtin_cpu_supports (cpuid, read once by the runtime). Note [Instruction set] is in
-// cpu_features.h.
+// cpu_features.h. This file itself is compiled for the baseline x86-64, so the check runs
+// on any CPU; its message is built with plain string operations.
 #include "kiln/cpu_features.h"
+
+#include <cstring>
+#include <string>
 
 #include "core/error.h"
 
-#ifndef KILN_CPU_ARCH_NAME
-#error "KILN_CPU_ARCH_NAME must be defined by the build (kiln/CMakeLists.txt)"
+#if !defined(KILN_CPU_ARCH_NAME) || !defined(KILN_CPU_BUILT_MACROS)
+#error "KILN_CPU_ARCH_NAME and KILN_CPU_BUILT_MACROS must be defined by the build (kiln/CMakeLists.txt)"
 #endif
 
 namespace kiln {
@@ -15,59 +19,41 @@ namespace kiln {
 #if defined(__x86_64__)
 namespace {
 
-// One row: the name __builtin_cpu_supports takes (it must be a string literal, hence the
-// macro) and whether this file was compiled with the extension enabled.
-#define KILN_CPU_FEATURE(name, built_flag) CpuFeature{name, built_flag, __builtin_cpu_supports(name) != 0}
-
-#if defined(__SSE4_2__)
-constexpr bool kSse42 = true;
-#else
-constexpr bool kSse42 = false;
-#endif
-#if defined(__AVX__)
-constexpr bool kAvx = true;
-#else
-constexpr bool kAvx = false;
-#endif
-#if defined(__AVX2__)
-constexpr bool kAvx2 = true;
-#else
-constexpr bool kAvx2 = false;
-#endif
-#if defined(__FMA__)
-constexpr bool kFma = true;
-#else
-constexpr bool kFma = false;
-#endif
-#if defined(__AVX512F__)
-constexpr bool kAvx512f = true;
-#else
-constexpr bool kAvx512f = false;
-#endif
-#if defined(__AVX512BW__)
-constexpr bool kAvx512bw = true;
-#else
-constexpr bool kAvx512bw = false;
-#endif
-#if defined(__AVX512DQ__)
-constexpr bool kAvx512dq = true;
-#else
-constexpr bool kAvx512dq = false;
-#endif
-#if defined(__AVX512VL__)
-constexpr bool kAvx512vl = true;
-#else
-constexpr bool kAvx512vl = false;
-#endif
+// Whether the build's -march defined `macro` (KILN_CPU_BUILT_MACROS: every such macro the
+// compiler predefines for -march=${KILN_CPU_ARCH}, space-separated, from kiln/CMakeLists.txt).
+bool built_with(const char* macro) {
+  return std::strstr(" " KILN_CPU_BUILT_MACROS " ", (std::string(" ") + macro + " ").c_str()) != nullptr;
+}
 
 }  // namespace
 
+// One row: the name __builtin_cpu_supports takes (a string literal, hence the macro) and
+// the macro -march defines for it.
+#define KILN_CPU_FEATURE(name, macro) \
+  CpuFeature { name, built_with(macro), __builtin_cpu_supports(name) != 0 }
+
 std::vector<CpuFeature> cpu_features() {
   __builtin_cpu_init();
-  return {KILN_CPU_FEATURE("sse4.2", kSse42),      KILN_CPU_FEATURE("avx", kAvx),
-          KILN_CPU_FEATURE("avx2", kAvx2),         KILN_CPU_FEATURE("fma", kFma),
-          KILN_CPU_FEATURE("avx512f", kAvx512f),   KILN_CPU_FEATURE("avx512bw", kAvx512bw),
-          KILN_CPU_FEATURE("avx512dq", kAvx512dq), KILN_CPU_FEATURE("avx512vl", kAvx512vl)};
+  return {KILN_CPU_FEATURE("popcnt", "__POPCNT__"),
+          KILN_CPU_FEATURE("sse4.2", "__SSE4_2__"),
+          KILN_CPU_FEATURE("avx", "__AVX__"),
+          KILN_CPU_FEATURE("avx2", "__AVX2__"),
+          KILN_CPU_FEATURE("fma", "__FMA__"),
+          KILN_CPU_FEATURE("bmi", "__BMI__"),
+          KILN_CPU_FEATURE("bmi2", "__BMI2__"),
+          KILN_CPU_FEATURE("avx512f", "__AVX512F__"),
+          KILN_CPU_FEATURE("avx512bw", "__AVX512BW__"),
+          KILN_CPU_FEATURE("avx512dq", "__AVX512DQ__"),
+          KILN_CPU_FEATURE("avx512vl", "__AVX512VL__"),
+          KILN_CPU_FEATURE("avx512cd", "__AVX512CD__"),
+          KILN_CPU_FEATURE("avx512vbmi", "__AVX512VBMI__"),
+          KILN_CPU_FEATURE("avx512vbmi2", "__AVX512VBMI2__"),
+          KILN_CPU_FEATURE("avx512vnni", "__AVX512VNNI__"),
+          KILN_CPU_FEATURE("avx512bitalg", "__AVX512BITALG__"),
+          KILN_CPU_FEATURE("avx512vpopcntdq", "__AVX512VPOPCNTDQ__"),
+          KILN_CPU_FEATURE("avx512ifma", "__AVX512IFMA__"),
+          KILN_CPU_FEATURE("avx512bf16", "__AVX512BF16__"),
+          KILN_CPU_FEATURE("avx512vp2intersect", "__AVX512VP2INTERSECT__")};
 }
 #undef KILN_CPU_FEATURE
 #else
@@ -77,12 +63,15 @@ std::vector<CpuFeature> cpu_features() { return {}; }
 void check_cpu_supports_build(const std::vector<CpuFeature>& features, const std::string& arch) {
   std::string missing;
   for (const CpuFeature& feature : features) {
-    if (feature.built && !feature.supported) missing += (missing.empty() ? "" : ", ") + feature.name;
+    if (!feature.built || feature.supported) continue;
+    if (!missing.empty()) missing += ", ";
+    missing += feature.name;
   }
-  KILN_CHECK(missing.empty(), "kiln::init: this Kiln was built with KILN_CPU_ARCH=", arch,
-             " for CPUs with instructions this CPU lacks (", missing,
-             "); rebuild it here, or with -DKILN_CPU_ARCH=x86-64-v3 (any AVX2 + FMA CPU) or "
-             "-DKILN_CPU_ARCH=x86-64 (any 64-bit x86) for a binary that runs on other machines");
+  if (missing.empty()) return;
+  throw Error("kiln::init: this Kiln was built with KILN_CPU_ARCH=" + arch +
+              " for CPUs with instructions this CPU lacks (" + missing +
+              "); rebuild it here, or with -DKILN_CPU_ARCH=x86-64-v3 (any AVX2 + FMA CPU) or "
+              "-DKILN_CPU_ARCH=x86-64 (any 64-bit x86) for a binary that runs on other machines");
 }
 
 std::string cpu_arch() { return KILN_CPU_ARCH_NAME; }

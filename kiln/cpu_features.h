@@ -6,7 +6,11 @@
 // 2013 on; `x86-64` for any 64-bit x86). The compiler vectorises every kernel, Eigen's GEMM
 // included, for that level; so a binary built on one machine stops with an illegal
 // instruction on a CPU without the extensions it was built for. init() checks first
-// (check_cpu_supports_build) and throws a kiln::Error naming what is missing instead.
+// (check_cpu_supports_build) and throws a kiln::Error naming what is missing instead; the
+// check compares every extension -march turned on (the build lists the macros it
+// predefines) with cpuid, and its file is compiled for the baseline x86-64 so that it runs
+// on any CPU. (Static initialisers of the program run before init() and are compiled for
+// the build's level: on a CPU lacking it, one of those may still stop the program first.)
 //
 // Why one level for the whole build rather than PyTorch's runtime dispatch (each hot
 // kernel compiled several times, one picked at start-up): Kiln's GEMM and convolutions

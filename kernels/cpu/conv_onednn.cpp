@@ -69,9 +69,13 @@ struct Plan {
   memory::desc scratchpad;
 };
 
+// The engine and the plan cache are made on first use and never destroyed (as the
+// allocators, Note [Leaked allocators] in kernels/cuda/caching_allocator.cpp): a
+// convolution on another thread during exit still finds them, and no primitive outlives
+// the engine it was made on.
 const dnnl::engine& engine() {
-  static const dnnl::engine cpu(dnnl::engine::kind::cpu, 0);
-  return cpu;
+  static const dnnl::engine* const cpu = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *cpu;
 }
 
 memory::dims contiguous_strides(const memory::dims& dims) {
@@ -163,17 +167,21 @@ Plan make_plan(const ConvKey& key) {
 // thread still running one when another clears the cache keeps it alive.
 constexpr size_t kMaxPlans = 1024;
 
+struct PlanCache {
+  std::mutex mutex;
+  std::map<ConvKey, std::shared_ptr<const Plan>> plans;
+};
+
 std::shared_ptr<const Plan> plan_for(const ConvKey& key) {
-  static std::mutex mutex;
-  static std::map<ConvKey, std::shared_ptr<const Plan>> plans;
+  static PlanCache* const cache = new PlanCache;
   {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (const auto it = plans.find(key); it != plans.end()) return it->second;
+    std::lock_guard<std::mutex> lock(cache->mutex);
+    if (const auto it = cache->plans.find(key); it != cache->plans.end()) return it->second;
   }
   auto plan = std::make_shared<const Plan>(make_plan(key));  // outside the lock: ~0.1-1 ms
-  std::lock_guard<std::mutex> lock(mutex);
-  if (plans.size() >= kMaxPlans) plans.clear();
-  return plans.emplace(key, std::move(plan)).first->second;
+  std::lock_guard<std::mutex> lock(cache->mutex);
+  if (cache->plans.size() >= kMaxPlans) cache->plans.clear();
+  return cache->plans.emplace(key, std::move(plan)).first->second;
 }
 
 // Runs one planned convolution on contiguous float32 buffers.
@@ -225,8 +233,13 @@ void convolve(Pass pass, const Tensor& input_like, const Tensor& weight_like, co
 
 }  // namespace
 
+// Not inside an OpenMP parallel region: oneDNN sizes its work split by
+// omp_get_max_threads(), which there still says N while the region's nested team has one
+// thread, and its JIT backward-weight kernel then waits at a barrier for threads that never
+// come (a hang, reproduced). Such calls take the reference path, which runs serially there.
 bool handles(const Tensor& a, const Tensor& b, const Tensor& out) {
-  return onednn_enabled() && a.dtype() == DType::Float32 && a.numel() > 0 && b.numel() > 0 && out.numel() > 0;
+  return onednn_enabled() && !omp_in_parallel() && a.dtype() == DType::Float32 && a.numel() > 0 &&
+         b.numel() > 0 && out.numel() > 0;
 }
 
 void conv_forward(const Tensor& input, const Tensor& weight, const ConvParams& params, const Tensor& out) {

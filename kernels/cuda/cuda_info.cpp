@@ -5,6 +5,8 @@
 #include <cublas_api.h>
 #include <library_types.h>
 
+#include "core/error.h"
+
 #if defined(KILN_WITH_CUDNN)
 #include <cudnn.h>
 #endif
@@ -16,10 +18,14 @@ namespace kiln::cuda {
 
 std::string cublas_version() {
   int major = 0, minor = 0, patch = 0;
-  if (cublasGetProperty(MAJOR_VERSION, &major) != CUBLAS_STATUS_SUCCESS ||
-      cublasGetProperty(MINOR_VERSION, &minor) != CUBLAS_STATUS_SUCCESS ||
-      cublasGetProperty(PATCH_LEVEL, &patch) != CUBLAS_STATUS_SUCCESS) {
-    return "unknown (cublasGetProperty failed)";
+  try {  // the first cuBLAS call loads the library (Note [cuBLAS loaded on first use])
+    if (cublasGetProperty(MAJOR_VERSION, &major) != CUBLAS_STATUS_SUCCESS ||
+        cublasGetProperty(MINOR_VERSION, &minor) != CUBLAS_STATUS_SUCCESS ||
+        cublasGetProperty(PATCH_LEVEL, &patch) != CUBLAS_STATUS_SUCCESS) {
+      return "unknown (cublasGetProperty failed)";
+    }
+  } catch (const Error& error) {
+    return std::string("not loadable (") + error.what() + ")";
   }
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
