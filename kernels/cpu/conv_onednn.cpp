@@ -172,8 +172,13 @@ struct PlanCache {
   std::map<ConvKey, std::shared_ptr<const Plan>> plans;
 };
 
-std::shared_ptr<const Plan> plan_for(const ConvKey& key) {
+PlanCache& plan_cache() {
   static PlanCache* const cache = new PlanCache;
+  return *cache;
+}
+
+std::shared_ptr<const Plan> plan_for(const ConvKey& key) {
+  PlanCache* const cache = &plan_cache();
   {
     std::lock_guard<std::mutex> lock(cache->mutex);
     if (const auto it = cache->plans.find(key); it != cache->plans.end()) return it->second;
@@ -258,6 +263,11 @@ void conv_backward_weight(const Tensor& grad_out, const Tensor& input, const Con
            grad_weight.data_ptr());
 }
 
+size_t cached_plans() {
+  std::lock_guard<std::mutex> lock(plan_cache().mutex);
+  return plan_cache().plans.size();
+}
+
 const char* version() {
   static const std::string text = [] {
     const dnnl_version_t* v = dnnl_version();
@@ -280,6 +290,7 @@ void conv_backward_weight(const Tensor&, const Tensor&, const ConvParams&, const
   KILN_ASSERT(false, "conv_backward_weight: this build has no oneDNN (handles() is false)");
 }
 const char* version() { return "not built"; }
+size_t cached_plans() { return 0; }
 
 #endif
 

@@ -27,6 +27,8 @@
 // A dnnl::error becomes a kiln::Error naming the pass and the shapes.
 #pragma once
 
+#include <cstddef>
+
 #include "core/backend.h"
 #include "core/tensor.h"
 
@@ -44,5 +46,8 @@ void conv_backward_weight(const Tensor& grad_out, const Tensor& input, const Con
 
 // "2.6.3" (the version of the oneDNN library loaded), or "not built".
 const char* version();
+
+// How many plans the cache holds now (0 without oneDNN): tests see oneDNN really ran.
+size_t cached_plans();
 
 }  // namespace kiln::cpu::onednn

@@ -25,7 +25,8 @@
 // from vectorisable_exp.h instead of libm, so the loops over neighbouring rows vectorise;
 // a contiguous row (softmax over the last dim of a contiguous tensor, the classifier's
 // case) has its own kernel, softmax_row, whose three passes run over the row in kLanes
-// independent lanes (max, NaN flag, double sum) and vectorise too. Float64 keeps std::exp.
+// independent lanes (max, double sum) and vectorise too; a NaN reaches the sum through its
+// exp and makes the row NaN. Float64 keeps std::exp.
 #include <algorithm>
 #include <array>
 #include <cmath>

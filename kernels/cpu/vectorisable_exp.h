@@ -28,7 +28,7 @@ inline float vectorisable_exp(float x) {
   constexpr float kLn2Hi = 0.693145751953125f;  // 16 significant bits
   constexpr float kLn2Lo = 1.42860676533018672e-06f;
   constexpr float kRound = 12582912.0f;          // 1.5 x 2^23
-  constexpr float kMax = 88.72283935546875f;     // ln(FLT_MAX), rounded down
+  constexpr float kMax = 88.72283935546875f;     // ln(FLT_MAX) rounded up: above it, +inf
   constexpr float kMin = -103.972084045410156f;  // below: exp rounds to 0
   const float clamped = x < kMin ? kMin : (x > kMax ? kMax : x);
   const float shifted = clamped * kLog2e + kRound;

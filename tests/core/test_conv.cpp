@@ -18,6 +18,7 @@
 
 #include "core/flags.h"
 #include "core/ops.h"
+#include "kernels/cpu/conv_onednn.h"
 #include "tests/gradcheck.h"
 #include "tests/test_util.h"
 
@@ -338,17 +339,40 @@ TEST(Conv, EveryThreadCountMatchesTheReference) {
   const Tensor expected = reference_forward(c, op.x, op.w, op.b);
   const Grads expected_grads = reference_backward(c, op.x, op.w, grad_out);
   const int saved_threads = omp_get_max_threads();
-  for (int threads : {1, 2, 3, 5, 8}) {
-    SCOPED_TRACE("threads " + std::to_string(threads));
-    omp_set_num_threads(threads);
-    const Tensor x = op.x.detach().requires_grad_(true), w = op.w.detach().requires_grad_(true);
-    const Tensor out = run_conv(c, x, w, op.b);
-    out.backward(grad_out);
-    EXPECT_TRUE(all_close(out, expected));
-    EXPECT_TRUE(all_close(x.grad(), expected_grads.input)) << "grad input";
-    EXPECT_TRUE(all_close(w.grad(), expected_grads.weight)) << "grad weight";
+  // Float64 runs the vol2col path; float32 runs oneDNN where the build has it, whose plans
+  // are keyed by the thread count (Note [oneDNN convolutions]).
+  for (DType dtype : {DType::Float64, DType::Float32}) {
+    const Tolerance tol = conv_tolerance(dtype, c);
+    for (int threads : {1, 2, 3, 5, 8}) {
+      SCOPED_TRACE("threads " + std::to_string(threads) + " " + std::string(dtype_name(dtype)));
+      omp_set_num_threads(threads);
+      const Tensor x = op.x.detach().to(dtype).requires_grad_(true);
+      const Tensor w = op.w.detach().to(dtype).requires_grad_(true);
+      const Tensor out = run_conv(c, x, w, op.b.to(dtype));
+      out.backward(grad_out.to(dtype));
+      EXPECT_TRUE(all_close(out, expected.to(dtype), tol));
+      EXPECT_TRUE(all_close(x.grad(), expected_grads.input.to(dtype), tol)) << "grad input";
+      EXPECT_TRUE(all_close(w.grad(), expected_grads.weight.to(dtype), tol)) << "grad weight";
+    }
   }
   omp_set_num_threads(saved_threads);
+}
+
+// With oneDNN built and enabled, a float32 convolution really runs there: its plans appear
+// in the cache (a regression of handles() would otherwise test the vol2col path twice).
+TEST(Conv, Float32RunsOnOnednnWhenTheBuildHasIt) {
+  if (std::string(cpu::onednn::version()) == "not built") GTEST_SKIP() << "this build has no oneDNN (KILN_ONEDNN)";
+  const ConvCase c{"3d", {1, 16, 5, 5, 5}, {16, 16, 3, 3, 3}, {1}, {1}, {1}, 1, false};
+  const Operands op = operands(c, DType::Float32, 95);
+  const size_t before = cpu::onednn::cached_plans();
+  run_conv(c, op.x, op.w, Tensor());
+  EXPECT_EQ(cpu::onednn::cached_plans(), before + 1);
+  {
+    const testing::ScopedFlag off(set_onednn_enabled, onednn_enabled, false);
+    run_conv(c, op.x.to(DType::Float64), op.w.to(DType::Float64), Tensor());
+    run_conv(c, op.x, op.w.to(DType::Float32), Tensor());
+  }
+  EXPECT_EQ(cpu::onednn::cached_plans(), before + 1);
 }
 
 // A float32 convolution and its backward called from inside the caller's own OpenMP
