@@ -16,7 +16,7 @@
 // of kChunk (a function of the sizes only, never of the thread count), reduce the (channel,
 // chunk) pieces in parallel with OpenMP, then merge each channel's pieces in chunk order,
 // so the result is deterministic and a few channels still use every core. A chunk
-// accumulates in double for every input type, in 8 interleaved accumulators (sum_pairs):
+// accumulates in double for every input type, in 32 interleaved accumulators (sum_pairs):
 // shifted sums for the statistics (sum (x - K) and sum (x - K)^2 with K the chunk's first
 // value, which vectorise and, shifted, do not cancel), turned into a Welford (count, mean,
 // M2) state and merged with Chan et al.'s formula (reduce_ops::WelfordOp::combine); the
@@ -82,10 +82,13 @@ using Welford = reduce_ops::WelfordState<double>;
 
 // Sums the pairs terms(i) = {a, b} over i in [0, length) in double, in kLanes interleaved
 // accumulators: independent add chains the compiler keeps in vector registers (one chain
-// would wait on each add's latency), combined in a fixed order.
+// would wait on each add's latency), combined in a fixed order. 32 lanes are four AVX-512
+// registers of doubles per sum (eight AVX2 ones): with 8 lanes, one register, each add
+// waited for the last and the statistics ran at 14 GB/s; with 32, at 24-108 GB/s
+// (bench/results/2026-11-25-cpu-train-step.md).
 template <typename F>
 std::array<double, 2> sum_pairs(int64_t length, const F& terms) {
-  constexpr int kLanes = 8;
+  constexpr int kLanes = 32;
   std::array<double, kLanes> a{}, b{};
   int64_t i = 0;
   for (; i + kLanes <= length; i += kLanes) {
