@@ -3,11 +3,11 @@
 #include "core/block_allocator.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <limits>
 #include <tuple>
 
 #include "core/error.h"
+#include "core/human_bytes.h"
 
 namespace kiln {
 
@@ -122,20 +122,7 @@ void* BlockAllocator::malloc_or_retry(size_t bytes, size_t requested) {
 
 namespace {
 
-// "3.50 MiB": a size for people, beside the exact byte count.
-std::string human_bytes(size_t bytes) {
-  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024.0 && unit < 6) {
-    value /= 1024.0;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof(text), unit == 0 ? "%.0f %s" : "%.2f %s", value, units[unit]);
-  return text;
-}
-
+// "5242880 bytes (5.0 MiB)": the exact count, and the size for people.
 std::string bytes_str(size_t bytes) { return std::to_string(bytes) + " bytes (" + human_bytes(bytes) + ")"; }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/human_bytes.h"  // human_bytes, for the tables
 #include "core/safetensors.h"
 #include "kiln/build_info.h"
 
@@ -35,7 +36,5 @@ std::string format_info(const BuildInfo& build, const CudaInfo& cuda);
 int run_inspect(const std::vector<std::string>& args, std::ostream& out);
 std::string format_inspect(const std::string& path, const safetensors::Header& header);
 
-// "717 B", "1.5 KiB", "3.2 GiB".
-std::string human_bytes(int64_t bytes);
 
 }  // namespace kiln::tools

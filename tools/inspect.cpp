@@ -2,7 +2,6 @@
 // (safetensors::read_header, which validates it fully) and prints its metadata, every
 // tensor sorted by name with dtype, shape and bytes, and the totals.
 #include <algorithm>
-#include <cstdio>
 #include <sstream>
 
 #include "core/error.h"
@@ -40,20 +39,6 @@ std::string pad_left(const std::string& text, size_t width) {
 }
 
 }  // namespace
-
-std::string human_bytes(int64_t bytes) {
-  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  if (bytes < 1024) return std::to_string(bytes) + " B";
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 5) {
-    value /= 1024;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f %s", value, kUnits[unit]);
-  return text;
-}
 
 std::string format_inspect(const std::string& path, const safetensors::Header& header) {
   std::ostringstream os;

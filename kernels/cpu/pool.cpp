@@ -104,7 +104,8 @@ void offer(MaxCandidate<V>& best, V value, int64_t index) {
 // The taps of every output position along dim k: start and [first, last) (valid_taps).
 struct AxisTaps {
   std::vector<int64_t> start, first, last;
-  AxisTaps(const PoolGeometry& g, int k) {
+  int64_t dilation;
+  AxisTaps(const PoolGeometry& g, int k) : dilation(g.dilation[k]) {
     for (int64_t o = 0; o < g.out[k]; ++o) {
       int64_t f = 0, l = 0;
       valid_taps(o * g.stride[k] - g.pad[k], g.kernel[k], g.dilation[k], g.in[k], &f, &l);
@@ -114,7 +115,7 @@ struct AxisTaps {
     }
   }
   // Input position of output o's tap t.
-  int64_t at(const PoolGeometry& g, int k, int64_t o, int64_t t) const { return start[o] + t * g.dilation[k]; }
+  int64_t at(int64_t o, int64_t t) const { return start[o] + t * dilation; }
 };
 
 template <typename T>
@@ -130,7 +131,7 @@ void max_pool_fwd(const T* x, T* y, int64_t* indices, const PoolGeometry& g, con
     for (int64_t ow = 0; ow < out_w; ++ow) {
       MaxCandidate<V> best = none;
       for (int64_t t = taps[2].first[ow]; t < taps[2].last[ow]; ++t) {
-        const int64_t i = row * in_w + taps[2].at(g, 2, ow, t);
+        const int64_t i = row * in_w + taps[2].at(ow, t);
         offer(best, static_cast<V>(x[i]), i);
       }
       along_w[row * out_w + ow] = best;
@@ -141,7 +142,7 @@ void max_pool_fwd(const T* x, T* y, int64_t* indices, const PoolGeometry& g, con
       for (int64_t ow = 0; ow < out_w; ++ow) {
         MaxCandidate<V> best = none;
         for (int64_t t = taps[1].first[oh]; t < taps[1].last[oh]; ++t) {
-          const MaxCandidate<V>& c = along_w[(d * in_h + taps[1].at(g, 1, oh, t)) * out_w + ow];
+          const MaxCandidate<V>& c = along_w[(d * in_h + taps[1].at(oh, t)) * out_w + ow];
           offer(best, c.value, c.index);
         }
         along_h[(d * out_h + oh) * out_w + ow] = best;
@@ -153,7 +154,7 @@ void max_pool_fwd(const T* x, T* y, int64_t* indices, const PoolGeometry& g, con
       for (int64_t ow = 0; ow < out_w; ++ow) {
         MaxCandidate<V> best = none;
         for (int64_t t = taps[0].first[od]; t < taps[0].last[od]; ++t) {
-          const MaxCandidate<V>& c = along_h[(taps[0].at(g, 0, od, t) * out_h + oh) * out_w + ow];
+          const MaxCandidate<V>& c = along_h[(taps[0].at(od, t) * out_h + oh) * out_w + ow];
           offer(best, c.value, c.index);
         }
         const int64_t flat = (od * out_h + oh) * out_w + ow;

@@ -367,12 +367,17 @@ TEST(Conv, Float32RunsOnOnednnWhenTheBuildHasIt) {
   const size_t before = cpu::onednn::cached_plans();
   run_conv(c, op.x, op.w, Tensor());
   EXPECT_EQ(cpu::onednn::cached_plans(), before + 1);
+  // A shape oneDNN has no plan for yet: disabled, or in float64, it must not get one.
+  const ConvCase other{"3d", {1, 16, 6, 5, 4}, {16, 16, 3, 3, 3}, {1}, {1}, {1}, 1, false};
+  const Operands other_op = operands(other, DType::Float32, 96);
   {
     const testing::ScopedFlag off(set_onednn_enabled, onednn_enabled, false);
-    run_conv(c, op.x.to(DType::Float64), op.w.to(DType::Float64), Tensor());
-    run_conv(c, op.x, op.w.to(DType::Float32), Tensor());
+    run_conv(other, other_op.x, other_op.w, Tensor());
   }
+  run_conv(other, other_op.x.to(DType::Float64), other_op.w.to(DType::Float64), Tensor());
   EXPECT_EQ(cpu::onednn::cached_plans(), before + 1);
+  run_conv(other, other_op.x, other_op.w, Tensor());  // and enabled, float32, it does
+  EXPECT_EQ(cpu::onednn::cached_plans(), before + 2);
 }
 
 // A float32 convolution and its backward called from inside the caller's own OpenMP

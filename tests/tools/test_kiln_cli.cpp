@@ -184,11 +184,12 @@ TEST(CpuFeatures, AMissingExtensionIsAnErrorNamingItAndTheFix) {
                     "lacks (avx512f, avx512bw); rebuild it here, or with -DKILN_CPU_ARCH=x86-64-v3");
 }
 
-TEST(KilnCli, HumanBytes) {
-  EXPECT_EQ(tools::human_bytes(0), "0 B");
-  EXPECT_EQ(tools::human_bytes(1023), "1023 B");
-  EXPECT_EQ(tools::human_bytes(1536), "1.5 KiB");
-  EXPECT_EQ(tools::human_bytes(int64_t{3} << 30), "3.0 GiB");
+TEST(HumanBytes, BinaryUnitsWithOneDecimal) {
+  EXPECT_EQ(human_bytes(0), "0 B");
+  EXPECT_EQ(human_bytes(1023), "1023 B");
+  EXPECT_EQ(human_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(human_bytes(int64_t{3} << 30), "3.0 GiB");
+  EXPECT_EQ(human_bytes(UINT64_MAX), "16.0 EiB");
 }
 
 }  // namespace

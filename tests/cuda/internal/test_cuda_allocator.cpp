@@ -149,7 +149,7 @@ TEST(CudaAllocator, OutOfMemoryIsAClearErrorAndTheAllocatorStillWorks) {
   OwnedStream stream(0);
   const AllocatorStats before = memory_stats(0);
   EXPECT_KILN_ERROR(raw_allocate(size_t{1} << 50, stream), "out of memory on cuda:0",
-                    "requested 1125899906842624 bytes (1.00 PiB)", "allocated", "reserved", "free of");
+                    "requested 1125899906842624 bytes (1.0 PiB)", "allocated", "reserved", "free of");
   const AllocatorStats after = memory_stats(0);
   EXPECT_EQ(after.ooms, before.ooms + 1);
   EXPECT_EQ(after.allocated_bytes, before.allocated_bytes);
