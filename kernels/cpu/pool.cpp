@@ -13,8 +13,8 @@
 // Backward (overwrites grad_in, =):
 //   max:      grad_in_i = sum of grad_out over the windows whose index is i.
 //   avg:      grad_in_i = sum over the windows W containing i of grad_out_W / divisor_W.
-// Each backward scatters one plane serially into a zeroed accumulator, in output order,
-// so results are deterministic.
+// Max backward scatters one plane serially into a zeroed accumulator, in output order;
+// average backward gathers (Note [Row-wise average pooling]); both are deterministic.
 //
 // Layout: input, output, indices and gradients contiguous [N, C, s...] (the op layer
 // makes them so). Planes are split over OpenMP threads (about kGrain elements of work a
@@ -34,43 +34,6 @@
 
 namespace kiln::cpu {
 namespace {
-
-// Runs fn(plane) for every plane, split over threads by the work per plane.
-template <typename Fn>
-void for_each_plane(const PoolGeometry& g, int64_t work_per_plane, const Fn& fn) {
-  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, work_per_plane));
-  parallel_for(g.planes, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) fn(p);
-  });
-}
-
-// Calls fn(flat output offset, o[3]) for every output position of a plane, in order.
-template <typename Fn>
-void for_each_output(const PoolGeometry& g, const Fn& fn) {
-  int64_t flat = 0;
-  int64_t o[3];
-  for (o[0] = 0; o[0] < g.out[0]; ++o[0]) {
-    for (o[1] = 0; o[1] < g.out[1]; ++o[1]) {
-      for (o[2] = 0; o[2] < g.out[2]; ++o[2]) fn(flat++, o);
-    }
-  }
-}
-
-// Calls fn(flat input offset) for every element of the box r[0] x r[1] x r[2].
-template <typename Fn>
-void for_each_in_box(const PoolGeometry& g, const PoolRange (&r)[3], const Fn& fn) {
-  for (int64_t d = r[0].begin; d < r[0].end; ++d) {
-    for (int64_t h = r[1].begin; h < r[1].end; ++h) {
-      const int64_t row = (d * g.in[1] + h) * g.in[2];
-      for (int64_t w = r[2].begin; w < r[2].end; ++w) fn(row + w);
-    }
-  }
-}
-
-// The three ranges of output o's average window (adaptive or not).
-void avg_ranges(const PoolGeometry& g, bool adaptive, const int64_t (&o)[3], PoolRange (&r)[3]) {
-  for (int k = 0; k < 3; ++k) r[k] = adaptive ? adaptive_pool_range(g, k, o[k]) : avg_pool_range(g, k, o[k]);
-}
 
 // ---- kernels: one plane each ----------------------------------------------------------------
 
@@ -176,30 +139,182 @@ void max_pool_bwd(const T* gy, const int64_t* indices, T* gx, std::vector<opmath
   for (size_t i = 0; i < acc.size(); ++i) gx[i] = static_cast<T>(acc[i]);
 }
 
+// Note [Row-wise average pooling]: an average window is a box, so its sum is a sum of the
+// box's input rows (d, h), then of the window's span along w of that row sum. The
+// row-wise forward adds the box's rows into one row buffer (contiguous adds that
+// vectorise) and reads each output's span from it. The row-wise backward, its transpose,
+// gathers: each input row (d, h) adds up the rows of shares (grad_out / divisor) of the
+// outputs (od, oh) whose windows hold it (windows along a dim are monotone in the output
+// index, so those outputs are a range), then spreads each output's share over its span
+// along w; every grad_in element is written once. The direct kernels sum each output's
+// box in place and scatter its share into a zeroed accumulator; they win on short rows,
+// where the row-wise kernels' per-row work dominates, and the direct scatter also wins
+// for wide windows (global pooling), whose innermost loop then vectorises.
+// row_wise_forward/backward choose by measurement (bench/results/2026-11-26-cpu-memory-bound.md).
+// Both take the per-dim windows, divisor factors and covering ranges from AvgAxis,
+// computed once per call instead of once per output.
+struct AvgAxis {
+  std::vector<PoolRange> window;     // per output: the summed range and the padded count
+  std::vector<int64_t> count;        // per output: its factor of the divisor
+  std::vector<int64_t> first, last;  // per input position: the outputs [first, last) whose window holds it
+
+  AvgAxis(const PoolGeometry& g, int k, bool adaptive)
+      : first(static_cast<size_t>(g.in[k]), 0), last(static_cast<size_t>(g.in[k]), 0) {
+    for (int64_t o = 0; o < g.out[k]; ++o) {
+      const PoolRange r = adaptive ? adaptive_pool_range(g, k, o) : avg_pool_range(g, k, o);
+      window.push_back(r);
+      count.push_back(g.count_include_pad ? r.padded : r.end - r.begin);
+      for (int64_t x = r.begin; x < r.end; ++x) {
+        if (last[x] == 0) first[x] = o;  // the first window holding x
+        last[x] = o + 1;
+      }
+    }
+  }
+};
+
+// Which kernels a call takes, measured on [8, C, s^3] for s = 4 to 32 with 2x2x2 and
+// global windows. Forward: row-wise unless rows are shorter than 8, where per-row work
+// outweighs it (the direct sum along w cannot vectorise: a float reduction is not
+// reassociated). Backward: the direct scatter vectorises along w, so it wins for wide
+// windows (global pooling) and short rows; row-wise only for rows of 16 or more and
+// windows about 4 wide or less.
+bool row_wise_forward(const PoolGeometry& g) { return g.in[2] >= 8; }
+bool row_wise_backward(const PoolGeometry& g) { return g.in[2] >= 16 && g.in[2] <= 4 * g.out[2]; }
+
+// Output (od, oh, ow)'s divisor, 0 for an empty window (whose value is 0).
+inline int64_t avg_divisor(const PoolGeometry& g, const AvgAxis (&axes)[3], int64_t od, int64_t oh, int64_t ow) {
+  const PoolRange& rd = axes[0].window[od];
+  const PoolRange& rh = axes[1].window[oh];
+  const PoolRange& rw = axes[2].window[ow];
+  if (rd.end <= rd.begin || rh.end <= rh.begin || rw.end <= rw.begin) return 0;
+  if (g.divisor_override > 0) return g.divisor_override;
+  return axes[0].count[od] * axes[1].count[oh] * axes[2].count[ow];
+}
+
+// The direct kernels, for short rows (Note [Row-wise average pooling]): each output sums
+// its box in place; backward scatters each output's share into a zeroed accumulator of
+// the plane, in output order.
 template <typename T>
-void avg_pool_fwd(const T* x, T* y, const PoolGeometry& g, bool adaptive) {
+void avg_pool_fwd_direct(const T* x, T* y, const PoolGeometry& g, const AvgAxis (&axes)[3]) {
   using V = opmath_t<T>;
-  for_each_output(g, [&](int64_t flat, const int64_t (&o)[3]) {
-    PoolRange r[3];
-    avg_ranges(g, adaptive, o, r);
-    V sum = 0;
-    for_each_in_box(g, r, [&](int64_t i) { sum += static_cast<V>(x[i]); });
-    const bool empty = r[0].end <= r[0].begin || r[1].end <= r[1].begin || r[2].end <= r[2].begin;
-    y[flat] = static_cast<T>(empty ? V(0) : sum / static_cast<V>(avg_pool_divisor(g, r)));
-  });
+  for (int64_t od = 0, flat = 0; od < g.out[0]; ++od) {
+    const PoolRange& rd = axes[0].window[od];
+    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+      const PoolRange& rh = axes[1].window[oh];
+      for (int64_t ow = 0; ow < g.out[2]; ++ow, ++flat) {
+        const PoolRange& rw = axes[2].window[ow];
+        V sum = 0;
+        for (int64_t d = rd.begin; d < rd.end; ++d) {
+          for (int64_t h = rh.begin; h < rh.end; ++h) {
+            const T* in_row = x + (d * g.in[1] + h) * g.in[2];
+            for (int64_t w = rw.begin; w < rw.end; ++w) sum += static_cast<V>(in_row[w]);
+          }
+        }
+        const int64_t divisor = avg_divisor(g, axes, od, oh, ow);
+        y[flat] = static_cast<T>(divisor == 0 ? V(0) : sum / static_cast<V>(divisor));
+      }
+    }
+  }
 }
 
 template <typename T>
-void avg_pool_bwd(const T* gy, T* gx, std::vector<opmath_t<T>>& acc, const PoolGeometry& g, bool adaptive) {
+void avg_pool_bwd_direct(const T* gy, T* gx, const PoolGeometry& g, const AvgAxis (&axes)[3],
+                         std::vector<opmath_t<T>>& acc) {
   using V = opmath_t<T>;
-  std::fill(acc.begin(), acc.end(), V(0));
-  for_each_output(g, [&](int64_t flat, const int64_t (&o)[3]) {
-    PoolRange r[3];
-    avg_ranges(g, adaptive, o, r);
-    const V share = static_cast<V>(gy[flat]) / static_cast<V>(avg_pool_divisor(g, r));
-    for_each_in_box(g, r, [&](int64_t i) { acc[i] += share; });
-  });
+  acc.assign(static_cast<size_t>(g.in_volume()), V(0));
+  for (int64_t od = 0, flat = 0; od < g.out[0]; ++od) {
+    const PoolRange& rd = axes[0].window[od];
+    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+      const PoolRange& rh = axes[1].window[oh];
+      for (int64_t ow = 0; ow < g.out[2]; ++ow, ++flat) {
+        const PoolRange& rw = axes[2].window[ow];
+        const int64_t divisor = avg_divisor(g, axes, od, oh, ow);
+        if (divisor == 0) continue;
+        const V share = static_cast<V>(gy[flat]) / static_cast<V>(divisor);
+        for (int64_t d = rd.begin; d < rd.end; ++d) {
+          for (int64_t h = rh.begin; h < rh.end; ++h) {
+            V* in_row = acc.data() + (d * g.in[1] + h) * g.in[2];
+            for (int64_t w = rw.begin; w < rw.end; ++w) in_row[w] += share;
+          }
+        }
+      }
+    }
+  }
   for (size_t i = 0; i < acc.size(); ++i) gx[i] = static_cast<T>(acc[i]);
+}
+
+template <typename T>
+void avg_pool_fwd(const T* x, T* y, const PoolGeometry& g, const AvgAxis (&axes)[3], std::vector<opmath_t<T>>& row) {
+  using V = opmath_t<T>;
+  const int64_t in_h = g.in[1], in_w = g.in[2];
+  row.resize(static_cast<size_t>(in_w));
+  for (int64_t od = 0; od < g.out[0]; ++od) {
+    const PoolRange& rd = axes[0].window[od];
+    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+      const PoolRange& rh = axes[1].window[oh];
+      std::fill(row.begin(), row.end(), V(0));
+      for (int64_t d = rd.begin; d < rd.end; ++d) {
+        for (int64_t h = rh.begin; h < rh.end; ++h) {
+          const T* in_row = x + (d * in_h + h) * in_w;
+          for (int64_t w = 0; w < in_w; ++w) row[w] += static_cast<V>(in_row[w]);
+        }
+      }
+      T* out_row = y + (od * g.out[1] + oh) * g.out[2];
+      for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+        const PoolRange& rw = axes[2].window[ow];
+        V sum = 0;
+        for (int64_t w = rw.begin; w < rw.end; ++w) sum += row[w];
+        const int64_t divisor = avg_divisor(g, axes, od, oh, ow);
+        out_row[ow] = static_cast<T>(divisor == 0 ? V(0) : sum / static_cast<V>(divisor));
+      }
+    }
+  }
+}
+
+// Scratch (per thread): shares (out_volume), row (out_w), line (in_w).
+template <typename T>
+void avg_pool_bwd(const T* gy, T* gx, const PoolGeometry& g, const AvgAxis (&axes)[3],
+                  std::vector<opmath_t<T>>& shares, std::vector<opmath_t<T>>& row, std::vector<opmath_t<T>>& line) {
+  using V = opmath_t<T>;
+  const int64_t out_h = g.out[1], out_w = g.out[2], in_w = g.in[2];
+  shares.resize(static_cast<size_t>(g.out_volume()));
+  row.resize(static_cast<size_t>(out_w));
+  line.resize(static_cast<size_t>(in_w));
+  for (int64_t od = 0, flat = 0; od < g.out[0]; ++od) {
+    for (int64_t oh = 0; oh < out_h; ++oh) {
+      for (int64_t ow = 0; ow < out_w; ++ow, ++flat) {
+        const int64_t divisor = avg_divisor(g, axes, od, oh, ow);
+        shares[flat] = divisor == 0 ? V(0) : static_cast<V>(gy[flat]) / static_cast<V>(divisor);
+      }
+    }
+  }
+  for (int64_t d = 0; d < g.in[0]; ++d) {
+    const int64_t od_first = axes[0].first[d], od_last = axes[0].last[d];
+    for (int64_t h = 0; h < g.in[1]; ++h) {
+      const int64_t oh_first = axes[1].first[h], oh_last = axes[1].last[h];
+      std::fill(line.begin(), line.end(), V(0));
+      // The sum of the share rows of the windows holding row (d, h); without a copy when
+      // one window does (windows that do not overlap).
+      const V* sum_row = row.data();
+      if ((od_last - od_first) * (oh_last - oh_first) == 1) {
+        sum_row = shares.data() + (od_first * out_h + oh_first) * out_w;
+      } else {
+        std::fill(row.begin(), row.end(), V(0));
+        for (int64_t od = od_first; od < od_last; ++od) {
+          for (int64_t oh = oh_first; oh < oh_last; ++oh) {
+            const V* share_row = shares.data() + (od * out_h + oh) * out_w;
+            for (int64_t ow = 0; ow < out_w; ++ow) row[ow] += share_row[ow];
+          }
+        }
+      }
+      for (int64_t ow = 0; ow < out_w; ++ow) {  // each output's share to its span along w
+        const PoolRange& rw = axes[2].window[ow];
+        for (int64_t w = rw.begin; w < rw.end; ++w) line[w] += sum_row[ow];
+      }
+      T* in_row = gx + (d * g.in[1] + h) * in_w;
+      for (int64_t w = 0; w < in_w; ++w) in_row[w] = static_cast<T>(line[w]);
+    }
+  }
 }
 
 // ---- shared launch code -----------------------------------------------------------------------
@@ -213,12 +328,22 @@ void check_geometry(const Tensor& in, const Tensor& out, const char* op) {
 
 void avg_forward(const Tensor& input, const Tensor& out, const PoolGeometry& g, bool adaptive, const char* op) {
   check_geometry(input, out, op);
+  const AvgAxis axes[3] = {AvgAxis(g, 0, adaptive), AvgAxis(g, 1, adaptive), AvgAxis(g, 2, adaptive)};
+  const bool row_wise = row_wise_forward(g);
   visit_dtype<kFloatingTypes>(input.dtype(), op, [&]<typename T>() {
     const T* x = static_cast<const T*>(input.data_ptr());
     T* y = static_cast<T*>(out.data_ptr());
     const int64_t in_volume = g.in_volume(), out_volume = g.out_volume();
-    for_each_plane(g, in_volume + out_volume, [&](int64_t p) {
-      avg_pool_fwd(x + p * in_volume, y + p * out_volume, g, adaptive);
+    const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, in_volume + out_volume));
+    parallel_for(g.planes, grain, [&](int64_t begin, int64_t end) {
+      std::vector<opmath_t<T>> row;
+      for (int64_t p = begin; p < end; ++p) {
+        if (row_wise) {
+          avg_pool_fwd(x + p * in_volume, y + p * out_volume, g, axes, row);
+        } else {
+          avg_pool_fwd_direct(x + p * in_volume, y + p * out_volume, g, axes);
+        }
+      }
     });
   });
 }
@@ -226,14 +351,22 @@ void avg_forward(const Tensor& input, const Tensor& out, const PoolGeometry& g, 
 void avg_backward(const Tensor& grad_out, const Tensor& grad_in, const PoolGeometry& g, bool adaptive,
                   const char* op) {
   check_geometry(grad_in, grad_out, op);
+  const AvgAxis axes[3] = {AvgAxis(g, 0, adaptive), AvgAxis(g, 1, adaptive), AvgAxis(g, 2, adaptive)};
+  const bool row_wise = row_wise_backward(g);
   visit_dtype<kFloatingTypes>(grad_in.dtype(), op, [&]<typename T>() {
     const T* gy = static_cast<const T*>(grad_out.data_ptr());
     T* gx = static_cast<T*>(grad_in.data_ptr());
     const int64_t in_volume = g.in_volume(), out_volume = g.out_volume();
-    const int64_t grain = std::max<int64_t>(1, kGrain / (in_volume + out_volume));
+    const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, in_volume + out_volume));
     parallel_for(g.planes, grain, [&](int64_t begin, int64_t end) {
-      std::vector<opmath_t<T>> acc(static_cast<size_t>(in_volume));
-      for (int64_t p = begin; p < end; ++p) avg_pool_bwd(gy + p * out_volume, gx + p * in_volume, acc, g, adaptive);
+      std::vector<opmath_t<T>> shares, row, line;
+      for (int64_t p = begin; p < end; ++p) {
+        if (row_wise) {
+          avg_pool_bwd(gy + p * out_volume, gx + p * in_volume, g, axes, shares, row, line);
+        } else {
+          avg_pool_bwd_direct(gy + p * out_volume, gx + p * in_volume, g, axes, line);
+        }
+      }
     });
   });
 }
@@ -275,7 +408,7 @@ void CpuBackend::max_pool_backward(const Tensor& grad_out, const Tensor& indices
     const int64_t* idx = static_cast<const int64_t*>(indices.data_ptr());
     T* gx = static_cast<T*>(grad_in.data_ptr());
     const int64_t in_volume = g.in_volume(), out_volume = g.out_volume();
-    const int64_t grain = std::max<int64_t>(1, kGrain / (in_volume + out_volume));
+    const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, in_volume + out_volume));
     parallel_for(g.planes, grain, [&](int64_t begin, int64_t end) {
       std::vector<opmath_t<T>> acc(static_cast<size_t>(in_volume));
       for (int64_t p = begin; p < end; ++p) {

@@ -357,6 +357,13 @@ const std::vector<AvgCase> kAvgCases = {
                        .count_include_pad = false}},
     {{2, 2, 4, 4, 4}, {.kernel = {2, 2, 2}, .stride = {2, 2, 2}, .padding = {0, 0, 0}, .divisor = 3}},
     {{1, 2, 5, 5, 5}, {.kernel = {2, 2, 2}, .stride = {2, 2, 2}, .padding = {1, 1, 1}, .ceil_mode = true}},
+    // Rows of 16 or more: the CPU kernels' row-wise paths (Note [Row-wise average pooling]),
+    // with overlapping windows along d and h, a clipped last window, and both divisors.
+    {{2, 3, 33}, {.kernel = {4}, .stride = {3}, .padding = {2}, .ceil_mode = true}},
+    {{2, 2, 5, 18}, {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}, .divisor = 5}},
+    {{1, 2, 3, 4, 20}, {.kernel = {2, 2, 3}, .stride = {1, 2, 2}, .padding = {1, 0, 1}, .ceil_mode = true,
+                        .count_include_pad = false}},
+    {{1, 2, 4, 5, 17}, {.kernel = {3, 3, 3}, .stride = {1, 1, 1}, .padding = {1, 1, 1}}},
 };
 
 TEST(Pool, AvgPoolMatchesReference) {
@@ -394,6 +401,9 @@ TEST(Pool, AdaptiveAvgPoolMatchesReference) {
       {{2, 3, 7}, {3}},       {{2, 3, 5}, {5}},          {{2, 3, 4}, {1}},         {{1, 2, 3}, {5}},
       {{2, 2, 7, 5}, {3, 2}}, {{1, 3, 6, 6}, {4, 4}},    {{2, 2, 5, 7, 4}, {3, 2, 1}},
       {{2, 3, 4, 4, 4}, {1, 1, 1}}, {{1, 2, 3, 5, 7}, {3, 5, 7}},
+      // Rows of 8 or more (the CPU's row-wise forward; backward row-wise at 16+, 4 wide or less).
+      {{1, 2, 3, 4, 19}, {2, 3, 5}},    {{2, 2, 3, 20}, {4, 7}},  {{1, 2, 2, 3, 16}, {1, 1, 1}},
+      {{1, 2, 9}, {4}},
   };
   uint64_t seed = 40;
   for (const AdaptiveCase& c : cases) {
