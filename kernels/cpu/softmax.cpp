@@ -22,7 +22,7 @@
 // (Note [Reduction accumulators] in reduce.cpp).
 //
 // Note [Vectorised softmax]: float32 (and the half types, computed in float32) take exp
-// from vectorisable_exp.h instead of libm, so the loops over neighbouring rows vectorise;
+// from vectorisable_exp.h instead of libm (through functors::exp_of), so the loops over neighbouring rows vectorise;
 // a contiguous row (softmax over the last dim of a contiguous tensor, the classifier's
 // case) has its own kernel, softmax_row, whose three passes run over the row in kLanes
 // independent lanes (max, double sum) and vectorise too; a NaN reaches the sum through its
@@ -38,7 +38,8 @@
 #include "core/dispatch.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/elementwise_engine.h"  // parallel_for, kGrain
-#include "kernels/cpu/vectorisable_exp.h"
+#include "kernels/elementwise_functors.h"  // exp_of
+#include "kernels/vectorisable_exp.h"
 
 namespace kiln::cpu {
 namespace {
@@ -117,10 +118,6 @@ class RowBlocks {
 
 // ---- kernels: `width` side-by-side rows; row c's element j is at [j * step + c] ------------
 
-// Note [Vectorised softmax]: float through vectorisable_exp, double through libm.
-inline float softmax_exp(float x) { return vectorisable_exp(x); }
-inline double softmax_exp(double x) { return std::exp(x); }
-
 // Lanes of the contiguous-row kernel: 16 floats, a 512-bit register (two 256-bit ones).
 inline constexpr int64_t kLanes = 16;
 
@@ -192,7 +189,7 @@ void softmax_fwd(const T* x, int64_t x_step, T* y, int64_t y_step, int64_t n, in
   const bool store_exp = std::is_same_v<T, V> && !log;
   for (int64_t j = 0; j < n; ++j) {
     for (int64_t c = 0; c < width; ++c) {  // vectorised: tests/kernels/check_vectorized.cmake
-      const V e = softmax_exp(static_cast<V>(x[j * x_step + c]) - max[c]);
+      const V e = functors::exp_of(static_cast<V>(x[j * x_step + c]) - max[c]);
       sum[c] += e;
       if (store_exp) y[j * y_step + c] = static_cast<T>(e);
     }
@@ -207,7 +204,7 @@ void softmax_fwd(const T* x, int64_t x_step, T* y, int64_t y_step, int64_t n, in
       } else if (store_exp) {
         out = static_cast<V>(y[j * y_step + c]) * scale[c];
       } else {
-        out = softmax_exp(static_cast<V>(x[j * x_step + c]) - max[c]) * scale[c];
+        out = functors::exp_of(static_cast<V>(x[j * x_step + c]) - max[c]) * scale[c];
       }
       y[j * y_step + c] = static_cast<T>(out);
     }
@@ -231,7 +228,7 @@ void softmax_bwd(const T* g, int64_t g_step, const T* y, int64_t y_step, T* gi, 
       const V gj = static_cast<V>(g[j * g_step + c]);
       const V yj = static_cast<V>(y[j * y_step + c]);
       const V t = static_cast<V>(total[c]);
-      gi[j * gi_step + c] = static_cast<T>(log ? gj - softmax_exp(yj) * t : yj * (gj - t));
+      gi[j * gi_step + c] = static_cast<T>(log ? gj - functors::exp_of(yj) * t : yj * (gj - t));
     }
   }
 }

@@ -14,14 +14,15 @@
 //     instead of flushing to zero.
 // Within 2 ulp of the correctly rounded exp for normal results (tests/core/test_softmax.cpp
 // sweeps it against std::exp), exactly 1 at 0, 0 at -inf and below -103.97, +inf above
-// ln(FLT_MAX), NaN for NaN. Used by the CPU softmax kernels (softmax.cpp).
+// ln(FLT_MAX), NaN for NaN. Used by the CPU softmax kernels (cpu/softmax.cpp) and, on the
+// host, by the elementwise functors (exp_of in elementwise_functors.h).
 #pragma once
 
 #include <bit>
 #include <cstdint>
 #include <limits>
 
-namespace kiln::cpu {
+namespace kiln {
 
 inline float vectorisable_exp(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
@@ -49,4 +50,4 @@ inline float vectorisable_exp(float x) {
   return x != x ? x : saturated;
 }
 
-}  // namespace kiln::cpu
+}  // namespace kiln
