@@ -1,5 +1,7 @@
 // CPU batch-norm pieces (kernels/cpu/batch_norm.cpp) on 3D-CNN shapes [N, C, D, H, W],
-// float32: statistics, apply, backward reduce and backward input, through the Backend.
+// float32: statistics, apply, backward reduce and backward input, through the Backend,
+// each also with the fused ReLU (Note [Batch norm with ReLU] in core/backend.h), which moves
+// the same bytes (the mask is recomputed from x) and does a compare more per value.
 //
 // Roofline: memory-bound (a few flops per value): stats reads x once (4 bytes a value);
 // apply reads x and writes y (8); backward reduce reads x and dy (8); backward input
@@ -11,53 +13,86 @@
 namespace kiln::bench {
 namespace {
 
-// args: N, C, spatial edge (D = H = W).
+// args: N, C, spatial edge (D = H = W), relu (0 or 1; the statistics ignore it).
 std::vector<int64_t> shape_of(const benchmark::State& state) {
   const int64_t e = state.range(2);
   return {state.range(0), state.range(1), e, e, e};
 }
 
 struct Operands {
-  Tensor x, dy, out, mean, var, invstd, weight, bias;
-  explicit Operands(const std::vector<int64_t>& sizes)
-      : x(rand(sizes)), dy(rand(sizes)), out(empty(sizes)), mean(zeros({sizes[1]})), var(ones({sizes[1]})),
-        invstd(ones({sizes[1]})), weight(ones({sizes[1]})), bias(zeros({sizes[1]})) {}
+  Tensor x, dy, out, mean, var, invstd, weight, bias, sum_dy, sum_dy_xmu;
+  BatchNormCoefficients norm;
+  explicit Operands(const benchmark::State& state)
+      : x(rand(shape_of(state))), dy(rand(x.sizes())), out(empty(x.sizes())), mean(full({x.size(1)}, 0.5)),
+        var(ones({x.size(1)})), invstd(ones({x.size(1)})), weight(ones({x.size(1)})), bias(zeros({x.size(1)})),
+        sum_dy(zeros({x.size(1)})), sum_dy_xmu(zeros({x.size(1)})),
+        norm{.mean = mean, .invstd = invstd, .weight = weight, .bias = bias,
+             .relu = state.range(3) != 0} {}
   double bytes(int tensors) const { return static_cast<double>(tensors) * 4.0 * static_cast<double>(x.numel()); }
 };
 
+void label(benchmark::State& state, const Operands& o) {
+  if (o.norm.relu) state.SetLabel("fused relu");
+}
+
 void BM_BatchNormStats(benchmark::State& state) {
-  const Operands o(shape_of(state));
+  const Operands o(state);
   run_bandwidth_benchmark(state, o.bytes(1), [&] { backend(o.x.device()).batch_norm_stats(o.x, o.mean, o.var); });
 }
 
 void BM_BatchNormApply(benchmark::State& state) {
-  const Operands o(shape_of(state));
-  run_bandwidth_benchmark(state, o.bytes(2), [&] {
-    backend(o.x.device()).batch_norm_apply(o.x, o.mean, o.invstd, o.weight, o.bias, o.out);
-  });
+  const Operands o(state);
+  run_bandwidth_benchmark(state, o.bytes(2), [&] { backend(o.x.device()).batch_norm_apply(o.x, o.norm, o.out); });
+  label(state, o);
 }
 
 void BM_BatchNormBackwardReduce(benchmark::State& state) {
-  const Operands o(shape_of(state));
+  const Operands o(state);
   run_bandwidth_benchmark(state, o.bytes(2), [&] {
-    backend(o.x.device()).batch_norm_backward_reduce(o.dy, o.x, o.mean, o.var, o.invstd);
+    backend(o.x.device()).batch_norm_backward_reduce(o.dy, o.x, o.norm, o.sum_dy, o.sum_dy_xmu);
   });
+  label(state, o);
 }
 
 void BM_BatchNormBackwardInput(benchmark::State& state) {
-  const Operands o(shape_of(state));
+  const Operands o(state);
   run_bandwidth_benchmark(state, o.bytes(3), [&] {
-    backend(o.x.device()).batch_norm_backward_input(o.dy, o.x, o.mean, o.invstd, o.weight, o.mean, o.var,
+    backend(o.x.device()).batch_norm_backward_input(o.dy, o.x, o.norm, o.sum_dy, o.sum_dy_xmu,
                                                     o.x.numel() / o.x.sizes()[1], o.out);
   });
+  label(state, o);
 }
 
-// [2, 64, 32^3] (few channels, big volumes: the chunk split), [8, 256, 8^3], [32, 512, 4^3].
-#define KILN_BN_SHAPES ->Args({2, 64, 32})->Args({8, 256, 8})->Args({32, 512, 4})->UseRealTime()
+// One training-mode forward and backward through the ops, as a layer runs them:
+// batch_norm_relu (arg 1) against relu(batch_norm(...)) (arg 0), on [8, 64, 28^3], the 3D
+// ResNet-18 stem's activation at batch 8. Bytes: the fused op's compulsory traffic (stats
+// 1, apply 2, backward reduce 2, backward input 3 activations), for both, so the rates
+// compare as times do.
+void BM_BatchNormReluOp(benchmark::State& state) {
+  const bool fused = state.range(0) != 0;
+  const Tensor x = rand({8, 64, 28, 28, 28}).requires_grad_(true);
+  const Tensor weight = ones({64}).requires_grad_(true), bias = zeros({64}).requires_grad_(true);
+  const Tensor running_mean = zeros({64}), running_var = ones({64});
+  const Tensor upstream = rand(x.sizes());
+  run_bandwidth_benchmark(state, 8.0 * 4.0 * static_cast<double>(x.numel()), [&] {
+    const Tensor y = fused ? batch_norm_relu(x, running_mean, running_var, weight, bias, true)
+                           : relu(batch_norm(x, running_mean, running_var, weight, bias, true));
+    y.backward(upstream);
+    for (const Tensor* t : {&x, &weight, &bias}) t->set_grad(Tensor());  // to None, as zero_grad
+  });
+  state.SetLabel(fused ? "batch_norm_relu" : "relu(batch_norm)");
+}
+
+// [2, 64, 32^3] (few channels, big volumes: the chunk split), [8, 256, 8^3], [32, 512, 4^3];
+// the elementwise passes also with the fused ReLU (4th arg 1).
+#define KILN_BN_SHAPES ->Args({2, 64, 32, 0})->Args({8, 256, 8, 0})->Args({32, 512, 4, 0})->UseRealTime()
+#define KILN_BN_SHAPES_RELU KILN_BN_SHAPES->Args({2, 64, 32, 1})->Args({8, 256, 8, 1})->Args({32, 512, 4, 1})
 BENCHMARK(BM_BatchNormStats) KILN_BN_SHAPES;
-BENCHMARK(BM_BatchNormApply) KILN_BN_SHAPES;
-BENCHMARK(BM_BatchNormBackwardReduce) KILN_BN_SHAPES;
-BENCHMARK(BM_BatchNormBackwardInput) KILN_BN_SHAPES;
+BENCHMARK(BM_BatchNormApply) KILN_BN_SHAPES_RELU;
+BENCHMARK(BM_BatchNormBackwardReduce) KILN_BN_SHAPES_RELU;
+BENCHMARK(BM_BatchNormBackwardInput) KILN_BN_SHAPES_RELU;
+BENCHMARK(BM_BatchNormReluOp)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+#undef KILN_BN_SHAPES_RELU
 #undef KILN_BN_SHAPES
 
 }  // namespace

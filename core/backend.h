@@ -66,6 +66,25 @@ struct PoolParams {
   int64_t divisor_override = 0;   // avg: divide by this instead, when > 0
 };
 
+// The per-channel normalisation of batch norm's kernels, y = (x - mean) invstd weight +
+// bias ([C] tensors in the statistics dtype; weight and bias undefined: 1 and 0), and
+// whether a ReLU follows it, fused into the kernels. Note [Batch norm with ReLU]: with
+// relu the output is max(y, 0) and the gradient passes where y > 0, y recomputed from the
+// saved input in both backward kernels, so the fused op saves no output and reads no
+// mask: forward is stats + apply (the separate relu's read and write of the activation
+// gone), backward the same two passes as without relu (its read of grad and output and
+// write of the masked grad gone). Each backend evaluates y with the same expression in
+// apply and backward, so the mask matches the forward's output exactly; only a half
+// output that rounds a positive y below its smallest subnormal to 0 still passes its
+// gradient (the derivative of max(y, 0) at that y), where relu on the rounded output
+// would not. Outputs equal relu(batch_norm(...))'s; gradients too, up to the order in
+// which the CPU adds up the per-channel sums of long runs (a fixed order either way:
+// the fused reduction keeps 16 partial sums where the plain one keeps 32).
+struct BatchNormCoefficients {
+  Tensor mean{}, invstd{}, weight{}, bias{};
+  bool relu = false;
+};
+
 // Name of a reduction for error messages ("sum", "amax").
 const char* op_name(ReduceOp op);
 
@@ -154,24 +173,26 @@ class Backend {
   // SyncBatchNorm can all-reduce per-channel numbers between them: statistics, apply, and
   // for backward a per-channel reduction then an elementwise pass. input and grad_out are
   // [N, C, *] contiguous; per-channel tensors are [C] in the statistics dtype (float32 for
-  // float16/bfloat16/float32 input, float64 for float64). weight and bias may be undefined
-  // (affine = false: 1 and 0). Every kernel overwrites its outputs.
+  // float16/bfloat16/float32 input, float64 for float64). Every kernel overwrites its
+  // outputs. The normalisation y = (x - mean[c]) invstd[c] weight[c] + bias[c] comes as
+  // BatchNormCoefficients (weight and bias undefined, affine = false: 1 and 0), with
+  // `relu` when a ReLU follows it, fused (Note [Batch norm with ReLU]).
   // mean and biased variance of each channel over N and the spatial dims (Welford).
   virtual void batch_norm_stats(const Tensor& input, const Tensor& mean, const Tensor& var) = 0;
-  // out = (x - mean[c]) * invstd[c] * weight[c] + bias[c].
-  virtual void batch_norm_apply(const Tensor& input, const Tensor& mean, const Tensor& invstd,
-                                const Tensor& weight, const Tensor& bias, const Tensor& out) = 0;
-  // sum_dy[c] = sum dy, sum_dy_xmu[c] = sum dy (x - mean[c]) over N and the spatial dims.
+  // out = y, or max(y, 0) with relu (a NaN stays NaN, as relu).
+  virtual void batch_norm_apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor& out) = 0;
+  // sum_dy[c] = sum dy, sum_dy_xmu[c] = sum dy (x - mean[c]) over N and the spatial dims;
+  // with relu, dy is grad_out where y > 0 and 0 elsewhere (norm.invstd, weight and bias
+  // are read only then).
   virtual void batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& input,
-                                          const Tensor& mean, const Tensor& sum_dy,
+                                          const BatchNormCoefficients& norm, const Tensor& sum_dy,
                                           const Tensor& sum_dy_xmu) = 0;
-  // grad_in = (dy - sum_dy/count - (x - mean) invstd^2 sum_dy_xmu/count) invstd weight,
-  // where count is the number of elements per channel (over every rank for SyncBatchNorm).
+  // grad_in = (dy - sum_dy/count - (x - mean) invstd^2 sum_dy_xmu/count) invstd weight, dy
+  // as in backward_reduce, where count is the number of elements per channel (over every
+  // rank for SyncBatchNorm).
   virtual void batch_norm_backward_input(const Tensor& grad_out, const Tensor& input,
-                                         const Tensor& mean, const Tensor& invstd,
-                                         const Tensor& weight, const Tensor& sum_dy,
-                                         const Tensor& sum_dy_xmu, int64_t count,
-                                         const Tensor& grad_in) = 0;
+                                         const BatchNormCoefficients& norm, const Tensor& sum_dy,
+                                         const Tensor& sum_dy_xmu, int64_t count, const Tensor& grad_in) = 0;
 
   // ---- pooling (PoolParams; input [N, C, s...] contiguous, 1-3 spatial dims) ------------
   // out = the max of each window; indices (Int64) = where it was, as a flat offset within

@@ -65,7 +65,8 @@ Tensor BatchNormNd::forward(const Tensor& input) {
   const bool use_batch_stats = is_training() || !options_.track_running_stats;
   // The running statistics are updated in training and read in eval; without tracking
   // there are none.
-  return batch_norm(input, running_mean, running_var, weight, bias, use_batch_stats, factor, options_.eps);
+  const auto normalize = options_.relu ? batch_norm_relu : batch_norm;
+  return normalize(input, running_mean, running_var, weight, bias, use_batch_stats, factor, options_.eps);
 }
 
 std::string BatchNormNd::extra_repr() const {
@@ -75,6 +76,7 @@ std::string BatchNormNd::extra_repr() const {
   else os << "None";
   os << ", affine=" << (options_.affine ? "True" : "False")
      << ", track_running_stats=" << (options_.track_running_stats ? "True" : "False");
+  if (options_.relu) os << ", relu=True";
   return os.str();
 }
 

@@ -43,6 +43,7 @@ struct Operands {
     return static_cast<double>(tensors) * static_cast<double>(x.numel() * itemsize(dtype));
   }
   int64_t count() const { return x.numel() / x.sizes()[1]; }
+  BatchNormCoefficients norm() const { return {.mean = mean, .invstd = invstd, .weight = weight, .bias = bias}; }
   Backend& kernels() const { return backend(x.device()); }
 };
 
@@ -56,22 +57,21 @@ void BM_CudaBatchNormStats(benchmark::State& state) {
 void BM_CudaBatchNormApply(benchmark::State& state) {
   const Operands o(state);
   run_cuda_benchmark(state, o.bytes(2), "bytes/s", cuda_copy_peak_bytes_per_second(),
-                     [&] { o.kernels().batch_norm_apply(o.x, o.mean, o.invstd, o.weight, o.bias, o.out); });
+                     [&] { o.kernels().batch_norm_apply(o.x, o.norm(), o.out); });
   state.SetLabel(std::string(dtype_name(o.dtype)));
 }
 
 void BM_CudaBatchNormBackwardReduce(benchmark::State& state) {
   const Operands o(state);
   run_cuda_benchmark(state, o.bytes(2), "bytes/s", cuda_copy_peak_bytes_per_second(),
-                     [&] { o.kernels().batch_norm_backward_reduce(o.dy, o.x, o.mean, o.sum_dy, o.sum_dy_xmu); });
+                     [&] { o.kernels().batch_norm_backward_reduce(o.dy, o.x, o.norm(), o.sum_dy, o.sum_dy_xmu); });
   state.SetLabel(std::string(dtype_name(o.dtype)));
 }
 
 void BM_CudaBatchNormBackwardInput(benchmark::State& state) {
   const Operands o(state);
   run_cuda_benchmark(state, o.bytes(3), "bytes/s", cuda_copy_peak_bytes_per_second(), [&] {
-    o.kernels().batch_norm_backward_input(o.dy, o.x, o.mean, o.invstd, o.weight, o.sum_dy, o.sum_dy_xmu, o.count(),
-                                          o.out);
+    o.kernels().batch_norm_backward_input(o.dy, o.x, o.norm(), o.sum_dy, o.sum_dy_xmu, o.count(), o.out);
   });
   state.SetLabel(std::string(dtype_name(o.dtype)));
 }
@@ -80,9 +80,8 @@ void BM_CudaBatchNormBackwardInput(benchmark::State& state) {
 void BM_CudaBatchNormBackward(benchmark::State& state) {
   const Operands o(state);
   run_cuda_benchmark(state, o.bytes(5), "bytes/s", cuda_copy_peak_bytes_per_second(), [&] {
-    o.kernels().batch_norm_backward_reduce(o.dy, o.x, o.mean, o.sum_dy, o.sum_dy_xmu);
-    o.kernels().batch_norm_backward_input(o.dy, o.x, o.mean, o.invstd, o.weight, o.sum_dy, o.sum_dy_xmu, o.count(),
-                                          o.out);
+    o.kernels().batch_norm_backward_reduce(o.dy, o.x, o.norm(), o.sum_dy, o.sum_dy_xmu);
+    o.kernels().batch_norm_backward_input(o.dy, o.x, o.norm(), o.sum_dy, o.sum_dy_xmu, o.count(), o.out);
   });
   state.SetLabel(std::string(dtype_name(o.dtype)));
 }

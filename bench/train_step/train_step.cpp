@@ -10,6 +10,7 @@
 // 64 KiB and more: allocated by tensors, and reserved from the system).
 //
 //   kiln_train_step [--batch 8] [--side 28] [--steps 3] [--warmup 1] [--classes 11]
+//                   [--fuse-bn-relu 1]   (0: batch norm and relu as two ops, to compare)
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -31,6 +32,7 @@ struct Settings {
   int64_t steps = 3;
   int64_t warmup = 1;
   int64_t classes = 11;
+  int64_t fuse_bn_relu = 1;
 };
 
 Settings parse(int argc, char** argv) {
@@ -42,13 +44,15 @@ Settings parse(int argc, char** argv) {
                      : flag == "--steps"   ? &settings.steps
                      : flag == "--warmup"  ? &settings.warmup
                      : flag == "--classes" ? &settings.classes
+                     : flag == "--fuse-bn-relu" ? &settings.fuse_bn_relu
                                            : nullptr;
-    const int64_t least = field == &settings.warmup ? 0 : 1;
+    const int64_t least = field == &settings.warmup || field == &settings.fuse_bn_relu ? 0 : 1;
     char* end = nullptr;
     if (field == nullptr || i + 1 == argc || (*field = std::strtoll(argv[i + 1], &end, 10)) < least ||
         *end != 0) {
       std::fprintf(stderr,
-                   "usage: kiln_train_step [--batch N] [--side N] [--steps N] [--warmup N] [--classes N]\n");
+                   "usage: kiln_train_step [--batch N] [--side N] [--steps N] [--warmup N] [--classes N] "
+                   "[--fuse-bn-relu 0|1]\n");
       std::exit(2);
     }
     ++i;
@@ -69,7 +73,7 @@ int run(const Settings& settings) {
   init();
   manual_seed(0);
 
-  bench::ResNet18For3d model(1, settings.classes);
+  bench::ResNet18For3d model(1, settings.classes, settings.fuse_bn_relu != 0);
   int64_t parameters = 0;
   for (const Tensor& p : model.parameters()) parameters += p.numel();
   optim::Adam optimizer(model.parameters(), {.lr = 1e-3});
@@ -92,9 +96,10 @@ int run(const Settings& settings) {
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2];
   std::printf(
-      "{\"framework\": \"kiln\", \"batch\": %lld, \"side\": %lld, \"parameters\": %lld, \"step_s\": [",
+      "{\"framework\": \"kiln\", \"batch\": %lld, \"side\": %lld, \"fuse_bn_relu\": %s, \"parameters\": %lld, "
+      "\"step_s\": [",
       static_cast<long long>(settings.batch), static_cast<long long>(settings.side),
-      static_cast<long long>(parameters));
+      settings.fuse_bn_relu != 0 ? "true" : "false", static_cast<long long>(parameters));
   for (size_t i = 0; i < seconds.size(); ++i) std::printf("%s%.4f", i ? ", " : "", seconds[i]);
   const AllocatorStats cache = cpu_memory_stats();
   std::printf(

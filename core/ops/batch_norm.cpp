@@ -39,18 +39,24 @@ Tensor kernel_per_channel(const Tensor& t, DType dtype) {
 }
 
 // The gradient of batch_norm_normalize. Saves the (contiguous) input, the per-channel mean
-// and invstd it normalised with, and the weight in the statistics dtype (undefined: 1).
+// and invstd it normalised with, and the weight in the statistics dtype (undefined: 1);
+// with the fused ReLU also the bias (Note [Batch norm with ReLU]: the kernels recompute y).
 struct BatchNormBackward final : Node {
-  SavedTensor input, mean, invstd, weight;
+  SavedTensor input, mean, invstd, weight, bias;
   int64_t count = 1;
   bool training = true;
+  bool relu = false;
   GradSumsHook grad_sums_hook;
   DType weight_dtype = DType::Float32, bias_dtype = DType::Float32;
   std::string op;
 
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
     const Tensor x = input.unpack(*this), m = mean.unpack(*this), s = invstd.unpack(*this);
-    const Tensor w = weight.defined() ? weight.unpack(*this) : Tensor();
+    const BatchNormCoefficients norm{.mean = m,
+                                     .invstd = s,
+                                     .weight = weight.defined() ? weight.unpack(*this) : Tensor(),
+                                     .bias = bias.defined() ? bias.unpack(*this) : Tensor(),
+                                     .relu = relu};
     const Tensor dy = g[0].to(x.dtype()).contiguous();
     const TensorOptions per_channel{.dtype = m.dtype(), .device = m.device()};
     const int64_t channels = x.sizes()[1];
@@ -60,7 +66,7 @@ struct BatchNormBackward final : Node {
     if (need_weight || need_bias || (need_input && training)) {
       sum_dy = empty({channels}, per_channel);
       sum_dy_xmu = empty({channels}, per_channel);
-      kernels.batch_norm_backward_reduce(dy, x, m, sum_dy, sum_dy_xmu);
+      kernels.batch_norm_backward_reduce(dy, x, norm, sum_dy, sum_dy_xmu);
     }
     // The local sums, before a SyncBatchNorm hook replaces them by their sum over ranks:
     // each rank's parameter gradient is its own (DDP averages those).
@@ -75,7 +81,7 @@ struct BatchNormBackward final : Node {
         sum_dy_xmu = sum_dy;
       }
       grad_input = empty(x.sizes(), {.dtype = x.dtype(), .device = x.device()});
-      kernels.batch_norm_backward_input(dy, x, m, s, w, sum_dy, sum_dy_xmu, count, grad_input);
+      kernels.batch_norm_backward_input(dy, x, norm, sum_dy, sum_dy_xmu, count, grad_input);
     }
     return {grad_input, grad_weight, grad_bias};
   }
@@ -84,6 +90,7 @@ struct BatchNormBackward final : Node {
     mean.release();
     invstd.release();
     weight.release();
+    bias.release();
   }
   std::string name() const override { return op; }
 };
@@ -150,7 +157,9 @@ Tensor batch_norm_normalize(const char* op, const Tensor& input, const Tensor& w
   Tensor out = empty(input.sizes(), {.dtype = input.dtype(), .device = input.device()});
   {
     NoGradGuard no_grad;
-    backend(input.device()).batch_norm_apply(input, norm.mean, norm.invstd, w, b, out);
+    const BatchNormCoefficients coefficients{
+        .mean = norm.mean, .invstd = norm.invstd, .weight = w, .bias = b, .relu = norm.relu};
+    backend(input.device()).batch_norm_apply(input, coefficients, out);
   }
   if (autograd::any_requires_grad({&input, &weight, &bias})) {
     auto node = std::make_shared<BatchNormBackward>();
@@ -158,6 +167,8 @@ Tensor batch_norm_normalize(const char* op, const Tensor& input, const Tensor& w
     node->mean = SavedTensor(norm.mean);
     node->invstd = SavedTensor(norm.invstd);
     if (w.defined()) node->weight = SavedTensor(w);
+    if (norm.relu && b.defined()) node->bias = SavedTensor(b);
+    node->relu = norm.relu;
     node->count = norm.count;
     node->training = norm.training;
     node->grad_sums_hook = norm.grad_sums_hook;
@@ -171,15 +182,17 @@ Tensor batch_norm_normalize(const char* op, const Tensor& input, const Tensor& w
 
 }  // namespace batch_norm_pieces
 
-Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
-                  const Tensor& bias, bool training, double momentum, double eps) {
+namespace {
+
+Tensor batch_norm_impl(const char* op, const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                       const Tensor& weight, const Tensor& bias, bool training, double momentum, double eps,
+                       bool relu) {
   namespace bn = batch_norm_pieces;
-  constexpr const char* kOp = "batch_norm";
-  bn::check_arguments(kOp, input, running_mean, running_var, weight, bias, training);
-  KILN_CHECK(eps >= 0 && std::isfinite(eps), kOp, ": eps must be a finite value >= 0, got ", eps);
+  bn::check_arguments(op, input, running_mean, running_var, weight, bias, training);
+  KILN_CHECK(eps >= 0 && std::isfinite(eps), op, ": eps must be a finite value >= 0, got ", eps);
   const Tensor x = input.contiguous();
   const int64_t count = bn::count_per_channel(x);
-  bn::Normalization norm{.count = count, .training = training};
+  bn::Normalization norm{.count = count, .training = training, .relu = relu};
   if (training) {
     const bn::Stats batch = bn::local_stats(x);
     bn::update_running_stats(running_mean, running_var, batch, count, momentum);
@@ -191,7 +204,21 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
     norm.mean = running_mean.to(x.device(), dtype, /*non_blocking=*/false, /*copy=*/true).contiguous();
     norm.invstd = bn::invstd_of(running_var.to(dtype), eps);
   }
-  return bn::batch_norm_normalize(kOp, x, weight, bias, norm);
+  return bn::batch_norm_normalize(op, x, weight, bias, norm);
+}
+
+}  // namespace
+
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, double momentum, double eps) {
+  return batch_norm_impl("batch_norm", input, running_mean, running_var, weight, bias, training, momentum, eps,
+                         /*relu=*/false);
+}
+
+Tensor batch_norm_relu(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                       const Tensor& weight, const Tensor& bias, bool training, double momentum, double eps) {
+  return batch_norm_impl("batch_norm_relu", input, running_mean, running_var, weight, bias, training, momentum, eps,
+                         /*relu=*/true);
 }
 
 }  // namespace kiln

@@ -6,6 +6,7 @@
 // running = (1 - momentum) running + momentum batch, using the unbiased variance.
 // Eval: normalise with the running statistics. eps is added to the variance.
 // Gradient: input (fused backward-reduce + backward-input kernels), weight, bias.
+// batch_norm_relu is relu(batch_norm(...)) in the same kernels.
 // Mixed precision: a float16/bfloat16 input may come with float32 weight, bias and
 // running statistics; statistics are computed in float32 and the output has the input's
 // dtype (as cuDNN's mixed batch norm in PyTorch). So autocast leaves batch_norm alone: it
@@ -21,5 +22,15 @@ namespace kiln {
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum = 0.1,
                   double eps = 1e-5);
+
+// relu(batch_norm(...)) fused: the same values and gradients (to the order of the
+// per-channel sums; Note [Batch norm with ReLU] in core/backend.h) with one kernel fewer
+// each way: forward skips relu's read and write
+// of the activation, backward its two reads and a write (the mask is recomputed from the
+// saved input, so no output is saved or read).
+// The layer: nn::BatchNorm3d with .relu = true.
+Tensor batch_norm_relu(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                       const Tensor& weight, const Tensor& bias, bool training, double momentum = 0.1,
+                       double eps = 1e-5);
 
 }  // namespace kiln

@@ -53,10 +53,12 @@ struct Normalization {
   int64_t count = 1;   // values per channel that mean/invstd came from (over every rank)
   bool training = true;  // the statistics came from this batch: the gradient flows through them
   GradSumsHook grad_sums_hook{};  // may be empty
+  bool relu = false;              // a ReLU follows, fused (Note [Batch norm with ReLU] in core/backend.h)
 };
 
-// out = (x - mean) invstd weight + bias, recording a backward node when anything requires
-// grad. The node saves input, mean, invstd, weight. Gradient (training):
+// out = (x - mean) invstd weight + bias (max(out, 0) with relu), recording a backward node
+// when anything requires grad. The node saves input, mean, invstd, weight (and bias with
+// relu). Gradient, dy being grad_out (masked by out > 0 with relu), training:
 //   dx = (dy - sum_dy/count - (x - mean) invstd^2 sum_dy_xmu/count) invstd weight
 // eval: dx = dy invstd weight; in both, dweight = sum_dy_xmu invstd, dbias = sum_dy.
 Tensor batch_norm_normalize(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias,

@@ -2,11 +2,14 @@
 //
 // Math, per channel c over its m = N * S values (S = the spatial volume):
 //   stats:            mean[c] = sum x / m,  var[c] = sum (x - mean)^2 / m    (biased)
-//   apply:            y = (x - mean) * (invstd * weight) + bias
+//   apply:            y = (x - mean) * (invstd * weight) + bias   (max(y, 0) with relu)
 //   backward_reduce:  sum_dy[c] = sum dy,  sum_dy_xmu[c] = sum dy (x - mean)
 //   backward_input:   dx = (dy - sum_dy / count - (x - mean) invstd^2 sum_dy_xmu / count)
 //                          * invstd * weight
-// weight / bias undefined mean 1 / 0. Every kernel overwrites its outputs.
+// weight / bias undefined mean 1 / 0. With relu, dy is grad_out masked by y > 0, y
+// recomputed from x (Note [Batch norm with ReLU] in core/backend.h; the expression is
+// kernels/batch_norm_math.h's, and the host build does not contract it into an FMA).
+// Every kernel overwrites its outputs.
 //
 // Layout: input, grad_out, out, grad_in contiguous [N, C, *], seen as [N, C, S]: channel
 // c is N runs of S contiguous values, C * S apart. Per-channel tensors are contiguous [C]
@@ -30,6 +33,7 @@
 
 #include "core/dispatch.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/batch_norm_math.h"
 #include "kernels/cpu/elementwise_engine.h"  // parallel_for, kGrain
 #include "kernels/reduce_ops.h"              // WelfordState, WelfordOp::combine
 
@@ -85,10 +89,13 @@ using Welford = reduce_ops::WelfordState<double>;
 // would wait on each add's latency), combined in a fixed order. 32 lanes are four AVX-512
 // registers of doubles per sum (eight AVX2 ones): with 8 lanes, one register, each add
 // waited for the last and the statistics ran at 14 GB/s; with 32, at 24-108 GB/s
-// (bench/results/2026-11-25-cpu-train-step.md).
-template <typename F>
+// (bench/results/2026-11-25-cpu-train-step.md). The fused ReLU's reduction takes 16: its
+// extra work per value (y, the mask) left GCC too few registers for 32 lanes' accumulators,
+// which it kept on the stack (0.91 ms on [2, 64, 32^3] against 0.37 ms with 16), while the
+// plain reductions with 16 lanes fell back to 14-30 GB/s (measured in
+// bench/results/2026-11-26-cpu-memory-bound.md).
+template <int kLanes, typename F>
 std::array<double, 2> sum_pairs(int64_t length, const F& terms) {
-  constexpr int kLanes = 32;
   std::array<double, kLanes> a{}, b{};
   int64_t i = 0;
   for (; i + kLanes <= length; i += kLanes) {
@@ -118,7 +125,7 @@ Welford stats_piece(const T* x, const ChannelLayout& l, int64_t c, int64_t begin
   const double shift = static_cast<V>(x[(begin / l.s * l.c + c) * l.s + begin % l.s]);  // the chunk's first value
   double sum = 0, sum_sq = 0;
   for_each_run(l, c, begin, end, [&](int64_t offset, int64_t length) {
-    const std::array<double, 2> s = sum_pairs(length, [&](int64_t i) -> std::array<double, 2> {
+    const std::array<double, 2> s = sum_pairs<32>(length, [&](int64_t i) -> std::array<double, 2> {
       const double d = static_cast<double>(static_cast<V>(x[offset + i])) - shift;
       return {d, d * d};
     });
@@ -133,15 +140,16 @@ struct GradSums {
   double dy = 0, dy_xmu = 0;
 };
 
-template <typename T, typename S>
-GradSums grad_sums_piece(const T* dy, const T* x, S mean, const ChannelLayout& l, int64_t c, int64_t begin,
-                         int64_t end) {
-  using V = opmath_t<T>;
+// ch: channel c's coefficients (only its mean without relu).
+template <bool kRelu, typename T, typename V>
+GradSums grad_sums_piece(const T* dy, const T* x, const batch_norm_math::Channel<V>& ch, const ChannelLayout& l,
+                         int64_t c, int64_t begin, int64_t end) {
   GradSums sums;
   for_each_run(l, c, begin, end, [&](int64_t offset, int64_t length) {
-    const std::array<double, 2> s = sum_pairs(length, [&](int64_t i) -> std::array<double, 2> {
-      const double g = static_cast<V>(dy[offset + i]);
-      return {g, g * (static_cast<double>(static_cast<V>(x[offset + i])) - mean)};
+    const std::array<double, 2> s = sum_pairs<kRelu ? 16 : 32>(length, [&](int64_t i) -> std::array<double, 2> {
+      const V xv = static_cast<V>(x[offset + i]);
+      const double g = batch_norm_math::grad_of_y<kRelu>(static_cast<V>(dy[offset + i]), kRelu ? ch.normalize(xv) : V(0));
+      return {g, g * (static_cast<double>(xv) - ch.mean)};
     });
     sums.dy += s[0];
     sums.dy_xmu += s[1];
@@ -203,35 +211,50 @@ void CpuBackend::batch_norm_stats(const Tensor& input, const Tensor& mean, const
   });
 }
 
-void CpuBackend::batch_norm_apply(const Tensor& input, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
-                                  const Tensor& bias, const Tensor& out) {
-  check_layout("batch_norm_apply", input, {&out}, {&mean, &invstd, &weight, &bias});
+void CpuBackend::batch_norm_apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor& out) {
+  check_layout("batch_norm_apply", input, {&out}, {&norm.mean, &norm.invstd, &norm.weight, &norm.bias});
   const ChannelLayout l = layout_of(input);
   visit_dtype<kFloatingTypes>(input.dtype(), "batch_norm_apply", [&]<typename T>() {
     using S = opmath_t<T>;
     const T* x = static_cast<const T*>(input.data_ptr());
     T* y = static_cast<T*>(out.data_ptr());
-    const S *m = data_or_null<S>(mean), *is = data_or_null<S>(invstd);
-    const S *w = data_or_null<S>(weight), *b = data_or_null<S>(bias);
-    for_each_row(l, [&](int64_t c, int64_t offset) {
-      const S mc = m[c], scale = is[c] * (w ? w[c] : S(1)), shift = b ? b[c] : S(0);
-      for (int64_t i = offset; i < offset + l.s; ++i) y[i] = static_cast<T>((static_cast<S>(x[i]) - mc) * scale + shift);
+    const S *m = data_or_null<S>(norm.mean), *is = data_or_null<S>(norm.invstd);
+    const S *w = data_or_null<S>(norm.weight), *b = data_or_null<S>(norm.bias);
+    batch_norm_math::with_relu(norm.relu, [&](auto relu_flag) {
+      constexpr bool kRelu = decltype(relu_flag)::value;
+      for_each_row(l, [&](int64_t c, int64_t offset) {
+        const batch_norm_math::Channel<S> ch = batch_norm_math::channel(m, is, w, b, c);
+        for (int64_t i = offset; i < offset + l.s; ++i) {
+          y[i] = static_cast<T>(batch_norm_math::output<kRelu>(ch.normalize(static_cast<S>(x[i]))));
+        }
+      });
     });
   });
 }
 
-void CpuBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& input, const Tensor& mean,
-                                            const Tensor& sum_dy, const Tensor& sum_dy_xmu) {
-  check_layout("batch_norm_backward_reduce", input, {&grad_out}, {&mean, &sum_dy, &sum_dy_xmu});
+void CpuBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& input,
+                                            const BatchNormCoefficients& norm, const Tensor& sum_dy,
+                                            const Tensor& sum_dy_xmu) {
+  check_layout("batch_norm_backward_reduce", input, {&grad_out},
+               {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
+  KILN_ASSERT(!norm.relu || norm.invstd.defined(), "batch_norm_backward_reduce: relu needs invstd");
   const ChannelLayout l = layout_of(input);
   if (l.c == 0) return;
   visit_dtype<kFloatingTypes>(input.dtype(), "batch_norm_backward_reduce", [&]<typename T>() {
     using S = opmath_t<T>;
     const T* dy = static_cast<const T*>(grad_out.data_ptr());
     const T* x = static_cast<const T*>(input.data_ptr());
-    const S* m = static_cast<const S*>(mean.data_ptr());
-    const auto pieces = reduce_pieces<GradSums>(
-        l, [&](int64_t c, int64_t b, int64_t e) { return grad_sums_piece(dy, x, m[c], l, c, b, e); });
+    const S *m = data_or_null<S>(norm.mean), *is = data_or_null<S>(norm.invstd);
+    const S *w = data_or_null<S>(norm.weight), *b = data_or_null<S>(norm.bias);
+    std::vector<GradSums> pieces;
+    batch_norm_math::with_relu(norm.relu, [&](auto relu_flag) {
+      constexpr bool kRelu = decltype(relu_flag)::value;
+      pieces = reduce_pieces<GradSums>(l, [&](int64_t c, int64_t begin, int64_t end) {
+        const batch_norm_math::Channel<S> ch =
+            kRelu ? batch_norm_math::channel(m, is, w, b, c) : batch_norm_math::Channel<S>{m[c], S(1), S(0)};
+        return grad_sums_piece<kRelu>(dy, x, ch, l, c, begin, end);
+      });
+    });
     S* out_dy = static_cast<S*>(sum_dy.data_ptr());
     S* out_dy_xmu = static_cast<S*>(sum_dy_xmu.data_ptr());
     for (int64_t c = 0; c < l.c; ++c) {
@@ -246,11 +269,11 @@ void CpuBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tensor
   });
 }
 
-void CpuBackend::batch_norm_backward_input(const Tensor& grad_out, const Tensor& input, const Tensor& mean,
-                                           const Tensor& invstd, const Tensor& weight, const Tensor& sum_dy,
+void CpuBackend::batch_norm_backward_input(const Tensor& grad_out, const Tensor& input,
+                                           const BatchNormCoefficients& norm, const Tensor& sum_dy,
                                            const Tensor& sum_dy_xmu, int64_t count, const Tensor& grad_in) {
   check_layout("batch_norm_backward_input", input, {&grad_out, &grad_in},
-               {&mean, &invstd, &weight, &sum_dy, &sum_dy_xmu});
+               {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
   KILN_ASSERT(count > 0, "batch_norm_backward_input: count ", count);
   const ChannelLayout l = layout_of(input);
   visit_dtype<kFloatingTypes>(input.dtype(), "batch_norm_backward_input", [&]<typename T>() {
@@ -258,17 +281,22 @@ void CpuBackend::batch_norm_backward_input(const Tensor& grad_out, const Tensor&
     const T* dy = static_cast<const T*>(grad_out.data_ptr());
     const T* x = static_cast<const T*>(input.data_ptr());
     T* dx = static_cast<T*>(grad_in.data_ptr());
-    const S *m = data_or_null<S>(mean), *is = data_or_null<S>(invstd), *w = data_or_null<S>(weight);
+    const S *m = data_or_null<S>(norm.mean), *is = data_or_null<S>(norm.invstd);
+    const S *w = data_or_null<S>(norm.weight), *b = data_or_null<S>(norm.bias);
     const S *sdy = data_or_null<S>(sum_dy), *sdyx = data_or_null<S>(sum_dy_xmu);
     const S inv_count = S(1) / static_cast<S>(count);
-    for_each_row(l, [&](int64_t c, int64_t offset) {
-      const S mc = m[c], mean_dy = sdy[c] * inv_count;
-      const S proj = sdyx[c] * inv_count * is[c] * is[c];  // (x - mean) coefficient
-      const S scale = is[c] * (w ? w[c] : S(1));
-      for (int64_t i = offset; i < offset + l.s; ++i) {
-        const S g = static_cast<S>(dy[i]), xm = static_cast<S>(x[i]) - mc;
-        dx[i] = static_cast<T>((g - mean_dy - xm * proj) * scale);
-      }
+    batch_norm_math::with_relu(norm.relu, [&](auto relu_flag) {
+      constexpr bool kRelu = decltype(relu_flag)::value;
+      for_each_row(l, [&](int64_t c, int64_t offset) {
+        const batch_norm_math::Channel<S> ch = batch_norm_math::channel(m, is, w, b, c);
+        const S mean_dy = sdy[c] * inv_count;
+        const S proj = sdyx[c] * inv_count * is[c] * is[c];  // (x - mean) coefficient
+        for (int64_t i = offset; i < offset + l.s; ++i) {
+          const S xv = static_cast<S>(x[i]);
+          const S g = batch_norm_math::grad_of_y<kRelu>(static_cast<S>(dy[i]), kRelu ? ch.normalize(xv) : S(0));
+          dx[i] = static_cast<T>((g - mean_dy - (xv - ch.mean) * proj) * ch.scale);
+        }
+      });
     });
   });
 }

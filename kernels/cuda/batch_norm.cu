@@ -3,11 +3,15 @@
 // Math, per channel c over its m = N * S values (S = the spatial volume), as the CPU
 // (kernels/cpu/batch_norm.cpp):
 //   stats:            mean[c] = sum x / m,  var[c] = sum (x - mean)^2 / m    (biased)
-//   apply:            y = (x - mean) * (invstd * weight) + bias
+//   apply:            y = (x - mean) * (invstd * weight) + bias   (max(y, 0) with relu)
 //   backward_reduce:  sum_dy[c] = sum dy,  sum_dy_xmu[c] = sum dy (x - mean)
 //   backward_input:   dx = (dy - sum_dy / count - (x - mean) invstd^2 sum_dy_xmu / count)
 //                          * invstd * weight
-// weight / bias undefined mean 1 / 0. Every kernel overwrites its outputs (=, never +=).
+// weight / bias undefined mean 1 / 0. With relu, dy is grad_out masked by y > 0, y
+// recomputed from x (Note [Batch norm with ReLU] in core/backend.h) by the one inline
+// expression of kernels/batch_norm_math.h in all three kernels, so nvcc contracts it into
+// the same FMA in each and the mask matches the forward's output exactly.
+// Every kernel overwrites its outputs (=, never +=).
 // Half and bfloat16 load and compute in float (Note [Opmath]); per-channel tensors are in
 // the statistics type (float, or double for double input); so are the accumulators.
 //
@@ -40,6 +44,7 @@
 
 #include "core/dispatch.h"
 #include "core/kernel_memory.h"
+#include "kernels/batch_norm_math.h"
 #include "kernels/cuda/aligned_vector.cuh"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
@@ -126,17 +131,23 @@ struct GradSums {
   V dy = 0, dy_xmu = 0;
 };
 
-template <typename T, int kVec>
+// kRelu: dy masked by y > 0 (invstd, weight, bias read only then).
+template <typename T, int kVec, bool kRelu>
 struct GradSumsReducer {
   using V = opmath_t<T>;
   using State = GradSums<V>;
   const T* dy;
   const T* x;
   const V* mean;
+  const V* invstd;
+  const V* weight;
+  const V* bias;
   V* sum_dy;
   V* sum_dy_xmu;
-  V channel_mean = 0;
-  __device__ void begin_channel(int64_t c) { channel_mean = mean[c]; }
+  batch_norm_math::Channel<V> channel{};
+  __device__ void begin_channel(int64_t c) {
+    channel = kRelu ? batch_norm_math::channel(mean, invstd, weight, bias, c) : batch_norm_math::Channel<V>{mean[c], 1, 0};
+  }
   __device__ State identity() const { return {}; }
   __device__ State combine(State a, State b) const { return {a.dy + b.dy, a.dy_xmu + b.dy_xmu}; }
   __device__ State add(State s, int64_t i) const {
@@ -144,9 +155,10 @@ struct GradSumsReducer {
     const AlignedVector<T, kVec> p = reinterpret_cast<const AlignedVector<T, kVec>*>(x)[i];
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
-      const V gk = to_opmath(g.values[k]);
+      const V xk = to_opmath(p.values[k]);
+      const V gk = batch_norm_math::grad_of_y<kRelu>(to_opmath(g.values[k]), kRelu ? channel.normalize(xk) : V(0));
       s.dy += gk;
-      s.dy_xmu += gk * (to_opmath(p.values[k]) - channel_mean);
+      s.dy_xmu += gk * (xk - channel.mean);
     }
     return s;
   }
@@ -196,8 +208,8 @@ __global__ void channel_finalize(R r, const typename R::State* partials, int64_t
 
 // ==== kernels: elementwise =====================================================================
 
-// y = (x - mean) * scale + shift, scale = invstd * weight, shift = bias.
-template <typename T, int kVec>
+// y = (x - mean) * scale + shift, scale = invstd * weight, shift = bias; max(y, 0) with kRelu.
+template <typename T, int kVec, bool kRelu>
 __global__ void __launch_bounds__(kBlockThreads) batch_norm_apply_fwd(const T* x, T* y, const opmath_t<T>* mean,
                                                                   const opmath_t<T>* invstd, const opmath_t<T>* weight,
                                                                   const opmath_t<T>* bias, RowTiles t) {
@@ -206,8 +218,7 @@ __global__ void __launch_bounds__(kBlockThreads) batch_norm_apply_fwd(const T* x
   const int64_t rows = t.n * t.c;
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; r < rows;
        r += static_cast<int64_t>(gridDim.x) * blockDim.y) {
-    const int64_t c = r % t.c;
-    const V m = mean[c], scale = invstd[c] * (weight ? weight[c] : V(1)), shift = bias ? bias[c] : V(0);
+    const batch_norm_math::Channel<V> ch = batch_norm_math::channel(mean, invstd, weight, bias, r % t.c);
     const P* xr = reinterpret_cast<const P*>(x) + r * t.vectors;
     P* yr = reinterpret_cast<P*>(y) + r * t.vectors;
     for (int64_t v = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x; v < t.vectors;
@@ -215,18 +226,21 @@ __global__ void __launch_bounds__(kBlockThreads) batch_norm_apply_fwd(const T* x
       const P p = xr[v];
       P out;
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) out.values[k] = from_opmath<T>((to_opmath(p.values[k]) - m) * scale + shift);
+      for (int k = 0; k < kVec; ++k) {
+        out.values[k] = from_opmath<T>(batch_norm_math::output<kRelu>(ch.normalize(to_opmath(p.values[k]))));
+      }
       yr[v] = out;
     }
   }
 }
 
 // dx = (dy - sum_dy / count - (x - mean) * proj) * scale, proj = sum_dy_xmu / count * invstd^2,
-// scale = invstd * weight.
-template <typename T, int kVec>
+// scale = invstd * weight; with kRelu dy masked by y > 0.
+template <typename T, int kVec, bool kRelu>
 __global__ void __launch_bounds__(kBlockThreads) batch_norm_input_bwd(const T* dy, const T* x, T* dx,
                                                                   const opmath_t<T>* mean, const opmath_t<T>* invstd,
-                                                                  const opmath_t<T>* weight, const opmath_t<T>* sum_dy,
+                                                                  const opmath_t<T>* weight, const opmath_t<T>* bias,
+                                                                  const opmath_t<T>* sum_dy,
                                                                   const opmath_t<T>* sum_dy_xmu, opmath_t<T> inv_count,
                                                                   RowTiles t) {
   using V = opmath_t<T>;
@@ -235,9 +249,9 @@ __global__ void __launch_bounds__(kBlockThreads) batch_norm_input_bwd(const T* d
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; r < rows;
        r += static_cast<int64_t>(gridDim.x) * blockDim.y) {
     const int64_t c = r % t.c;
-    const V m = mean[c], mean_dy = sum_dy[c] * inv_count;
+    const batch_norm_math::Channel<V> ch = batch_norm_math::channel(mean, invstd, weight, bias, c);
+    const V mean_dy = sum_dy[c] * inv_count;
     const V proj = sum_dy_xmu[c] * inv_count * invstd[c] * invstd[c];
-    const V scale = invstd[c] * (weight ? weight[c] : V(1));
     const P* gr = reinterpret_cast<const P*>(dy) + r * t.vectors;
     const P* xr = reinterpret_cast<const P*>(x) + r * t.vectors;
     P* dxr = reinterpret_cast<P*>(dx) + r * t.vectors;
@@ -247,7 +261,9 @@ __global__ void __launch_bounds__(kBlockThreads) batch_norm_input_bwd(const T* d
       P out;
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
-        out.values[k] = from_opmath<T>((to_opmath(g.values[k]) - mean_dy - (to_opmath(p.values[k]) - m) * proj) * scale);
+        const V xk = to_opmath(p.values[k]);
+        const V gk = batch_norm_math::grad_of_y<kRelu>(to_opmath(g.values[k]), kRelu ? ch.normalize(xk) : V(0));
+        out.values[k] = from_opmath<T>((gk - mean_dy - (xk - ch.mean) * proj) * ch.scale);
       }
       dxr[v] = out;
     }
@@ -392,27 +408,31 @@ void CudaBackend::batch_norm_stats(const Tensor& input, const Tensor& mean, cons
   });
 }
 
-void CudaBackend::batch_norm_apply(const Tensor& input, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
-                                   const Tensor& bias, const Tensor& out) {
+void CudaBackend::batch_norm_apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor& out) {
   constexpr const char* kOp = "batch_norm_apply";
-  check_layout(kOp, input, {&out}, {&mean, &invstd, &weight, &bias});
+  check_layout(kOp, input, {&out}, {&norm.mean, &norm.invstd, &norm.weight, &norm.bias});
   if (input.numel() == 0) return;
   const int device = input.device().index;
   const OnDevice on(device);
   visit_vectorized(input, {&input, &out}, kOp, [&]<typename T, int kVec>() {
     using V = opmath_t<T>;
     const RowTiles t = row_tiles(input, kVec);
-    batch_norm_apply_fwd<T, kVec><<<elementwise_grid(t), dim3(t.tx, t.ty), 0, on.stream.handle()>>>(
-        static_cast<const T*>(input.data_ptr()), static_cast<T*>(out.data_ptr()), data_or_null<V>(mean),
-        data_or_null<V>(invstd), data_or_null<V>(weight), data_or_null<V>(bias), t);
-    KILN_CUDA_CHECK_LAUNCH();
+    batch_norm_math::with_relu(norm.relu, [&](auto relu_flag) {
+      constexpr bool kRelu = decltype(relu_flag)::value;
+      batch_norm_apply_fwd<T, kVec, kRelu><<<elementwise_grid(t), dim3(t.tx, t.ty), 0, on.stream.handle()>>>(
+          static_cast<const T*>(input.data_ptr()), static_cast<T*>(out.data_ptr()), data_or_null<V>(norm.mean),
+          data_or_null<V>(norm.invstd), data_or_null<V>(norm.weight), data_or_null<V>(norm.bias), t);
+      KILN_CUDA_CHECK_LAUNCH();
+    });
   });
 }
 
-void CudaBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& input, const Tensor& mean,
-                                             const Tensor& sum_dy, const Tensor& sum_dy_xmu) {
+void CudaBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& input,
+                                             const BatchNormCoefficients& norm, const Tensor& sum_dy,
+                                             const Tensor& sum_dy_xmu) {
   constexpr const char* kOp = "batch_norm_backward_reduce";
-  check_layout(kOp, input, {&grad_out}, {&mean, &sum_dy, &sum_dy_xmu});
+  check_layout(kOp, input, {&grad_out}, {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
+  KILN_ASSERT(!norm.relu || norm.invstd.defined(), kOp, ": relu needs invstd");
   if (input.sizes()[1] == 0) return;
   const int device = input.device().index;
   const OnDevice on(device);
@@ -420,18 +440,27 @@ void CudaBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tenso
     using V = opmath_t<T>;
     RowTiles t = row_tiles(input, kVec);
     plan_splits(t, device, kVec);
-    const GradSumsReducer<T, kVec> r{static_cast<const T*>(grad_out.data_ptr()),
-                                     static_cast<const T*>(input.data_ptr()), static_cast<const V*>(mean.data_ptr()),
-                                     static_cast<V*>(sum_dy.data_ptr()), static_cast<V*>(sum_dy_xmu.data_ptr())};
-    launch_channel_reduce(r, t, device, on.stream.handle());
+    batch_norm_math::with_relu(norm.relu, [&](auto relu_flag) {
+      constexpr bool kRelu = decltype(relu_flag)::value;
+      const GradSumsReducer<T, kVec, kRelu> r{static_cast<const T*>(grad_out.data_ptr()),
+                                              static_cast<const T*>(input.data_ptr()),
+                                              data_or_null<V>(norm.mean),
+                                              data_or_null<V>(norm.invstd),
+                                              data_or_null<V>(norm.weight),
+                                              data_or_null<V>(norm.bias),
+                                              static_cast<V*>(sum_dy.data_ptr()),
+                                              static_cast<V*>(sum_dy_xmu.data_ptr())};
+      launch_channel_reduce(r, t, device, on.stream.handle());
+    });
   });
 }
 
-void CudaBackend::batch_norm_backward_input(const Tensor& grad_out, const Tensor& input, const Tensor& mean,
-                                            const Tensor& invstd, const Tensor& weight, const Tensor& sum_dy,
+void CudaBackend::batch_norm_backward_input(const Tensor& grad_out, const Tensor& input,
+                                            const BatchNormCoefficients& norm, const Tensor& sum_dy,
                                             const Tensor& sum_dy_xmu, int64_t count, const Tensor& grad_in) {
   constexpr const char* kOp = "batch_norm_backward_input";
-  check_layout(kOp, input, {&grad_out, &grad_in}, {&mean, &invstd, &weight, &sum_dy, &sum_dy_xmu});
+  check_layout(kOp, input, {&grad_out, &grad_in},
+               {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
   KILN_ASSERT(count > 0, kOp, ": count ", count);
   if (input.numel() == 0) return;
   const int device = input.device().index;
@@ -439,11 +468,15 @@ void CudaBackend::batch_norm_backward_input(const Tensor& grad_out, const Tensor
   visit_vectorized(input, {&input, &grad_out, &grad_in}, kOp, [&]<typename T, int kVec>() {
     using V = opmath_t<T>;
     const RowTiles t = row_tiles(input, kVec);
-    batch_norm_input_bwd<T, kVec><<<elementwise_grid(t), dim3(t.tx, t.ty), 0, on.stream.handle()>>>(
-        static_cast<const T*>(grad_out.data_ptr()), static_cast<const T*>(input.data_ptr()),
-        static_cast<T*>(grad_in.data_ptr()), data_or_null<V>(mean), data_or_null<V>(invstd), data_or_null<V>(weight),
-        data_or_null<V>(sum_dy), data_or_null<V>(sum_dy_xmu), V(1) / static_cast<V>(count), t);
-    KILN_CUDA_CHECK_LAUNCH();
+    batch_norm_math::with_relu(norm.relu, [&](auto relu_flag) {
+      constexpr bool kRelu = decltype(relu_flag)::value;
+      batch_norm_input_bwd<T, kVec, kRelu><<<elementwise_grid(t), dim3(t.tx, t.ty), 0, on.stream.handle()>>>(
+          static_cast<const T*>(grad_out.data_ptr()), static_cast<const T*>(input.data_ptr()),
+          static_cast<T*>(grad_in.data_ptr()), data_or_null<V>(norm.mean), data_or_null<V>(norm.invstd),
+          data_or_null<V>(norm.weight), data_or_null<V>(norm.bias), data_or_null<V>(sum_dy),
+          data_or_null<V>(sum_dy_xmu), V(1) / static_cast<V>(count), t);
+      KILN_CUDA_CHECK_LAUNCH();
+    });
   });
 }
 

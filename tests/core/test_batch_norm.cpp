@@ -255,6 +255,96 @@ Tensor leaf(const std::vector<int64_t>& sizes, uint64_t seed) {
   return random_uniform(sizes, -2, 2, DType::Float64, seed).requires_grad_(true);
 }
 
+// Note [Batch norm with ReLU]: the fused op gives relu(batch_norm(...)) exactly, outputs,
+// running statistics and gradients, in every dtype, training and eval, affine or not (the
+// kernels compute the same values; the mask of y > 0 is relu's on the output).
+TEST(BatchNorm, ReluFusedEqualsReluOfBatchNorm) {
+  for (DType dtype : {DType::Float64, DType::Float32, DType::Float16, DType::BFloat16}) {
+    for (const auto& sizes : kShapes) {
+      for (bool training : {true, false}) {
+        for (bool affine : {true, false}) {
+          SCOPED_TRACE(::testing::Message() << dtype << " sizes " << ::testing::PrintToString(sizes) << " training "
+                                            << training << " affine " << affine);
+          const DType stats = dtype == DType::Float64 ? DType::Float64 : DType::Float32;
+          const Tensor x = channel_input(sizes, dtype, 50);
+          const Tensor w = affine ? random_nonzero({3}, stats, 51) : Tensor();
+          const Tensor b = affine ? random_nonzero({3}, stats, 52) : Tensor();
+          const Tensor upstream = random_nonzero(sizes, dtype, 53);
+          struct Run {
+            Tensor y{}, running_mean{}, running_var{}, grad_x{}, grad_w{}, grad_b{};
+          };
+          const auto run = [&](bool fused) {
+            Run r;
+            r.running_mean = random_uniform({3}, -1, 1, stats, 54);
+            r.running_var = random_uniform({3}, 0.5, 2, stats, 55);
+            const Tensor xi = x.detach().requires_grad_(true);
+            const Tensor wi = affine ? w.detach().requires_grad_(true) : Tensor();
+            const Tensor bi = affine ? b.detach().requires_grad_(true) : Tensor();
+            r.y = fused ? batch_norm_relu(xi, r.running_mean, r.running_var, wi, bi, training)
+                        : relu(batch_norm(xi, r.running_mean, r.running_var, wi, bi, training));
+            r.y.backward(upstream);
+            r.grad_x = xi.grad();
+            if (affine) {
+              r.grad_w = wi.grad();
+              r.grad_b = bi.grad();
+            }
+            return r;
+          };
+          const Run fused = run(true), unfused = run(false);
+          EXPECT_GT(eq(unfused.y, 0.0).sum().item<int64_t>(), 0);  // the mask blocks some values
+          EXPECT_TRUE(testing::all_equal(fused.y, unfused.y));
+          EXPECT_TRUE(testing::all_equal(fused.running_mean, unfused.running_mean));
+          EXPECT_TRUE(testing::all_equal(fused.running_var, unfused.running_var));
+          EXPECT_TRUE(testing::all_equal(fused.grad_x, unfused.grad_x));
+          if (affine) {
+            EXPECT_TRUE(testing::all_equal(fused.grad_w, unfused.grad_w));
+            EXPECT_TRUE(testing::all_equal(fused.grad_b, unfused.grad_b));
+          }
+        }
+      }
+    }
+  }
+}
+
+// A NaN input stays NaN through the fused ReLU (as relu), and the gradients match
+// relu(batch_norm(...))'s, NaN where they are NaN ((x - mean) times a zero coefficient).
+TEST(BatchNorm, ReluFusedPropagatesNaNAsRelu) {
+  for (bool training : {true, false}) {
+    Tensor x = channel_input({4, 2, 3}, DType::Float64, 56);
+    x.select(0, 1).select(0, 0).select(0, 2).fill_(std::nan(""));
+    const Tensor mean = zeros({2}, {.dtype = DType::Float64}), var = ones({2}, {.dtype = DType::Float64});
+    const Tensor upstream = random_nonzero(x.sizes(), DType::Float64, 57);
+    const Tensor fused_x = x.detach().requires_grad_(true), unfused_x = x.detach().requires_grad_(true);
+    const Tensor fused = batch_norm_relu(fused_x, mean, var, Tensor(), Tensor(), training);
+    const Tensor unfused = relu(batch_norm(unfused_x, mean, var, Tensor(), Tensor(), training));
+    EXPECT_TRUE(std::isnan(fused.select(0, 1).select(0, 0).select(0, 2).item<double>()));
+    EXPECT_TRUE(testing::all_equal(isnan(fused), isnan(unfused)));
+    fused.backward(upstream);
+    unfused.backward(upstream);
+    const auto zero_nan = [](const Tensor& t) { return where(isnan(t), zeros_like(t), t); };
+    EXPECT_TRUE(testing::all_equal(isnan(fused_x.grad()), isnan(unfused_x.grad()))) << "training " << training;
+    EXPECT_TRUE(testing::all_equal(zero_nan(fused_x.grad()), zero_nan(unfused_x.grad()))) << "training " << training;
+  }
+}
+
+KILN_GRADCHECK_TEST(batch_norm_relu) {
+  for (const auto& sizes : std::vector<std::vector<int64_t>>{{5, 3}, {3, 3, 4}, {2, 3, 2, 2, 2}}) {
+    for (bool training : {true, false}) {
+      const Tensor running_mean = random_uniform({3}, -1, 1, DType::Float64, 60);
+      const Tensor running_var = random_uniform({3}, 0.5, 2, DType::Float64, 61);
+      EXPECT_TRUE(gradcheck(
+          [&](const Inputs& v) { return batch_norm_relu(v[0], running_mean, running_var, v[1], v[2], training, 0.1, 1e-3); },
+          {leaf(sizes, 62), leaf({3}, 63), leaf({3}, 64)}))
+          << "affine, training " << training;
+      const Tensor x = non_contiguous(random_uniform(sizes, -2, 2, DType::Float64, 65)).detach().requires_grad_(true);
+      EXPECT_TRUE(gradcheck(
+          [&](const Inputs& v) { return batch_norm_relu(v[0], running_mean, running_var, Tensor(), Tensor(), training); },
+          {x}))
+          << "not affine, training " << training;
+    }
+  }
+}
+
 KILN_GRADCHECK_TEST(batch_norm) {
   for (const auto& sizes : std::vector<std::vector<int64_t>>{{5, 3}, {3, 3, 4}, {2, 3, 2, 3}, {2, 3, 2, 2, 2}}) {
     for (bool training : {true, false}) {

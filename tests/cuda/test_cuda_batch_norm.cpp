@@ -1,5 +1,6 @@
 // CUDA batch-norm pieces and the batch_norm op against the CPU backend: each of the four
-// Backend kernels (stats, apply, backward_reduce, backward_input) in f32/f64/f16/bf16 on
+// Backend kernels (stats, apply, backward_reduce, backward_input; the last three also with
+// the fused ReLU) in f32/f64/f16/bf16 on
 // shapes with few and many channels, spatial sizes that are and are not multiples of the
 // vector width, misaligned inputs (the scalar path), N = 1, S = 1, one big enough for the
 // split-channel grid, into poisoned outputs (Note [Poisoned outputs]); then the public op
@@ -41,6 +42,27 @@ Tensor channel_values(int64_t channels, DType dtype, uint64_t seed, bool positiv
   return positive ? testing::random_uniform({channels}, 0.5, 2, stats_dtype(dtype), seed)
                   : testing::random_for({channels}, stats_dtype(dtype), seed);
 }
+
+// The normalisation of the elementwise and backward tests: mean, positive invstd, and
+// weight and bias when affine (seeds seed..seed+3), with or without the fused ReLU.
+BatchNormCoefficients coefficients(int64_t channels, DType dtype, bool affine, bool relu, uint64_t seed) {
+  return {.mean = channel_values(channels, dtype, seed),
+          .invstd = channel_values(channels, dtype, seed + 1, /*positive=*/true),
+          .weight = affine ? channel_values(channels, dtype, seed + 2) : Tensor(),
+          .bias = affine ? channel_values(channels, dtype, seed + 3) : Tensor(),
+          .relu = relu};
+}
+
+BatchNormCoefficients on_gpu(const BatchNormCoefficients& norm) {
+  const auto moved = [](const Tensor& t) { return t.defined() ? t.to(kCuda) : t; };
+  return {moved(norm.mean), moved(norm.invstd), moved(norm.weight), moved(norm.bias), norm.relu};
+}
+
+// (affine, relu) and (misaligned, relu) pairs the kernel tests loop over. With the fused
+// ReLU a value y within an ulp of 0 could take another side of the mask on the GPU (an
+// FMA) than on the CPU; the random inputs make that a ~1e-7 chance per value.
+constexpr std::pair<bool, bool> kAffineRelu[] = {{true, false}, {false, false}, {true, true}, {false, true}};
+constexpr std::pair<bool, bool> kMisalignedRelu[] = {{false, false}, {true, false}, {false, true}, {true, true}};
 
 std::string trace(DType dtype, const std::vector<int64_t>& sizes, bool misaligned) {
   return (::testing::Message() << dtype << " sizes " << ::testing::PrintToString(sizes)
@@ -85,13 +107,14 @@ TEST(CudaBatchNorm, AnEmptyBatchOrVolumeWritesEveryChannel) {
       EXPECT_TRUE(all(isnan(var)).item<bool>()) << var.cpu();
       const Tensor sum_dy = full({3}, 7.0, {.dtype = sd, .device = kCuda});
       const Tensor sum_dy_xmu = full({3}, 7.0, {.dtype = sd, .device = kCuda});
-      backend(kCuda).batch_norm_backward_reduce(x, x, zeros({3}, {.dtype = sd, .device = kCuda}), sum_dy, sum_dy_xmu);
+      backend(kCuda).batch_norm_backward_reduce(x, x, {.mean = zeros({3}, {.dtype = sd, .device = kCuda})}, sum_dy,
+                                                sum_dy_xmu);
       EXPECT_EQ(sum_dy.abs().max().item<double>(), 0.0);
       EXPECT_EQ(sum_dy_xmu.abs().max().item<double>(), 0.0);
       const Tensor ones_c = ones({3}, {.dtype = sd, .device = kCuda});
       const Tensor out = empty(sizes, {.dtype = dtype, .device = kCuda});
-      backend(kCuda).batch_norm_apply(x, mean, ones_c, Tensor(), Tensor(), out);
-      backend(kCuda).batch_norm_backward_input(x, x, mean, ones_c, Tensor(), sum_dy, sum_dy_xmu, 1, out);
+      backend(kCuda).batch_norm_apply(x, {.mean = mean, .invstd = ones_c}, out);
+      backend(kCuda).batch_norm_backward_input(x, x, {.mean = mean, .invstd = ones_c}, sum_dy, sum_dy_xmu, 1, out);
     }
   }
 }
@@ -101,18 +124,15 @@ TEST(CudaBatchNorm, ApplyMatchesCpu) {
   for (DType dtype : testing::kFloatingDTypes) {
     for (const auto& sizes : kShapes) {
       for (bool misaligned : {false, true}) {
-        for (bool affine : {true, false}) {
-          SCOPED_TRACE(trace(dtype, sizes, misaligned) + (affine ? " affine" : ""));
+        for (const auto& [affine, relu] : kAffineRelu) {
+          SCOPED_TRACE(trace(dtype, sizes, misaligned) + (affine ? " affine" : "") + (relu ? " relu" : ""));
           const int64_t c = sizes[1];
           const Tensor x = testing::random_for(sizes, dtype, 2);
-          const Tensor mean = channel_values(c, dtype, 3), invstd = channel_values(c, dtype, 4, true);
-          const Tensor w = affine ? channel_values(c, dtype, 5) : Tensor();
-          const Tensor b = affine ? channel_values(c, dtype, 6) : Tensor();
+          const BatchNormCoefficients norm = coefficients(c, dtype, affine, relu, 3);
           const Tensor expected = empty(sizes, {.dtype = dtype});
-          backend(Device::cpu()).batch_norm_apply(x, mean, invstd, w, b, expected);
+          backend(Device::cpu()).batch_norm_apply(x, norm, expected);
           const Tensor actual = on_gpu(testing::poisoned(sizes, dtype, Device::cpu()), misaligned);
-          backend(kCuda).batch_norm_apply(on_gpu(x, misaligned), mean.to(kCuda), invstd.to(kCuda),
-                                          affine ? w.to(kCuda) : w, affine ? b.to(kCuda) : b, actual);
+          backend(kCuda).batch_norm_apply(on_gpu(x, misaligned), on_gpu(norm), actual);
           EXPECT_TRUE(testing::matches_cpu(actual, expected, kSlack));
         }
       }
@@ -124,16 +144,16 @@ TEST(CudaBatchNorm, BackwardReduceMatchesCpu) {
   KILN_REQUIRE_CUDA();
   for (DType dtype : testing::kFloatingDTypes) {
     for (const auto& sizes : kShapes) {
-      for (bool misaligned : {false, true}) {
-        SCOPED_TRACE(trace(dtype, sizes, misaligned));
+      for (const auto& [misaligned, relu] : kMisalignedRelu) {
+        SCOPED_TRACE(trace(dtype, sizes, misaligned) + (relu ? " relu" : ""));
         const int64_t c = sizes[1];
         const DType sd = stats_dtype(dtype);
         const Tensor dy = testing::random_for(sizes, dtype, 7), x = testing::random_for(sizes, dtype, 8);
-        const Tensor mean = channel_values(c, dtype, 9);
+        const BatchNormCoefficients norm = coefficients(c, dtype, /*affine=*/true, relu, 9);
         const Tensor sum_dy = empty({c}, {.dtype = sd}), sum_dy_xmu = empty({c}, {.dtype = sd});
-        backend(Device::cpu()).batch_norm_backward_reduce(dy, x, mean, sum_dy, sum_dy_xmu);
+        backend(Device::cpu()).batch_norm_backward_reduce(dy, x, norm, sum_dy, sum_dy_xmu);
         const Tensor gpu_sum_dy = testing::poisoned({c}, sd, kCuda), gpu_sum_dy_xmu = testing::poisoned({c}, sd, kCuda);
-        backend(kCuda).batch_norm_backward_reduce(on_gpu(dy, misaligned), on_gpu(x, misaligned), mean.to(kCuda),
+        backend(kCuda).batch_norm_backward_reduce(on_gpu(dy, misaligned), on_gpu(x, misaligned), on_gpu(norm),
                                                   gpu_sum_dy, gpu_sum_dy_xmu);
         // sums of N * S terms of size ~1: compare with an absolute tolerance that grows with them
         const double count = static_cast<double>(x.numel() / c);
@@ -151,19 +171,17 @@ TEST(CudaBatchNorm, BackwardInputMatchesCpu) {
   for (DType dtype : testing::kFloatingDTypes) {
     for (const auto& sizes : kShapes) {
       for (bool misaligned : {false, true}) {
-        for (bool affine : {true, false}) {
-          SCOPED_TRACE(trace(dtype, sizes, misaligned) + (affine ? " affine" : ""));
+        for (const auto& [affine, relu] : kAffineRelu) {
+          SCOPED_TRACE(trace(dtype, sizes, misaligned) + (affine ? " affine" : "") + (relu ? " relu" : ""));
           const int64_t c = sizes[1], count = 11;
           const Tensor dy = testing::random_for(sizes, dtype, 10), x = testing::random_for(sizes, dtype, 11);
-          const Tensor mean = channel_values(c, dtype, 12), invstd = channel_values(c, dtype, 13, true);
-          const Tensor w = affine ? channel_values(c, dtype, 14) : Tensor();
-          const Tensor sum_dy = channel_values(c, dtype, 15), sum_dy_xmu = channel_values(c, dtype, 16);
+          const BatchNormCoefficients norm = coefficients(c, dtype, affine, relu, 12);
+          const Tensor sum_dy = channel_values(c, dtype, 16), sum_dy_xmu = channel_values(c, dtype, 17);
           const Tensor expected = empty(sizes, {.dtype = dtype});
-          backend(Device::cpu()).batch_norm_backward_input(dy, x, mean, invstd, w, sum_dy, sum_dy_xmu, count, expected);
+          backend(Device::cpu()).batch_norm_backward_input(dy, x, norm, sum_dy, sum_dy_xmu, count, expected);
           const Tensor actual = on_gpu(testing::poisoned(sizes, dtype, Device::cpu()), misaligned);
-          backend(kCuda).batch_norm_backward_input(on_gpu(dy, misaligned), on_gpu(x, misaligned), mean.to(kCuda),
-                                                   invstd.to(kCuda), affine ? w.to(kCuda) : w, sum_dy.to(kCuda),
-                                                   sum_dy_xmu.to(kCuda), count, actual);
+          backend(kCuda).batch_norm_backward_input(on_gpu(dy, misaligned), on_gpu(x, misaligned), on_gpu(norm),
+                                                   sum_dy.to(kCuda), sum_dy_xmu.to(kCuda), count, actual);
           EXPECT_TRUE(testing::matches_cpu(actual, expected, kSlack));
         }
       }
@@ -171,14 +189,18 @@ TEST(CudaBatchNorm, BackwardInputMatchesCpu) {
   }
 }
 
-// The public op on both devices: outputs, running statistics, and gradients.
+// The public ops (batch_norm, batch_norm_relu) on both devices: outputs, running
+// statistics, and gradients.
+constexpr std::pair<bool, bool> kTrainingRelu[] = {{true, false}, {false, false}, {true, true}, {false, true}};
+
 TEST(CudaBatchNorm, OpForwardBackwardAndRunningStatsMatchCpu) {
   KILN_REQUIRE_CUDA();
   const std::vector<std::vector<int64_t>> shapes = {{6, 3}, {4, 5, 9}, {2, 4, 6, 5}, {2, 3, 4, 4, 4}, {1, 2, 3, 3, 3}};
   for (DType dtype : testing::kFloatingDTypes) {
     for (const auto& sizes : shapes) {
-      for (bool training : {true, false}) {
-        SCOPED_TRACE(trace(dtype, sizes, false) + (training ? " training" : " eval"));
+      for (const auto& [training, relu] : kTrainingRelu) {
+        SCOPED_TRACE(trace(dtype, sizes, false) + (training ? " training" : " eval") + (relu ? " relu" : ""));
+        const auto normalize = relu ? batch_norm_relu : batch_norm;
         const int64_t c = sizes[1];
         const Tensor x = testing::non_contiguous(testing::random_for(sizes, dtype, 20));
         const Tensor g = testing::random_for(sizes, dtype, 21);
@@ -190,8 +212,8 @@ TEST(CudaBatchNorm, OpForwardBackwardAndRunningStatsMatchCpu) {
         const Tensor cb = b.detach().requires_grad_(true);
         const Tensor gx = testing::on_device(x, kCuda, true).detach().requires_grad_(true);
         const Tensor gw = w.to(kCuda).requires_grad_(true), gb = b.to(kCuda).requires_grad_(true);
-        const Tensor cpu_y = batch_norm(cx, rm, rv, cw, cb, training, 0.2);
-        const Tensor gpu_y = batch_norm(gx, gpu_rm, gpu_rv, gw, gb, training, 0.2);
+        const Tensor cpu_y = normalize(cx, rm, rv, cw, cb, training, 0.2, 1e-5);
+        const Tensor gpu_y = normalize(gx, gpu_rm, gpu_rv, gw, gb, training, 0.2, 1e-5);
         EXPECT_TRUE(testing::matches_cpu(gpu_y, cpu_y, kSlack));
         EXPECT_TRUE(testing::matches_cpu(gpu_rm, rm, kSlack));
         EXPECT_TRUE(testing::matches_cpu(gpu_rv, rv, kSlack));

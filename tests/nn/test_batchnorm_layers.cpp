@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "core/autograd/node.h"
 #include "core/ops.h"
 #include "nn/nn.h"
 #include "tests/test_util.h"
@@ -47,6 +48,22 @@ TEST(NnBatchNorm, TrainingUpdatesRunningStatsWithMomentum) {
   EXPECT_EQ(bn.num_batches_tracked.item<int64_t>(), 1);
   bn.forward(x);
   EXPECT_EQ(bn.num_batches_tracked.item<int64_t>(), 2);
+}
+
+TEST(NnBatchNorm, ReluOptionFusesTheReluIntoTheLayer) {
+  nn::BatchNorm3d fused(nn::BatchNorm3dOptions{.num_features = 3, .relu = true});
+  nn::BatchNorm3d plain(nn::BatchNorm3dOptions{.num_features = 3});
+  EXPECT_EQ(fused.to_string(), "BatchNorm3d(3, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True, relu=True)");
+  EXPECT_EQ(fused.state_dict().size(), plain.state_dict().size());  // the same parameters and buffers
+  const Tensor x = random_uniform({2, 3, 2, 3, 2}, -1, 3, DType::Float32, 2);
+  for (bool training : {true, false}) {
+    fused.train(training);
+    plain.train(training);
+    const Tensor y = fused.forward(x);
+    EXPECT_TRUE(testing::all_equal(y, relu(plain.forward(x)))) << "training " << training;
+    EXPECT_EQ(y.grad_fn()->name(), "batch_norm_relu");
+    EXPECT_TRUE(testing::all_equal(fused.running_mean, plain.running_mean));
+  }
 }
 
 TEST(NnBatchNorm, CumulativeMovingAverageWithoutMomentum) {
