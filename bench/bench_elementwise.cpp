@@ -1,13 +1,18 @@
-// CPU elementwise engine: unary (exp), binary (add), broadcast add, strided (transposed)
-// input, and the copy kernel, in float32 from 64 KiB to 64 MiB per operand.
+// CPU elementwise engine: unary (exp, relu), binary (add, relu backward), broadcast add,
+// strided (transposed) input, and the copy kernel, in float32 from 64 KiB to 64 MiB per
+// operand; and cross-entropy forward + backward (the classifier's loss).
 //
 // Roofline: memory-bound. Bytes moved per element: unary 4 read + 4 write = 8, binary
 // 8 + 4 = 12, broadcast add [R, C] + [C] ~ 8 (the row stays in cache), copy 8. The
 // ceiling is the copy peak of bench_util.h; exp costs ~20 flops per element, so on two
-// cores it may be compute-bound for small sizes. Ops that return a new tensor pay for
-// fresh pages at 64 MiB (the CPU allocator does not cache; the kernel then first-touches
-// every page), which is why BM_Copy_Contiguous, writing into a reused tensor, is the
-// fairer engine-only figure at that size.
+// cores it may be compute-bound for small sizes (it is not: vectorisable_exp runs at the
+// copy's speed). Ops that return a new tensor take it from the CPU caching allocator (Note
+// [CPU caching allocator]), so from the second iteration on no page is fresh.
+// ReLU: forward 8 bytes a value; backward (grad, saved output -> grad_in) 12.
+// Cross-entropy over [rows, 1000] logits, forward and backward through autograd:
+// log_softmax reads and writes the logits (8), nll reads one value a row; backward writes
+// the one-hot gradient (4) and log_softmax's backward reads it and its output and writes
+// grad_in (12): 24 bytes a logit.
 #include <cmath>
 
 #include "bench/bench_util.h"
@@ -21,6 +26,31 @@ void BM_Unary_Exp(benchmark::State& state) {
   const Tensor x = rand({n});
   run_bandwidth_benchmark(state, 8.0 * static_cast<double>(n),
                           [&] { benchmark::DoNotOptimize(exp(x).data_ptr()); });
+}
+
+void BM_Unary_Relu(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const Tensor x = randn({n});
+  run_bandwidth_benchmark(state, 8.0 * static_cast<double>(n),
+                          [&] { benchmark::DoNotOptimize(relu(x).data_ptr()); });
+}
+
+void BM_ReluBackward(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const Tensor grad = randn({n}), out = relu(randn({n}));
+  run_bandwidth_benchmark(state, 12.0 * static_cast<double>(n), [&] {
+    benchmark::DoNotOptimize(binary_kernel(BinaryOp::ReluBackward, grad, out).data_ptr());
+  });
+}
+
+void BM_CrossEntropy_ForwardBackward(benchmark::State& state) {
+  const int64_t rows = state.range(0) / 1000;
+  const Tensor logits = randn({rows, 1000}).requires_grad_(true);
+  const Tensor target = randint(0, 1000, {rows});
+  run_bandwidth_benchmark(state, 24.0 * static_cast<double>(logits.numel()), [&] {
+    cross_entropy(logits, target).backward();
+    logits.set_grad(Tensor());
+  });
 }
 
 void BM_Binary_Add(benchmark::State& state) {
@@ -61,6 +91,9 @@ constexpr int64_t kMin = int64_t{1} << 14;  // 64 KiB of float32
 constexpr int64_t kMax = int64_t{1} << 24;  // 64 MiB of float32
 
 BENCHMARK(BM_Unary_Exp)->RangeMultiplier(16)->Range(kMin, kMax)->UseRealTime();
+BENCHMARK(BM_Unary_Relu)->RangeMultiplier(16)->Range(kMin, kMax)->UseRealTime();
+BENCHMARK(BM_ReluBackward)->RangeMultiplier(16)->Range(kMin, kMax)->UseRealTime();
+BENCHMARK(BM_CrossEntropy_ForwardBackward)->Arg(int64_t{1} << 20)->Arg(int64_t{1} << 24)->UseRealTime();
 BENCHMARK(BM_Binary_Add)->RangeMultiplier(16)->Range(kMin, kMax)->UseRealTime();
 BENCHMARK(BM_Broadcast_AddRow)->RangeMultiplier(16)->Range(kMin, kMax)->UseRealTime();
 BENCHMARK(BM_Strided_TransposedCopy)->RangeMultiplier(16)->Range(kMin, kMax)->UseRealTime();

@@ -24,8 +24,8 @@
 // Note [Vectorised softmax]: float32 (and the half types, computed in float32) take exp
 // from vectorisable_exp.h instead of libm (through functors::exp_of), so the loops over neighbouring rows vectorise;
 // a contiguous row (softmax over the last dim of a contiguous tensor, the classifier's
-// case) has its own kernel, softmax_row, whose three passes run over the row in kLanes
-// independent lanes (max, double sum) and vectorise too; a NaN reaches the sum through its
+// case) has its own kernels, softmax_row and softmax_bwd_row, whose passes run over the
+// row in kLanes independent lanes (max, double sum) and vectorise too; a NaN reaches the sum through its
 // exp and makes the row NaN. Float64 keeps std::exp.
 #include <algorithm>
 #include <array>
@@ -211,6 +211,34 @@ void softmax_fwd(const T* x, int64_t x_step, T* y, int64_t y_step, int64_t n, in
   }
 }
 
+// Backward of one contiguous float32 row of length n (grad_out g, output y, grad_in gi):
+// the row's sum (sum g y for softmax, sum g for log_softmax) in kLanes double lanes, then
+// grad_in in one pass, both vectorised. Same results as softmax_bwd's general loops but
+// for the order of the double sum. Cross-entropy's backward is this over the logits.
+void softmax_bwd_row(const float* g, const float* y, float* gi, int64_t n, bool log) {
+  std::array<double, kLanes> lane_sum{};
+  double sum = 0;
+  int64_t j = 0;
+  if (log) {
+    for (; j + kLanes <= n; j += kLanes) {  // vectorised: tests/kernels/check_vectorized.cmake
+      for (int64_t l = 0; l < kLanes; ++l) lane_sum[l] += g[j + l];
+    }
+    for (; j < n; ++j) sum += g[j];
+  } else {
+    for (; j + kLanes <= n; j += kLanes) {  // vectorised: tests/kernels/check_vectorized.cmake
+      for (int64_t l = 0; l < kLanes; ++l) lane_sum[l] += static_cast<double>(g[j + l]) * y[j + l];
+    }
+    for (; j < n; ++j) sum += static_cast<double>(g[j]) * y[j];
+  }
+  for (int64_t l = 0; l < kLanes; ++l) sum += lane_sum[l];
+  const float t = static_cast<float>(sum);
+  if (log) {
+    for (j = 0; j < n; ++j) gi[j] = g[j] - vectorisable_exp(y[j]) * t;  // vectorised: tests/kernels/check_vectorized.cmake
+  } else {
+    for (j = 0; j < n; ++j) gi[j] = y[j] * (g[j] - t);  // vectorised: tests/kernels/check_vectorized.cmake
+  }
+}
+
 template <typename T>
 void softmax_bwd(const T* g, int64_t g_step, const T* y, int64_t y_step, T* gi, int64_t gi_step, int64_t n,
                  int64_t width, bool log) {
@@ -267,6 +295,11 @@ void CpuBackend::softmax_backward(const Tensor& grad_out, const Tensor& out, int
                                 const T* y = static_cast<const T*>(out.data_ptr());
                                 T* gi = static_cast<T*>(grad_in.data_ptr());
                                 rows.for_each_block([&](const std::array<int64_t, 3>& o, int64_t width) {
+                                  if constexpr (std::is_same_v<T, float>) {
+                                    if (width == 1 && rows.step(0) == 1 && rows.step(1) == 1 && rows.step(2) == 1) {
+                                      return softmax_bwd_row(g + o[0], y + o[1], gi + o[2], rows.length(), log);
+                                    }
+                                  }
                                   softmax_bwd(g + o[0], rows.step(0), y + o[1], rows.step(1), gi + o[2],
                                               rows.step(2), rows.length(), width, log);
                                 });

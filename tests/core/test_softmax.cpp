@@ -108,6 +108,23 @@ TEST(Softmax, ManyNeighbouringRowsAlongAMiddleDim) {
   }
 }
 
+// Float32 rows contiguous along the last dim take the lane kernels forward and backward
+// (softmax_row, softmax_bwd_row): lengths below, at and past the 16 lanes, with a tail,
+// and a classifier's 1000 logits.
+TEST(Softmax, Float32ContiguousRowsBackwardInLanesAndTail) {
+  for (int64_t length : {5, 16, 37, 1000}) {
+    const Tensor x = random_uniform({3, length}, -4, 4, DType::Float32, 8);
+    const Tensor g = random_nonzero({3, length}, DType::Float32, 9);
+    for (bool log : {false, true}) {
+      SCOPED_TRACE("length " + std::to_string(length) + (log ? " log" : ""));
+      Tensor leaf = x.detach().requires_grad_(true);
+      const Tensor y = softmax_of(leaf, 1, log);
+      y.backward(g);
+      EXPECT_TRUE(all_close(leaf.grad(), reference_softmax_backward(g, y.detach(), 1, log).to(DType::Float32)));
+    }
+  }
+}
+
 TEST(Softmax, LongRowsSumToOne) {
   const Tensor x = random_uniform({2, 100000}, -5, 5, DType::Float32, 2);
   const Tensor y = softmax(x, 1);
