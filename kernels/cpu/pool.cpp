@@ -191,30 +191,40 @@ inline int64_t avg_divisor(const PoolGeometry& g, const AvgAxis (&axes)[3], int6
   return axes[0].count[od] * axes[1].count[oh] * axes[2].count[ow];
 }
 
+// Calls fn(flat, od, oh, ow) for every output of a plane, in order.
+template <typename Fn>
+void for_each_window(const PoolGeometry& g, const Fn& fn) {
+  for (int64_t od = 0, flat = 0; od < g.out[0]; ++od) {
+    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+      for (int64_t ow = 0; ow < g.out[2]; ++ow, ++flat) fn(flat, od, oh, ow);
+    }
+  }
+}
+
+// Calls fn(offset of input row (d, h)) for the rows of output (od, oh)'s box.
+template <typename Fn>
+void for_each_box_row(const PoolGeometry& g, const AvgAxis (&axes)[3], int64_t od, int64_t oh, const Fn& fn) {
+  const PoolRange &rd = axes[0].window[od], &rh = axes[1].window[oh];
+  for (int64_t d = rd.begin; d < rd.end; ++d) {
+    for (int64_t h = rh.begin; h < rh.end; ++h) fn((d * g.in[1] + h) * g.in[2]);
+  }
+}
+
 // The direct kernels, for short rows (Note [Row-wise average pooling]): each output sums
 // its box in place; backward scatters each output's share into a zeroed accumulator of
 // the plane, in output order.
 template <typename T>
 void avg_pool_fwd_direct(const T* x, T* y, const PoolGeometry& g, const AvgAxis (&axes)[3]) {
   using V = opmath_t<T>;
-  for (int64_t od = 0, flat = 0; od < g.out[0]; ++od) {
-    const PoolRange& rd = axes[0].window[od];
-    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-      const PoolRange& rh = axes[1].window[oh];
-      for (int64_t ow = 0; ow < g.out[2]; ++ow, ++flat) {
-        const PoolRange& rw = axes[2].window[ow];
-        V sum = 0;
-        for (int64_t d = rd.begin; d < rd.end; ++d) {
-          for (int64_t h = rh.begin; h < rh.end; ++h) {
-            const T* in_row = x + (d * g.in[1] + h) * g.in[2];
-            for (int64_t w = rw.begin; w < rw.end; ++w) sum += static_cast<V>(in_row[w]);
-          }
-        }
-        const int64_t divisor = avg_divisor(g, axes, od, oh, ow);
-        y[flat] = static_cast<T>(divisor == 0 ? V(0) : sum / static_cast<V>(divisor));
-      }
-    }
-  }
+  for_each_window(g, [&](int64_t flat, int64_t od, int64_t oh, int64_t ow) {
+    const PoolRange& rw = axes[2].window[ow];
+    V sum = 0;
+    for_each_box_row(g, axes, od, oh, [&](int64_t row) {
+      for (int64_t w = rw.begin; w < rw.end; ++w) sum += static_cast<V>(x[row + w]);
+    });
+    const int64_t divisor = avg_divisor(g, axes, od, oh, ow);
+    y[flat] = static_cast<T>(divisor == 0 ? V(0) : sum / static_cast<V>(divisor));
+  });
 }
 
 template <typename T>
@@ -222,43 +232,29 @@ void avg_pool_bwd_direct(const T* gy, T* gx, const PoolGeometry& g, const AvgAxi
                          std::vector<opmath_t<T>>& acc) {
   using V = opmath_t<T>;
   acc.assign(static_cast<size_t>(g.in_volume()), V(0));
-  for (int64_t od = 0, flat = 0; od < g.out[0]; ++od) {
-    const PoolRange& rd = axes[0].window[od];
-    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-      const PoolRange& rh = axes[1].window[oh];
-      for (int64_t ow = 0; ow < g.out[2]; ++ow, ++flat) {
-        const PoolRange& rw = axes[2].window[ow];
-        const int64_t divisor = avg_divisor(g, axes, od, oh, ow);
-        if (divisor == 0) continue;
-        const V share = static_cast<V>(gy[flat]) / static_cast<V>(divisor);
-        for (int64_t d = rd.begin; d < rd.end; ++d) {
-          for (int64_t h = rh.begin; h < rh.end; ++h) {
-            V* in_row = acc.data() + (d * g.in[1] + h) * g.in[2];
-            for (int64_t w = rw.begin; w < rw.end; ++w) in_row[w] += share;
-          }
-        }
-      }
-    }
-  }
+  for_each_window(g, [&](int64_t flat, int64_t od, int64_t oh, int64_t ow) {
+    const PoolRange& rw = axes[2].window[ow];
+    const int64_t divisor = avg_divisor(g, axes, od, oh, ow);
+    if (divisor == 0) return;
+    const V share = static_cast<V>(gy[flat]) / static_cast<V>(divisor);
+    for_each_box_row(g, axes, od, oh, [&](int64_t row) {
+      for (int64_t w = rw.begin; w < rw.end; ++w) acc[row + w] += share;
+    });
+  });
   for (size_t i = 0; i < acc.size(); ++i) gx[i] = static_cast<T>(acc[i]);
 }
 
 template <typename T>
 void avg_pool_fwd(const T* x, T* y, const PoolGeometry& g, const AvgAxis (&axes)[3], std::vector<opmath_t<T>>& row) {
   using V = opmath_t<T>;
-  const int64_t in_h = g.in[1], in_w = g.in[2];
+  const int64_t in_w = g.in[2];
   row.resize(static_cast<size_t>(in_w));
   for (int64_t od = 0; od < g.out[0]; ++od) {
-    const PoolRange& rd = axes[0].window[od];
     for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-      const PoolRange& rh = axes[1].window[oh];
       std::fill(row.begin(), row.end(), V(0));
-      for (int64_t d = rd.begin; d < rd.end; ++d) {
-        for (int64_t h = rh.begin; h < rh.end; ++h) {
-          const T* in_row = x + (d * in_h + h) * in_w;
-          for (int64_t w = 0; w < in_w; ++w) row[w] += static_cast<V>(in_row[w]);
-        }
-      }
+      for_each_box_row(g, axes, od, oh, [&](int64_t offset) {
+        for (int64_t w = 0; w < in_w; ++w) row[w] += static_cast<V>(x[offset + w]);
+      });
       T* out_row = y + (od * g.out[1] + oh) * g.out[2];
       for (int64_t ow = 0; ow < g.out[2]; ++ow) {
         const PoolRange& rw = axes[2].window[ow];
@@ -280,14 +276,10 @@ void avg_pool_bwd(const T* gy, T* gx, const PoolGeometry& g, const AvgAxis (&axe
   shares.resize(static_cast<size_t>(g.out_volume()));
   row.resize(static_cast<size_t>(out_w));
   line.resize(static_cast<size_t>(in_w));
-  for (int64_t od = 0, flat = 0; od < g.out[0]; ++od) {
-    for (int64_t oh = 0; oh < out_h; ++oh) {
-      for (int64_t ow = 0; ow < out_w; ++ow, ++flat) {
-        const int64_t divisor = avg_divisor(g, axes, od, oh, ow);
-        shares[flat] = divisor == 0 ? V(0) : static_cast<V>(gy[flat]) / static_cast<V>(divisor);
-      }
-    }
-  }
+  for_each_window(g, [&](int64_t flat, int64_t od, int64_t oh, int64_t ow) {
+    const int64_t divisor = avg_divisor(g, axes, od, oh, ow);
+    shares[flat] = divisor == 0 ? V(0) : static_cast<V>(gy[flat]) / static_cast<V>(divisor);
+  });
   for (int64_t d = 0; d < g.in[0]; ++d) {
     const int64_t od_first = axes[0].first[d], od_last = axes[0].last[d];
     for (int64_t h = 0; h < g.in[1]; ++h) {
