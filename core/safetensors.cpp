@@ -1,19 +1,15 @@
 // Reading safetensors files (core/safetensors.h): the header is pulled from a json::Reader
 // entry by entry (Note [safetensors header memory]) and checked as in
 // Note [safetensors validation] before any tensor is allocated, then each tensor's bytes
-// are read straight into a new CPU tensor (pread from the file, memcpy from memory) and
+// are read straight into a new CPU tensor (through a ByteSource, core/byte_source.h) and
 // moved to the requested device. Writing is core/safetensors_write.cpp.
 #include "core/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
-#include <cerrno>
 #include <cstring>
 
+#include "core/byte_source.h"
 #include "core/checked_math.h"
 #include "core/error.h"
 #include "core/json.h"
@@ -27,69 +23,6 @@ static_assert(std::endian::native == std::endian::little,
               "matches the format's little-endian layout only on little-endian hosts");
 
 namespace {
-
-// Where the bytes come from: a file (read on demand) or a buffer in memory.
-class ByteSource {
- public:
-  explicit ByteSource(std::string name) : name_(std::move(name)) {}
-  virtual ~ByteSource() = default;
-  virtual int64_t size() const = 0;
-  // Copies [offset, offset + n) into dst; the range was checked against size().
-  virtual void read(int64_t offset, void* dst, int64_t n) const = 0;
-  const std::string& name() const { return name_; }
-
- private:
-  std::string name_;
-};
-
-class MemorySource final : public ByteSource {
- public:
-  MemorySource(std::span<const uint8_t> bytes, std::string_view name)
-      : ByteSource(std::string(name)), bytes_(bytes) {}
-  int64_t size() const override { return static_cast<int64_t>(bytes_.size()); }
-  void read(int64_t offset, void* dst, int64_t n) const override {
-    if (n > 0) std::memcpy(dst, bytes_.data() + offset, static_cast<size_t>(n));
-  }
-
- private:
-  std::span<const uint8_t> bytes_;
-};
-
-class FileSource final : public ByteSource {
- public:
-  explicit FileSource(const std::string& path) : ByteSource(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    KILN_CHECK(fd_ >= 0, "safetensors: cannot open ", path, ": ", std::strerror(errno));
-    struct stat info {};
-    if (::fstat(fd_, &info) != 0 || !S_ISREG(info.st_mode)) {
-      ::close(fd_);
-      KILN_CHECK(false, "safetensors: ", path, " is not a regular file");
-    }
-    size_ = static_cast<int64_t>(info.st_size);
-  }
-  ~FileSource() override { ::close(fd_); }
-  FileSource(const FileSource&) = delete;
-  FileSource& operator=(const FileSource&) = delete;
-
-  int64_t size() const override { return size_; }
-  void read(int64_t offset, void* dst, int64_t n) const override {
-    auto* out = static_cast<char*>(dst);
-    while (n > 0) {
-      const ssize_t got = ::pread(fd_, out, static_cast<size_t>(n), static_cast<off_t>(offset));
-      if (got < 0 && errno == EINTR) continue;
-      KILN_CHECK(got > 0, "safetensors: ", name(), ": read failed at byte ", offset, ": ",
-                 got == 0 ? "unexpected end of file (was it truncated while reading?)"
-                          : std::strerror(errno));
-      out += got;
-      offset += got;
-      n -= got;
-    }
-  }
-
- private:
-  int fd_ = -1;
-  int64_t size_ = 0;
-};
 
 template <typename... Parts>
 [[noreturn]] void fail(const ByteSource& source, const Parts&... parts) {
@@ -365,13 +298,13 @@ Loaded load_from(const ByteSource& source, Device device) {
 
 int64_t TensorInfo::numel() const { return checked_numel(shape, "safetensors"); }
 
-Loaded load(const std::string& path, Device device) { return load_from(FileSource(path), device); }
+Loaded load(const std::string& path, Device device) { return load_from(FileSource(path, "safetensors"), device); }
 
 Loaded load_from_bytes(std::span<const uint8_t> bytes, Device device, std::string_view source) {
   return load_from(MemorySource(bytes, source), device);
 }
 
-Header read_header(const std::string& path) { return parse_header(FileSource(path)); }
+Header read_header(const std::string& path) { return parse_header(FileSource(path, "safetensors")); }
 
 Header read_header_from_bytes(std::span<const uint8_t> bytes, std::string_view source) {
   return parse_header(MemorySource(bytes, source));

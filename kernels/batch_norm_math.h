@@ -21,7 +21,8 @@ struct Channel {
 };
 
 template <typename V>
-KILN_HOST_DEVICE inline Channel<V> channel(const V* mean, const V* invstd, const V* weight, const V* bias, int64_t c) {
+KILN_HOST_DEVICE inline Channel<V> channel(const V* mean, const V* invstd, const V* weight, const V* bias,
+                                           int64_t c) {
   return {mean[c], invstd[c] * (weight ? weight[c] : V(1)), bias ? bias[c] : V(0)};
 }
 

@@ -25,6 +25,13 @@ Tensor random_nonzero(const std::vector<int64_t>& sizes, DType dtype, uint64_t s
   return where(sign_bit, neg(magnitude), magnitude).to(dtype);
 }
 
+Tensor random_for(const std::vector<int64_t>& sizes, DType dtype, uint64_t seed) {
+  if (is_floating(dtype)) return random_nonzero(sizes, dtype, seed);
+  if (dtype == DType::Bool) return lt(random_uniform(sizes, 0.0, 1.0, DType::Float64, seed), 0.5);
+  Generator gen(seed);
+  return randint(dtype == DType::UInt8 ? 0 : -9, 10, sizes, {.dtype = dtype}, &gen);
+}
+
 Tensor non_contiguous(const Tensor& t) {
   std::vector<int64_t> big = t.sizes();
   if (big.empty()) return t.clone();

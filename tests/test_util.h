@@ -20,6 +20,9 @@ namespace kiln::testing {
 
 // Values uniform in +-[0.5, 1.5] (never zero, away from kinks at 0), in `dtype`.
 Tensor random_nonzero(const std::vector<int64_t>& sizes, DType dtype = DType::Float64, uint64_t seed = 1);
+// Random values in any `dtype` on the CPU: floats non-zero in +-[0.5, 1.5]
+// (random_nonzero), integers in [-9, 9] ([0, 9] for uint8), bools half true.
+Tensor random_for(const std::vector<int64_t>& sizes, DType dtype, uint64_t seed);
 // Uniform in [low, high).
 Tensor random_uniform(const std::vector<int64_t>& sizes, double low, double high,
                       DType dtype = DType::Float64, uint64_t seed = 1);

@@ -7,13 +7,6 @@
 
 namespace kiln::testing {
 
-Tensor random_for(const std::vector<int64_t>& sizes, DType dtype, uint64_t seed) {
-  if (is_floating(dtype)) return random_nonzero(sizes, dtype, seed);
-  if (dtype == DType::Bool) return lt(random_uniform(sizes, 0.0, 1.0, DType::Float64, seed), 0.5);
-  Generator gen(seed);
-  return randint(dtype == DType::UInt8 ? 0 : -9, 10, sizes, {.dtype = dtype}, &gen);
-}
-
 Scalar poison_value(DType dtype, int variant) {
   switch (dtype) {
     case DType::Bool: return Scalar(variant == 0);

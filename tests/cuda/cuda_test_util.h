@@ -46,10 +46,6 @@ inline const std::vector<DType> kNumericDTypes = {DType::Float32, DType::Float64
 inline const std::vector<DType> kAllDTypes = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16,
                                               DType::Int64,   DType::Int32,   DType::UInt8,   DType::Bool};
 
-// Random values for a parity test in `dtype` on the CPU: floats non-zero in +-[0.5, 1.5]
-// (random_nonzero), integers in [-9, 9] ([0, 9] for uint8), bools half true.
-Tensor random_for(const std::vector<int64_t>& sizes, DType dtype, uint64_t seed);
-
 // The poison value of Note [Poisoned outputs] (`variant` 1 for bool's second run).
 Scalar poison_value(DType dtype, int variant = 0);
 // A contiguous tensor full of poison on `device`.

@@ -5,14 +5,17 @@
 // expect_refusal(): a kiln::Error is the expected answer to bad input only when it is the
 // reader's own refusal, which names the input it read ("safetensors: <fuzz>: ...");
 // any other kiln::Error, such as a failed KILN_ASSERT, is a Kiln bug and a finding.
+// same_bytes(): the round-trip check of the readers that load tensors.
 #pragma once
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <string_view>
 
 #include "core/error.h"
+#include "core/tensor.h"
 
 namespace kiln::fuzz {
 
@@ -25,6 +28,13 @@ inline void expect_refusal(const char* harness, const Error& error, std::string_
   if (!std::string_view(error.what()).starts_with(prefix)) {
     fail(harness, "an error that is not the reader's refusal of its input", error.what());
   }
+}
+
+// Same dtype, shape and element bytes (compared in C order).
+inline bool same_bytes(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.sizes() != b.sizes()) return false;
+  const size_t nbytes = static_cast<size_t>(a.numel()) * a.element_size();
+  return nbytes == 0 || std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), nbytes) == 0;
 }
 
 }  // namespace kiln::fuzz

@@ -35,12 +35,6 @@ void expect_refusal(const kiln::Error& e) {
   kiln::fuzz::expect_refusal(kHarness, e, "safetensors: " + std::string(kSource) + ": ");
 }
 
-bool same_bytes(const kiln::Tensor& a, const kiln::Tensor& b) {
-  if (a.dtype() != b.dtype() || a.sizes() != b.sizes()) return false;
-  const size_t nbytes = static_cast<size_t>(a.numel()) * a.element_size();
-  return nbytes == 0 || std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), nbytes) == 0;
-}
-
 // Saving writes the tensors in Python's order (Note [safetensors write order]), which need
 // not be the file's, and loading returns them in file order: compare by name.
 void check_round_trip(const kiln::safetensors::Loaded& loaded) {
@@ -53,7 +47,9 @@ void check_round_trip(const kiln::safetensors::Loaded& loaded) {
   for (const auto& [name, tensor] : again.tensors) by_name[name] = &tensor;
   for (const auto& [name, tensor] : loaded.tensors) {
     const auto found = by_name.find(name);
-    if (found == by_name.end() || !same_bytes(*found->second, tensor)) fail("save + load changed a tensor", name);
+    if (found == by_name.end() || !kiln::fuzz::same_bytes(*found->second, tensor)) {
+      fail("save + load changed a tensor", name);
+    }
   }
 }
 
