@@ -1,5 +1,5 @@
 // Kiln in one include: every public op of the core (tensors, autograd, autocast,
-// safetensors), kiln::nn, kiln::optim, Apex-style mixed precision (train/amp.h), and
+// safetensors), kiln::nn, kiln::optim, kiln::data (data/data.h), Apex-style mixed precision (train/amp.h), and
 // kiln::init() with build_info(). Link the umbrella target Kiln::kiln (CMake) or `kiln`
 // (pkg-config) and write:
 //
@@ -12,6 +12,7 @@
 
 #include "core/ops.h"
 #include "core/safetensors.h"
+#include "data/data.h"
 #include "kiln/build_info.h"
 #include "kiln/init.h"
 #include "nn/nn.h"

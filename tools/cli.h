@@ -16,6 +16,7 @@
 
 #include "core/human_bytes.h"  // human_bytes, for the tables
 #include "core/safetensors.h"
+#include "data/npy.h"
 #include "kiln/build_info.h"
 
 namespace kiln::tools {
@@ -35,6 +36,7 @@ std::string format_info(const BuildInfo& build, const CudaInfo& cuda);
 // `kiln inspect FILE`: a safetensors file's tensors (sorted by name) and metadata.
 int run_inspect(const std::vector<std::string>& args, std::ostream& out);
 std::string format_inspect(const std::string& path, const safetensors::Header& header);
+std::string format_inspect(const std::string& path, const data::npy::Header& header);
 
 
 }  // namespace kiln::tools

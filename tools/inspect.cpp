@@ -1,6 +1,8 @@
 // `kiln inspect FILE`: reads only the header of a safetensors file
 // (safetensors::read_header, which validates it fully) and prints its metadata, every
-// tensor sorted by name with dtype, shape and bytes, and the totals.
+// tensor sorted by name with dtype, shape and bytes, and the totals; or, for a file named
+// *.npy, its NPY header (data::npy::read_header): version, stored dtype and what it loads
+// as, shape, memory order and bytes.
 #include <algorithm>
 #include <sstream>
 
@@ -79,6 +81,16 @@ std::string format_inspect(const std::string& path, const safetensors::Header& h
   return os.str();
 }
 
+std::string format_inspect(const std::string& path, const data::npy::Header& header) {
+  std::ostringstream os;
+  os << path << ": NPY " << header.major_version << "." << header.minor_version << ", " << header.data_offset
+     << " bytes of header and " << header.data_bytes() << " of data (" << human_bytes(header.data_bytes()) << ")\n"
+     << "  dtype " << header.descr << " (loads as " << dtype_name(header.dtype) << "), shape "
+     << shape_text(header.shape) << ", " << header.numel() << (header.numel() == 1 ? " element, " : " elements, ")
+     << (header.fortran_order ? "Fortran" : "C") << " order\n";
+  return os.str();
+}
+
 int run_inspect(const std::vector<std::string>& args, std::ostream& out) {
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
     out << "usage: kiln inspect FILE\n";
@@ -87,7 +99,12 @@ int run_inspect(const std::vector<std::string>& args, std::ostream& out) {
   if (args.size() != 1) {
     throw UsageError(args.empty() ? "needs a FILE" : "takes one FILE, got " + std::to_string(args.size()) + " arguments");
   }
-  out << format_inspect(args[0], safetensors::read_header(args[0]));
+  const std::string& path = args[0];
+  if (path.ends_with(".npy")) {
+    out << format_inspect(path, data::npy::read_header(path));
+  } else {
+    out << format_inspect(path, safetensors::read_header(path));
+  }
   return 0;
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <sstream>
 
@@ -72,6 +73,20 @@ TEST(KilnCli, InspectErrorsAreOneLineWithExitCode1) {
   EXPECT_EQ(missing.code, 1);
   EXPECT_EQ(missing.err.rfind("kiln: safetensors: cannot open /no/such/file.safetensors: ", 0), 0u) << missing.err;
   EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1);
+}
+
+TEST(KilnCli, InspectReadsNpyHeaders) {
+  const testing::TempFolder folder;
+  const std::string path = folder.file("x.npy");
+  data::npy::save(arange(12, {.dtype = DType::Int32}).view({3, 4}), path);
+  const CliResult good = run_cli({"inspect", path});
+  EXPECT_EQ(good.code, 0);
+  EXPECT_EQ(good.out, path + ": NPY 1.0, 128 bytes of header and 48 of data (48 B)\n"
+                             "  dtype <i4 (loads as int32), shape [3, 4], 12 elements, C order\n");
+  std::ofstream(folder.file("bad.npy")) << "\x93NUMPY\x09";
+  const CliResult bad = run_cli({"inspect", folder.file("bad.npy")});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(bad.err.rfind("kiln: npy: " + folder.file("bad.npy") + ": too short", 0), 0u) << bad.err;
 }
 
 TEST(KilnCli, UsageErrorsExitWith2) {
