@@ -19,7 +19,7 @@ struct Subcommand {
 
 const Subcommand kSubcommands[] = {
     {"info", "", "Kiln's version and build, its libraries' versions, and the GPUs it sees", run_info},
-    {"inspect", "FILE", "the tensors (name, dtype, shape, bytes) and metadata of a safetensors file, or an .npy file's array",
+    {"inspect", "FILE", "the tensors (name, dtype, shape, bytes) and metadata of a safetensors file, or an .npy/.npz file's arrays",
      run_inspect},
 };
 

@@ -17,6 +17,7 @@
 #include "core/human_bytes.h"  // human_bytes, for the tables
 #include "core/safetensors.h"
 #include "data/npy.h"
+#include "data/npz.h"
 #include "kiln/build_info.h"
 
 namespace kiln::tools {
@@ -37,6 +38,7 @@ std::string format_info(const BuildInfo& build, const CudaInfo& cuda);
 int run_inspect(const std::vector<std::string>& args, std::ostream& out);
 std::string format_inspect(const std::string& path, const safetensors::Header& header);
 std::string format_inspect(const std::string& path, const data::npy::Header& header);
+std::string format_inspect(const std::string& path, const std::vector<data::npz::Array>& arrays);
 
 
 }  // namespace kiln::tools

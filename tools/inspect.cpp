@@ -2,7 +2,8 @@
 // (safetensors::read_header, which validates it fully) and prints its metadata, every
 // tensor sorted by name with dtype, shape and bytes, and the totals; or, for a file named
 // *.npy, its NPY header (data::npy::read_header): version, stored dtype and what it loads
-// as, shape, memory order and bytes.
+// as, shape, memory order and bytes; for *.npz, each array's header (npz::File::arrays,
+// which inflates only the headers).
 #include <algorithm>
 #include <sstream>
 
@@ -91,6 +92,20 @@ std::string format_inspect(const std::string& path, const data::npy::Header& hea
   return os.str();
 }
 
+std::string format_inspect(const std::string& path, const std::vector<data::npz::Array>& arrays) {
+  std::ostringstream os;
+  os << path << ": NPZ, " << arrays.size() << (arrays.size() == 1 ? " array\n" : " arrays\n");
+  int64_t bytes = 0;
+  for (const data::npz::Array& array : arrays) {
+    os << "  " << printable(array.key) << ": " << array.header.descr << " (loads as "
+       << dtype_name(array.header.dtype) << "), shape " << shape_text(array.header.shape) << ", "
+       << (array.header.fortran_order ? "Fortran" : "C") << " order, " << array.header.data_bytes() << " bytes\n";
+    bytes += array.header.data_bytes();
+  }
+  os << "total: " << bytes << " bytes of data (" << human_bytes(bytes) << ") when loaded\n";
+  return os.str();
+}
+
 int run_inspect(const std::vector<std::string>& args, std::ostream& out) {
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
     out << "usage: kiln inspect FILE\n";
@@ -102,6 +117,8 @@ int run_inspect(const std::vector<std::string>& args, std::ostream& out) {
   const std::string& path = args[0];
   if (path.ends_with(".npy")) {
     out << format_inspect(path, data::npy::read_header(path));
+  } else if (path.ends_with(".npz")) {
+    out << format_inspect(path, data::npz::File(path).arrays());
   } else {
     out << format_inspect(path, safetensors::read_header(path));
   }

@@ -89,6 +89,23 @@ TEST(KilnCli, InspectReadsNpyHeaders) {
   EXPECT_EQ(bad.err.rfind("kiln: npy: " + folder.file("bad.npy") + ": too short", 0), 0u) << bad.err;
 }
 
+TEST(KilnCli, InspectListsNpzArrays) {
+  const testing::TempFolder folder;
+  const std::string path = folder.file("x.npz");
+  data::npz::save({{"images", zeros({2, 3}, {.dtype = DType::UInt8})}, {"labels", zeros({2}, {.dtype = DType::Int64})}},
+                  path);
+  const CliResult good = run_cli({"inspect", path});
+  EXPECT_EQ(good.code, 0);
+  EXPECT_EQ(good.out, path + ": NPZ, 2 arrays\n"
+                             "  images: |u1 (loads as uint8), shape [2, 3], C order, 6 bytes\n"
+                             "  labels: <i8 (loads as int64), shape [2], C order, 16 bytes\n"
+                             "total: 22 bytes of data (22 B) when loaded\n");
+  std::ofstream(folder.file("bad.npz")) << "PK, but not really a zip archive";
+  const CliResult bad = run_cli({"inspect", folder.file("bad.npz")});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(bad.err.rfind("kiln: zip: " + folder.file("bad.npz") + ": no end-of-central-directory", 0), 0u) << bad.err;
+}
+
 TEST(KilnCli, UsageErrorsExitWith2) {
   const CliResult none = run_cli({"inspect"});
   EXPECT_EQ(none.code, 2);
