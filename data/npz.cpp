@@ -92,11 +92,11 @@ std::string to_bytes(const std::vector<std::pair<std::string, Tensor>>& arrays, 
   files.reserve(arrays.size());
   std::vector<zip::NewMember> members;
   for (const auto& [key, tensor] : arrays) {
-    KILN_CHECK(std::none_of(members.begin(), members.end(),
-                            [&](const zip::NewMember& m) { return m.name == key + ".npy"; }),
+    const std::string name = key + std::string(kSuffix);
+    KILN_CHECK(std::none_of(members.begin(), members.end(), [&name](const zip::NewMember& m) { return m.name == name; }),
                "npz: array '", key, "' given twice");
     files.push_back(npy::to_bytes(tensor));
-    members.push_back({key + std::string(kSuffix), files.back()});
+    members.push_back({name, files.back()});
   }
   return zip::write_archive(members, compress);
 }
