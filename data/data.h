@@ -1,7 +1,11 @@
-// kiln::data in one include: the data pipeline's public headers (so far the NPY and NPZ
-// readers and writers, data/npy.h and data/npz.h, and the zip container, data/zip.h).
+// kiln::data in one include: the data pipeline's public headers: the NPY and NPZ readers
+// and writers (data/npy.h, data/npz.h, over the zip container data/zip.h), datasets
+// (data/dataset.h), MedMNIST 3D (data/medmnist.h) and MD5 (data/md5.h).
 #pragma once
 
+#include "data/dataset.h"
+#include "data/md5.h"
+#include "data/medmnist.h"
 #include "data/npy.h"
 #include "data/npz.h"
 #include "data/zip.h"
