@@ -14,15 +14,17 @@ namespace {
 
 constexpr std::string_view kSuffix = ".npy";
 
-// The first bytes of a member standing for all of it: size() is the member's, and reads
-// must stay within the prefix (npy::read_header reads no further than its header).
+// The first bytes of a member standing for all of it: size() is the member's declared
+// size, and npy::read_header reads no further than its header. A member whose deflate
+// data ends before the header does (corrupt) is refused when the header is read.
 class PrefixSource final : public ByteSource {
  public:
   PrefixSource(std::vector<uint8_t> prefix, int64_t size, std::string name)
       : ByteSource(std::move(name)), prefix_(std::move(prefix)), size_(size) {}
   int64_t size() const override { return size_; }
   void read(int64_t offset, void* dst, int64_t n) const override {
-    KILN_ASSERT(offset + n <= static_cast<int64_t>(prefix_.size()), "npz: read past a member's prefix");
+    KILN_CHECK(offset + n <= static_cast<int64_t>(prefix_.size()), "npy: ", name(), ": the member's data ends at byte ",
+               prefix_.size(), ", inside its NPY header (a corrupt or truncated archive)");
     if (n > 0) std::memcpy(dst, prefix_.data() + offset, static_cast<size_t>(n));
   }
 

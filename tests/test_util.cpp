@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <sstream>
 #include <thread>
 
@@ -23,6 +24,24 @@ Tensor random_nonzero(const std::vector<int64_t>& sizes, DType dtype, uint64_t s
   Tensor magnitude = add(rand(sizes, {.dtype = DType::Float64}, &gen), 0.5);
   Tensor sign_bit = lt(rand(sizes, {.dtype = DType::Float64}, &gen), 0.5);
   return where(sign_bit, neg(magnitude), magnitude).to(dtype);
+}
+
+void with_watchdog(std::chrono::seconds limit, const std::function<void()>& body) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> finished = done->get_future();
+  std::thread([done, body] {
+    try {
+      body();
+      done->set_value();
+    } catch (...) {
+      done->set_exception(std::current_exception());
+    }
+  }).detach();
+  if (finished.wait_for(limit) != std::future_status::ready) {
+    ADD_FAILURE() << "did not finish within " << limit.count() << " s (a hang?)";
+    return;
+  }
+  finished.get();
 }
 
 Tensor random_for(const std::vector<int64_t>& sizes, DType dtype, uint64_t seed) {

@@ -12,6 +12,8 @@
 #include <functional>
 #include <string>
 #include <utility>
+#include <chrono>
+#include <functional>
 #include <vector>
 
 #include "core/ops.h"
@@ -103,6 +105,12 @@ class ScopedFlag {
   void (*set_)(bool);
   bool previous_;
 };
+
+// Runs `body` on a thread of its own and fails the test when it has not finished after
+// `limit`: a hang in threaded code (the DataLoader, a parallel region) then fails the
+// test instead of CI. The hung thread is abandoned (detached). What the body throws is
+// rethrown here.
+void with_watchdog(std::chrono::seconds limit, const std::function<void()>& body);
 
 // A fresh empty folder (mkdtemp), removed with everything in it when it goes, also after a
 // test took its write permission away.
