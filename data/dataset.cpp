@@ -10,15 +10,18 @@
 
 namespace kiln::data {
 
-const Tensor& Sample::at(const std::string& name) const {
+const Tensor& tensor_named(const std::map<std::string, Tensor>& tensors, const std::string& name,
+                           const char* what) {
   const auto it = tensors.find(name);
   if (it == tensors.end()) {
     std::string names;
     for (const auto& [key, tensor] : tensors) names += (names.empty() ? "" : ", ") + key;
-    KILN_CHECK(false, "sample has no tensor '", name, "' (it has: ", names.empty() ? "none" : names, ")");
+    KILN_CHECK(false, what, " has no tensor '", name, "' (it has: ", names.empty() ? "none" : names, ")");
   }
   return it->second;
 }
+
+const Tensor& Sample::at(const std::string& name) const { return tensor_named(tensors, name, "sample"); }
 
 void Dataset::check_index(int64_t index) const {
   KILN_CHECK(index >= 0 && index < size(), name(), ": index ", index, " is out of range for ", size(),

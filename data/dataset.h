@@ -16,6 +16,10 @@
 
 namespace kiln::data {
 
+// tensors[name], or an error "<what> has no tensor '<name>' (it has: ...)".
+const Tensor& tensor_named(const std::map<std::string, Tensor>& tensors, const std::string& name,
+                           const char* what);
+
 struct Sample {
   std::map<std::string, Tensor> tensors;
   std::map<std::string, std::string> metadata;

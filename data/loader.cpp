@@ -22,15 +22,7 @@ double seconds_since(Clock::time_point start) {
 
 }  // namespace
 
-const Tensor& Batch::at(const std::string& name) const {
-  const auto it = tensors.find(name);
-  if (it == tensors.end()) {
-    std::string names;
-    for (const auto& [key, tensor] : tensors) names += (names.empty() ? "" : ", ") + key;
-    KILN_CHECK(false, "batch has no tensor '", name, "' (it has: ", names.empty() ? "none" : names, ")");
-  }
-  return it->second;
-}
+const Tensor& Batch::at(const std::string& name) const { return tensor_named(tensors, name, "batch"); }
 
 Batch default_collate(std::vector<Sample> samples, const std::vector<int64_t>& indices, bool pin_memory) {
   KILN_CHECK(!samples.empty(), "collate: no samples");
