@@ -102,6 +102,13 @@ class Backend {
   // that has it (CUDA); null otherwise. is_pinned: whether `ptr` lies in such memory.
   virtual Allocator* pinned_allocator() { return nullptr; }
   virtual bool is_pinned(const void* /*ptr*/) const { return false; }
+  // How many threads this backend's kernels may use when called from the calling thread
+  // (the CPU backend: OpenMP's team size, a per-thread setting); other threads keep
+  // theirs. The DataLoader's workers take 1, as PyTorch's workers call
+  // torch.set_num_threads(1): the workers are the parallelism, and teams inside each of
+  // them would fight them for the cores. A backend without threads ignores it.
+  virtual void set_threads_of_this_thread(int /*threads*/) {}
+  virtual int threads_of_this_thread() const { return 1; }
   // dst[i] = cast(src[i]); same shape, any strides and dtypes. Copies between this
   // backend's device and the CPU are this backend's job too (the CUDA backend's).
   virtual void copy(const Tensor& src, const Tensor& dst, bool non_blocking) = 0;

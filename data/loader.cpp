@@ -144,6 +144,9 @@ Batch DataLoader::load_batch(int64_t batch, const std::vector<int64_t>& indices,
 }
 
 void DataLoader::worker_loop(int64_t worker) {
+  // One CPU thread per worker (Backend::set_threads_of_this_thread): the workers are the
+  // parallelism; OpenMP teams inside each would compete with them for the cores.
+  backend(Device::cpu()).set_threads_of_this_thread(1);
   std::string init_error;
   if (options_.worker_init_fn) {
     try {

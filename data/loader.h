@@ -19,7 +19,8 @@
 // waited for. With `timeout` > 0 the consumer's wait for one batch is bounded and a stuck
 // batch becomes an error. Leaving an epoch early (break, an exception, destroying the
 // loader) stops the workers after the samples they are loading and joins them; no thread
-// outlives its epoch unless persistent_workers keeps them for the next.
+// outlives its epoch unless persistent_workers keeps them for the next. Each worker runs
+// the CPU kernels single-threaded (as PyTorch's workers run torch.set_num_threads(1)).
 #pragma once
 
 #include <condition_variable>

@@ -36,6 +36,9 @@ class CpuBackend final : public Backend {
   void softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, bool log,
                         const Tensor& grad_in) override;
 
+  void set_threads_of_this_thread(int threads) override;
+  int threads_of_this_thread() const override;
+
   void batch_norm_stats(const Tensor& input, const Tensor& mean, const Tensor& var) override;
   void batch_norm_apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor& out) override;
   void batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& input, const BatchNormCoefficients& norm,

@@ -246,6 +246,28 @@ TEST(DataLoader, PersistentWorkersStartOnceAndInitErrorsReachTheConsumer) {
   });
 }
 
+// Workers run the CPU kernels on one thread each; the consumer's own setting is untouched.
+TEST(DataLoader, WorkersRunTheCpuKernelsSingleThreaded) {
+  with_watchdog(seconds(60), [] {
+    class ThreadCounts final : public data::Dataset {
+     public:
+      int64_t size() const override { return 8; }
+      Sample get(int64_t index) const override {
+        check_index(index);
+        const int threads = backend(Device::cpu()).threads_of_this_thread();
+        return {.tensors = {{"threads", full({}, threads, {.dtype = DType::Int64})}}, .metadata = {}};
+      }
+      std::string name() const override { return "ThreadCounts"; }
+    };
+    const int mine = backend(Device::cpu()).threads_of_this_thread();
+    DataLoader loader(std::make_shared<ThreadCounts>(), {.batch_size = 4, .num_workers = 2});
+    for (Batch& batch : loader.epoch(0)) EXPECT_EQ(batch.at("threads").max().item<int64_t>(), 1);
+    DataLoader inline_loader(std::make_shared<ThreadCounts>(), {.batch_size = 4});
+    for (Batch& batch : inline_loader.epoch(0)) EXPECT_EQ(batch.at("threads").max().item<int64_t>(), mine);
+    EXPECT_EQ(backend(Device::cpu()).threads_of_this_thread(), mine);
+  });
+}
+
 TEST(DataLoader, OneEpochAtATimeAndCollateErrors) {
   with_watchdog(seconds(60), [] {
     DataLoader loader(std::make_shared<Numbers>(4), {.batch_size = 2});
