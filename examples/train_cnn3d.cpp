@@ -2,9 +2,9 @@
 // best device there is (the GPU when CUDA is available, else the CPU).
 //
 // What `make demo` runs. Written against the public API as a user would:
-//   - data: 16^3 single-channel volumes, each holding one solid ball, cube or cross
-//     ("jack": three orthogonal bars) of random size and position, plus Gaussian noise;
-//     made on the host from Kiln's Philox generator, then moved to the device once;
+//   - data: 16^3 single-channel volumes of data::SyntheticShapes, each holding one solid
+//     ball, cube or cross ("jack": three orthogonal bars) of random size and position,
+//     plus Gaussian noise; made on the host, then moved to the device once;
 //   - model: three conv3d -> batch norm -> ReLU blocks (no conv bias before batch norm:
 //     the norm's shift makes it redundant), max pooling between them, global average
 //     pooling and a linear classifier, built from nn::Sequential;
@@ -38,7 +38,7 @@ using namespace kiln;
 namespace {
 
 constexpr int64_t kSide = 16;  // volumes are kSide^3
-constexpr int64_t kClasses = 3;
+constexpr int64_t kClasses = data::SyntheticShapes::kClasses;
 constexpr int64_t kTrainSize = 768;
 constexpr int64_t kValSize = 192;
 constexpr int64_t kBatch = 16;
@@ -53,42 +53,16 @@ struct Dataset {
   Tensor labels;   // [N] int64
 };
 
-// Whether voxel (z, y, x) is inside a shape of class `label` centred at c with size r.
-bool inside(int64_t label, const double c[3], double r, int64_t z, int64_t y, int64_t x) {
-  const double d[3] = {std::abs(z - c[0]), std::abs(y - c[1]), std::abs(x - c[2])};
-  switch (label) {
-    case 0: return d[0] * d[0] + d[1] * d[1] + d[2] * d[2] <= r * r;      // ball
-    case 1: return d[0] <= 0.8 * r && d[1] <= 0.8 * r && d[2] <= 0.8 * r;  // cube
-    default: {                                                          // jack
-      const double arm = 1.2;
-      const int thin = (d[0] <= arm) + (d[1] <= arm) + (d[2] <= arm);
-      return thin >= 2 && d[0] <= r + 1 && d[1] <= r + 1 && d[2] <= r + 1;
-    }
-  }
-}
-
+// The volumes of data::SyntheticShapes (samples 0 .. count-1 of a seed), stacked on the host.
 Dataset make_shapes(int64_t count, uint64_t seed) {
-  Generator gen(seed);
-  const int64_t voxels = kSide * kSide * kSide;
-  const std::vector<double> params = rand({count, 5}, {.dtype = DType::Float64}, &gen).to_vector<double>();
-  const std::vector<float> noise = randn({count * voxels}, {}, &gen).to_vector<float>();
-  std::vector<float> data(static_cast<size_t>(count * voxels));
-  std::vector<int64_t> labels(static_cast<size_t>(count));
-  for (int64_t n = 0; n < count; ++n) {
-    const double* p = &params[static_cast<size_t>(n * 5)];
-    const int64_t label = std::min<int64_t>(kClasses - 1, static_cast<int64_t>(p[0] * kClasses));
-    const double r = 3.0 + 2.0 * p[1];
-    const double c[3] = {5.5 + 5.0 * p[2], 5.5 + 5.0 * p[3], 5.5 + 5.0 * p[4]};
-    labels[static_cast<size_t>(n)] = label;
-    for (int64_t z = 0; z < kSide; ++z)
-      for (int64_t y = 0; y < kSide; ++y)
-        for (int64_t x = 0; x < kSide; ++x) {
-          const int64_t i = n * voxels + (z * kSide + y) * kSide + x;
-          const float signal = inside(label, c, r, z, y, x) ? 1.0f : 0.0f;
-          data[static_cast<size_t>(i)] = signal + static_cast<float>(kNoise) * noise[static_cast<size_t>(i)];
-        }
+  const data::SyntheticShapes shapes({.size = count, .side = kSide, .noise = kNoise, .seed = seed});
+  std::vector<Tensor> volumes, labels;
+  for (int64_t i = 0; i < count; ++i) {
+    const data::Sample sample = shapes.get(i);
+    volumes.push_back(sample.at("image"));
+    labels.push_back(sample.at("label"));
   }
-  return {tensor(data, {count, 1, kSide, kSide, kSide}), tensor(labels)};
+  return {stack(volumes), stack(labels)};
 }
 
 std::shared_ptr<nn::Sequential> conv_block(int64_t in, int64_t out) {
