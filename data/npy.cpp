@@ -167,21 +167,25 @@ struct StoredType {
   bool big_endian;
 };
 
+// Note [NPY dtypes] as a table: numpy's type codes and the Kiln dtype each loads as. The
+// first seven are Kiln's own types (stored as they are), the rest widen; the writer takes
+// a dtype's code from the same table.
+struct CodeEntry {
+  std::string_view code;
+  DType dtype;
+};
+constexpr CodeEntry kCodes[] = {
+    {"f4", DType::Float32}, {"f8", DType::Float64}, {"f2", DType::Float16}, {"i8", DType::Int64},
+    {"i4", DType::Int32},   {"u1", DType::UInt8},   {"b1", DType::Bool},    {"i2", DType::Int32},
+    {"u2", DType::Int32},   {"i1", DType::Int32},   {"u4", DType::Int64},
+};
+
 std::optional<StoredType> stored_type(std::string_view descr) {
   if (descr.size() < 3) return std::nullopt;
   const char order = descr[0];
   if (order != '<' && order != '>' && order != '|' && order != '=') return std::nullopt;
   const std::string_view code = descr.substr(1);
-  struct Entry {
-    std::string_view code;
-    DType dtype;
-  };
-  static constexpr Entry kTable[] = {
-      {"f4", DType::Float32}, {"f8", DType::Float64}, {"f2", DType::Float16}, {"i8", DType::Int64},
-      {"i4", DType::Int32},   {"u1", DType::UInt8},   {"b1", DType::Bool},    {"i2", DType::Int32},
-      {"u2", DType::Int32},   {"i1", DType::Int32},   {"u4", DType::Int64},
-  };
-  for (const Entry& e : kTable) {
+  for (const CodeEntry& e : kCodes) {
     if (code == e.code) {
       const int64_t size = e.code[1] - '0';
       if (order == '|' && size != 1) return std::nullopt;  // '|' only where order does not apply
@@ -363,26 +367,15 @@ Tensor load_from_bytes(std::span<const uint8_t> bytes, std::string_view name) {
 
 namespace {
 
+// The descr Kiln writes for `dtype`: its own code from kCodes (the entry of its item size),
+// little-endian ('|' for one byte).
 std::string descr_of(DType dtype) {
-  switch (dtype) {
-    case DType::Float32:
-      return "<f4";
-    case DType::Float64:
-      return "<f8";
-    case DType::Float16:
-      return "<f2";
-    case DType::Int64:
-      return "<i8";
-    case DType::Int32:
-      return "<i4";
-    case DType::UInt8:
-      return "|u1";
-    case DType::Bool:
-      return "|b1";
-    case DType::BFloat16:
-      break;
+  const int64_t size = static_cast<int64_t>(itemsize(dtype));
+  for (const CodeEntry& e : kCodes) {
+    if (e.dtype == dtype && e.code[1] - '0' == size) return std::string(size == 1 ? "|" : "<").append(e.code);
   }
-  KILN_CHECK(false, "npy: numpy has no bfloat16 dtype; convert the tensor first, e.g. t.to(DType::Float32)");
+  KILN_CHECK(false, "npy: numpy has no ", dtype_name(dtype),
+             " dtype; convert the tensor first, e.g. t.to(DType::Float32)");
 }
 
 // numpy's header: its dict with sorted keys, the shape as Python's tuple repr.
