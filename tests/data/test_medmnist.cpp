@@ -1,7 +1,9 @@
 // MedMNIST 3D (data/medmnist.h): the facts of MedMNIST v3's info.py, where files are
 // looked for (Note [MedMNIST files]), the errors for a missing, altered or malformed file;
-// and, when ../shared/data holds them, the real AdrenalMNIST3D and VesselMNIST3D files at
-// 28^3 and 64^3: MD5 checked, counts, shapes, samples and label values numpy read.
+// and, when the real AdrenalMNIST3D and VesselMNIST3D files are where MedMNIST keeps them
+// ($MEDMNIST_ROOT, else ~/.medmnist: Note [MedMNIST files]), those files at 28^3 and
+// 64^3: MD5 checked, counts, shapes, samples and label values numpy read. Without them
+// those tests skip, saying where they looked.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -21,9 +23,10 @@ using data::MedMnist3d;
 using data::MedMnistOptions;
 using data::Split;
 
-const std::string kSharedData = std::string(KILN_SOURCE_DIR) + "/../shared/data";
-
-bool have(const std::string& file) { return std::filesystem::exists(kSharedData + "/" + file); }
+// Whether MedMNIST's file of `flag` at `size` is where MedMnist3d looks by default.
+bool have(std::string_view flag, int64_t size = 28) {
+  return std::filesystem::exists(data::medmnist_path(flag, {.size = size}));
+}
 
 TEST(MedMnist, InfoListsTheSixDatasets) {
   std::vector<std::string> flags;
@@ -80,9 +83,10 @@ TEST(MedMnist, MissingAlteredAndMalformedFilesAreErrors) {
 }
 
 TEST(MedMnist, RealAdrenalAndVesselFiles) {
-  if (!have("adrenalmnist3d.npz") || !have("vesselmnist3d.npz"))
-    GTEST_SKIP() << "no real data in " << kSharedData;
-  const MedMnist3d train("adrenalmnist3d", Split::Train, {.root = kSharedData});
+  if (!have("adrenalmnist3d") || !have("vesselmnist3d")) {
+    GTEST_SKIP() << "no " << data::medmnist_path("adrenalmnist3d") << " or vesselmnist3d.npz beside it";
+  }
+  const MedMnist3d train("adrenalmnist3d", Split::Train, {});
   EXPECT_EQ(train.size(), 1188);
   EXPECT_EQ(train.name(), "MedMNIST adrenalmnist3d train");
   const data::Sample sample = train.get(5);
@@ -91,14 +95,15 @@ TEST(MedMnist, RealAdrenalAndVesselFiles) {
   EXPECT_EQ(sample.at("label").dim(), 0);
   EXPECT_EQ(sample.at("label").dtype(), DType::Int64);
   EXPECT_EQ(train.labels().sum().item<int64_t>(), 259);  // numpy: train_labels.sum()
-  const MedMnist3d val("adrenalmnist3d", Split::Val, {.root = kSharedData});
+  const MedMnist3d val("adrenalmnist3d", Split::Val, {});
   EXPECT_EQ(val.images().to(DType::Int64).sum().item<int64_t>(), 8922960);  // numpy: val_images.sum()
-  EXPECT_EQ(MedMnist3d("vesselmnist3d", Split::Test, {.root = kSharedData}).size(), 382);
+  EXPECT_EQ(MedMnist3d("vesselmnist3d", Split::Test, {}).size(), 382);
 }
 
 TEST(MedMnist, RealFilesAt64) {
-  if (!have("adrenalmnist3d_64.npz")) GTEST_SKIP() << "no real data in " << kSharedData;
-  const MedMnist3d test("adrenalmnist3d", Split::Test, {.root = kSharedData, .size = 64});
+  if (!have("adrenalmnist3d", 64))
+    GTEST_SKIP() << "no " << data::medmnist_path("adrenalmnist3d", {.size = 64});
+  const MedMnist3d test("adrenalmnist3d", Split::Test, {.size = 64});
   EXPECT_EQ(test.size(), 298);
   EXPECT_EQ(test.get(0).at("image").sizes(), (std::vector<int64_t>{1, 64, 64, 64}));
   EXPECT_EQ(test.name(), "MedMNIST adrenalmnist3d_64 test");

@@ -1,6 +1,6 @@
 // NPZ archives (data/npz.h) over the zip container (data/zip.h): stored and deflated
 // round trips, zip64 records, listing from headers only, one array without the others,
-// atomic saves; MedMNIST's real archives from ../shared/data when present; and broken
+// atomic saves; MedMNIST's real archive where MedMNIST keeps it, when present; and broken
 // archives (every truncation, flipped bytes, lying sizes, a zip-bomb ratio, encryption,
 // unknown methods, duplicate and missing members), each a kiln::Error naming the archive.
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/ops.h"
+#include "data/medmnist.h"  // medmnist_path
 #include "data/npz.h"
 #include "tests/test_util.h"
 
@@ -99,11 +100,10 @@ TEST(Npz, SaveAndLoadFilesAtomically) {
 
 // ---- real data -------------------------------------------------------------------------------
 
-// ../shared/data/adrenalmnist3d.npz (MedMNIST v3, np.savez_compressed): counts, shapes and
-// dtypes from its README; a few values numpy 2.4 read from the same file.
+// adrenalmnist3d.npz (MedMNIST v3, np.savez_compressed), found as MedMnist3d finds it: counts, shapes and
+// dtypes from MedMNIST's info.py; a few values numpy 2.4 read from the same file.
 TEST(Npz, ReadsMedMnist3dArchives) {
-  const std::filesystem::path path =
-      std::filesystem::path(KILN_SOURCE_DIR) / "../shared/data/adrenalmnist3d.npz";
+  const std::filesystem::path path = data::medmnist_path("adrenalmnist3d");
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path << " (real data is optional)";
   const File file(path.string());
   std::vector<std::string> keys;
