@@ -1,9 +1,10 @@
 // kiln_train_step: times whole training steps of the MedMNIST-style 3D ResNet-18
-// (resnet18_3d.h) on the CPU, the end-to-end figure the kernel benchmarks add up to.
+// (resnet18_3d.h) on the CPU or a GPU, the end-to-end figure the kernel benchmarks add up to.
 //
 // One step = forward, cross-entropy, backward, Adam (fused), zero_grad (to None): the loop
 // of a real training run, on a fixed random batch. After --warmup untimed steps (the first
-// allocates every buffer), --steps steps are timed one by one; the program prints one JSON
+// allocates every buffer), --steps steps are timed one by one (on a GPU each step ends with
+// a synchronize, so its time is the device's); the program prints one JSON
 // object: each step's seconds, the median, samples/s at the median, and the process's
 // peak resident memory (getrusage, the same measure compare_train_step.py takes of
 // PyTorch's train_step_pytorch.py), and the peaks of the CPU allocator's cache (blocks of
@@ -11,6 +12,7 @@
 //
 //   kiln_train_step [--batch 8] [--side 28] [--steps 3] [--warmup 1] [--classes 11]
 //                   [--fuse-bn-relu 1]   (0: batch norm and relu as two ops, to compare)
+//                   [--cuda 0]           (1: on cuda:0, float32, cuDNN benchmark mode on)
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "bench/train_step/resnet18_3d.h"
+#include "core/cudnn.h"
 #include "kiln/kiln.h"
 
 namespace {
@@ -33,6 +36,7 @@ struct Settings {
   int64_t warmup = 1;
   int64_t classes = 11;
   int64_t fuse_bn_relu = 1;
+  int64_t cuda = 0;
 };
 
 Settings parse(int argc, char** argv) {
@@ -45,14 +49,16 @@ Settings parse(int argc, char** argv) {
                      : flag == "--warmup"  ? &settings.warmup
                      : flag == "--classes" ? &settings.classes
                      : flag == "--fuse-bn-relu" ? &settings.fuse_bn_relu
+                     : flag == "--cuda"    ? &settings.cuda
                                            : nullptr;
-    const int64_t least = field == &settings.warmup || field == &settings.fuse_bn_relu ? 0 : 1;
+    const bool is_switch = field == &settings.fuse_bn_relu || field == &settings.cuda;
+    const int64_t least = field == &settings.warmup || is_switch ? 0 : 1;
     char* end = nullptr;
     if (field == nullptr || i + 1 == argc || (*field = std::strtoll(argv[i + 1], &end, 10)) < least ||
-        *end != 0) {
+        *end != 0 || (is_switch && *field > 1)) {
       std::fprintf(stderr,
                    "usage: kiln_train_step [--batch N] [--side N] [--steps N] [--warmup N] [--classes N] "
-                   "[--fuse-bn-relu 0|1]\n");
+                   "[--fuse-bn-relu 0|1] [--cuda 0|1]\n");
       std::exit(2);
     }
     ++i;
@@ -73,13 +79,16 @@ int run(const Settings& settings) {
   init();
   manual_seed(0);
 
+  const Device device = settings.cuda != 0 ? Device::cuda() : Device::cpu();
+  cudnn::set_benchmark(device.is_cuda());
   bench::ResNet18For3d model(1, settings.classes, settings.fuse_bn_relu != 0);
+  model.to(device);
   int64_t parameters = 0;
   for (const Tensor& p : model.parameters()) parameters += p.numel();
   optim::Adam optimizer(model.parameters(), {.lr = 1e-3});
 
-  const Tensor input = randn({settings.batch, 1, settings.side, settings.side, settings.side});
-  const Tensor target = randint(0, settings.classes, {settings.batch});
+  const Tensor input = randn({settings.batch, 1, settings.side, settings.side, settings.side}).to(device);
+  const Tensor target = randint(0, settings.classes, {settings.batch}).to(device);
 
   std::vector<double> seconds;
   for (int64_t step = 0; step < settings.warmup + settings.steps; ++step) {
@@ -88,6 +97,7 @@ int run(const Settings& settings) {
     loss.backward();
     optimizer.step();
     optimizer.zero_grad();
+    synchronize(device);
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (step >= settings.warmup) seconds.push_back(elapsed);
   }
@@ -96,9 +106,9 @@ int run(const Settings& settings) {
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2];
   std::printf(
-      "{\"framework\": \"kiln\", \"batch\": %lld, \"side\": %lld, \"fuse_bn_relu\": %s, \"parameters\": %lld, "
+      "{\"framework\": \"kiln\", \"device\": \"%s\", \"batch\": %lld, \"side\": %lld, \"fuse_bn_relu\": %s, \"parameters\": %lld, "
       "\"step_s\": [",
-      static_cast<long long>(settings.batch), static_cast<long long>(settings.side),
+      device.str().c_str(), static_cast<long long>(settings.batch), static_cast<long long>(settings.side),
       settings.fuse_bn_relu != 0 ? "true" : "false", static_cast<long long>(parameters));
   for (size_t i = 0; i < seconds.size(); ++i) std::printf("%s%.4f", i ? ", " : "", seconds[i]);
   const AllocatorStats cache = cpu_memory_stats();

@@ -4,6 +4,7 @@
 The MedMNIST-style 3D ResNet-18 (resnet18_3d.h describes it), one step = forward,
 cross-entropy, backward, Adam (foreach, PyTorch's default multi-tensor path), zero_grad
 (to None), on a fixed random batch; --warmup untimed steps, then --steps timed ones.
+--cuda 1 runs on cuda:0 (float32, cudnn.benchmark on, a synchronize ending each step).
 Peak memory is getrusage's, as in kiln_train_step. Needs torch (a virtual environment:
 compare_train_step.py's docstring); Kiln's build never depends on it.
 """
@@ -64,13 +65,16 @@ def main():
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--classes", type=int, default=11)
+    parser.add_argument("--cuda", type=int, choices=(0, 1), default=0)
     args = parser.parse_args()
 
+    device = torch.device("cuda:0" if args.cuda else "cpu")
+    torch.backends.cudnn.benchmark = args.cuda == 1
     torch.manual_seed(0)
-    model = ResNet18For3d(1, args.classes)
+    model = ResNet18For3d(1, args.classes).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    inputs = torch.randn(args.batch, 1, args.side, args.side, args.side)
-    target = torch.randint(0, args.classes, (args.batch,))
+    inputs = torch.randn(args.batch, 1, args.side, args.side, args.side).to(device)
+    target = torch.randint(0, args.classes, (args.batch,)).to(device)
 
     seconds = []
     for step in range(args.warmup + args.steps):
@@ -79,6 +83,8 @@ def main():
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        if args.cuda:
+            torch.cuda.synchronize()
         elapsed = time.perf_counter() - start
         if step >= args.warmup:
             seconds.append(elapsed)
@@ -86,6 +92,7 @@ def main():
     median = statistics.median_high(seconds)
     print(json.dumps({
         "framework": f"pytorch {torch.__version__}",
+        "device": str(device),
         "batch": args.batch,
         "side": args.side,
         "parameters": sum(p.numel() for p in model.parameters()),

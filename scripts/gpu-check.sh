@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# The whole GPU check in one run, on a GPU machine, from the programs that
+# scripts/gpu-bundle.sh built and packed into .gpu-bundle/ on a development machine:
+#
+#   1. the test suite under ctest, one process per test as `make test` runs it (every CUDA
+#      test included), beside compute-sanitizer's memcheck over every CUDA suite and its
+#      racecheck over the kernels that use shared memory (KILN_CUDA_NO_CACHING=1, so each
+#      block is its own cudaMalloc and memcheck sees its bounds);
+#   2. the CUDA benchmarks (each reports its fraction of the copy peak or of cuBLAS's rate
+#      measured in the same run), alone on the GPU;
+#   3. the 3D ResNet-18 training step beside PyTorch on the same GPU, and the demo.
+#
+# Logs and a summary go to $OUT (default gpu-results/), at most 8 files, the summary table
+# printed last. Every phase has a time limit, so the whole run ends inside 10 minutes.
+#
+# Usage: scripts/gpu-check.sh [phases]   (phases: any of "tests bench train", default all)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+OUT=${OUT:-$REPO/gpu-results}
+PHASES=${1:-tests bench train}
+mkdir -p "$OUT"
+SUMMARY=$OUT/summary.txt
+: >"$SUMMARY"
+note() { echo "$*" | tee -a "$SUMMARY"; }
+has_phase() { [[ " $PHASES " == *" $1 "* ]]; }
+
+# --- The programs, where ctest expects them ------------------------------------------------
+# ctest's files name the build folder by the absolute path it had on the development
+# machine; that path is made to lead here.
+BUILD_ABS=$(cat .gpu-bundle/build_dir)
+SOURCE_ABS=$(dirname "$BUILD_ABS")
+if [ "$SOURCE_ABS" != "$REPO" ]; then
+  if [ -e "$SOURCE_ABS" ]; then echo "gpu-check: $SOURCE_ABS exists and is not this checkout" >&2; exit 1; fi
+  mkdir -p "$(dirname "$SOURCE_ABS")" && ln -s "$REPO" "$SOURCE_ABS"
+fi
+BUILD=$REPO/$(basename "$BUILD_ABS")
+mkdir -p "$BUILD/bin"
+tar -xf .gpu-bundle/ctest-files.tar -C "$BUILD"
+# ... and call cmake by this machine's path.
+HOST_CMAKE=$(grep -rhoE '"[^"]*/cmake"' "$BUILD" --include=CTestTestfile.cmake | head -1 | tr -d '"')
+if [ -n "$HOST_CMAKE" ] && [ ! -x "$HOST_CMAKE" ]; then
+  find "$BUILD" -name CTestTestfile.cmake -exec sed -i "s|\"$HOST_CMAKE\"|\"$(command -v cmake)\"|g" {} +
+fi
+for packed in .gpu-bundle/*.xz; do
+  xz -dc "$packed" >"$BUILD/bin/$(basename "$packed" .xz)" &
+done
+wait
+chmod +x "$BUILD"/bin/*
+
+# cuDNN, cuBLAS and NCCL from PyTorch's wheels (the machine has no system copies).
+WHEEL_LIBS=$(python3 - <<'PY'
+import glob, os, site
+roots = site.getsitepackages() + [site.getusersitepackages()]
+dirs = set()
+for root in roots:
+    for name in ("libcudnn.so.9", "libcublas.so.1*", "libnccl.so.2"):
+        dirs.update(os.path.dirname(f) for f in glob.glob(os.path.join(root, "nvidia", "**", name), recursive=True))
+print(":".join(sorted(dirs)))
+PY
+)
+export LD_LIBRARY_PATH=$WHEEL_LIBS:${LD_LIBRARY_PATH:-}
+SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+
+{
+  echo "commit $(cat .gpu-bundle/commit), uncommitted: $(wc -l <.gpu-bundle/uncommitted) files"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
+  nvcc --version 2>/dev/null | tail -1
+  python3 -c "import torch; print('torch', torch.__version__, 'cuDNN', torch.backends.cudnn.version())"
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  echo "compute-sanitizer: ${SANITIZER:-none}"
+  lscpu | grep -E "Model name|^CPU\(s\)"
+  "$BUILD/bin/kiln" info
+} >"$OUT/env.txt" 2>&1
+note "== $(head -3 "$OUT/env.txt" | tail -1)"
+
+# --- 1. Tests and sanitizers, side by side --------------------------------------------------
+# (CublasLoader's tests need a process of their own: cuBLAS not yet loaded.)
+CUDA_SUITES='Cuda*:CudnnApi*:PinnedPool*'
+RACE_SUITES='CudaBatchNorm*:CudaMultiTensor*:CudaOptim*:CudaSoftmax*:CudaReduce*:CudaMatmul*:CudaPool*'
+sanitize() {  # tool shards shard filter
+  KILN_CUDA_NO_CACHING=1 GTEST_TOTAL_SHARDS=$2 GTEST_SHARD_INDEX=$3 timeout -s INT 180 stdbuf -oL \
+    "$SANITIZER" --tool "$1" --error-exitcode 86 --print-limit 30 \
+    "$BUILD/bin/kiln_tests" --gtest_filter="$4" --gtest_brief=1 >"$OUT/san_$1_$3.log" 2>&1
+  echo "$1 shard $3/$2: exit $?" >>"$OUT/san_status.txt"
+}
+if has_phase tests; then
+  start=$SECONDS
+  : >"$OUT/san_status.txt"
+  if [ -n "$SANITIZER" ]; then
+    for shard in 0 1 2 3; do sanitize memcheck 4 $shard "$CUDA_SUITES" & done
+    for shard in 0 1; do sanitize racecheck 2 $shard "$RACE_SUITES" & done
+  fi
+  # The GPU's tests first, then the rest of the suite in the time left; the log is read
+  # line by line, so a run cut short still says what passed and what failed.
+  GPU_TESTS='Cuda|Cudnn|Cublas|Pinned|kiln_bench|kiln_train_step|kiln_cli'
+  OMP_NUM_THREADS=2 timeout 90 ctest --test-dir "$BUILD" -j10 --timeout 80 --output-on-failure \
+    -R "$GPU_TESTS" -E '^(fuzz|install)\.|marked_loops' >"$OUT/ctest.log" 2>&1
+  note "ctest, GPU tests: exit $? at $((SECONDS - start)) s"
+  OMP_NUM_THREADS=2 timeout $((200 - (SECONDS - start))) ctest --test-dir "$BUILD" -j10 --timeout 80 \
+    --output-on-failure -E "$GPU_TESTS|^(fuzz|install)\.|marked_loops" >>"$OUT/ctest.log" 2>&1
+  note "ctest, the rest: exit $? at $((SECONDS - start)) s"
+  note "ctest: $(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed' "$OUT/ctest.log") passed, \
+$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*(Failed|Timeout|Exception|Not Run)' "$OUT/ctest.log") failed"
+  grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*(Failed|Timeout|Exception|Not Run)' "$OUT/ctest.log" | head -40 |
+    tee -a "$SUMMARY"
+  note "skipped: $(grep -c '\*\*\*Skipped' "$OUT/ctest.log")"
+  grep '\*\*\*Skipped' "$OUT/ctest.log" | sed 's/^.*Test *#[0-9]*: //; s/ \.*\*\*\*Skipped.*//' | head -20 | tee -a "$SUMMARY"
+  wait
+  note "sanitizers (${SANITIZER:-none}) done at $((SECONDS - start)) s:"
+  sort "$OUT/san_status.txt" | tee -a "$SUMMARY"
+  for log in "$OUT"/san_*_*.log; do
+    echo "===== $log"
+    cat "$log"
+  done >"$OUT/sanitizers.log" 2>/dev/null
+  rm -f "$OUT"/san_*_*.log "$OUT/san_status.txt"
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|\[  FAILED  \]|\[  PASSED  \]" "$OUT/sanitizers.log" | sort | uniq -c |
+    head -30 | tee -a "$SUMMARY"
+fi
+
+# --- 2. Benchmarks, alone on the GPU -------------------------------------------------------
+if has_phase bench; then
+  start=$SECONDS
+  timeout -s INT 90 stdbuf -oL "$BUILD/bin/kiln_bench" --benchmark_filter='BM_Cuda' --benchmark_min_time=0.05 \
+    --benchmark_counters_tabular=true --benchmark_out="$OUT/bench.json" --benchmark_out_format=json \
+    >"$OUT/bench.txt" 2>&1
+  note "bench: exit $? in $((SECONDS - start)) s, $(grep -c '^BM_' "$OUT/bench.txt") cases"
+fi
+
+# --- 3. The training step beside PyTorch, and the demo -------------------------------------
+if has_phase train; then
+  start=$SECONDS
+  for batch in 8 32; do
+    timeout 30 "$BUILD/bin/kiln_train_step" --cuda 1 --batch $batch --steps 10 --warmup 3 2>&1
+    timeout 30 python3 bench/train_step/train_step_pytorch.py --cuda 1 --batch $batch --steps 10 --warmup 3 2>&1
+  done >"$OUT/train_step.jsonl"
+  python3 - "$OUT/train_step.jsonl" <<'PY' | tee -a "$SUMMARY"
+import json, sys
+rows = {}
+for line in open(sys.argv[1]):
+    try:
+        r = json.loads(line)
+    except ValueError:
+        print("  ", line.rstrip()[:200]); continue
+    key = (r["batch"], r["framework"].split()[0])
+    rows[key] = min(rows.get(key, 1e9), r["median_s"])
+for batch in sorted({b for b, _ in rows}):
+    k, p = rows.get((batch, "kiln")), rows.get((batch, "pytorch"))
+    ratio = f"{k / p:.2f}" if k and p else "-"
+    print(f"train step b{batch}: kiln {k} s, pytorch {p} s, kiln/pytorch {ratio}")
+PY
+  timeout 45 "$BUILD/bin/train_cnn3d" >"$OUT/demo.log" 2>&1
+  note "demo: exit $? in $((SECONDS - start)) s total; $(tail -2 "$OUT/demo.log" | tr '\n' ' ')"
+fi
+
+echo
+echo "================ summary ================"
+cat "$SUMMARY"
+if has_phase bench; then
+  echo "---- benchmarks ----"
+  grep -E '^(BM_|Benchmark)' "$OUT/bench.txt" | tr -s ' ' | cut -c1-140 | head -150
+fi
