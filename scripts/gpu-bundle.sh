@@ -32,6 +32,9 @@ for program in "${PROGRAMS[@]}"; do
   strip -o "$BUNDLE/$program" "$BUILD/bin/$program"
 done
 xz -T0 -6 "$BUNDLE"/*
+# Shared libraries the programs need that the GPU machine lacks: Debian's Google Benchmark.
+mkdir -p "$BUNDLE/lib"
+ldd "$BUILD/bin/kiln_bench" | awk '/libbenchmark/ {print $3}' | xargs -r cp -L -t "$BUNDLE/lib"
 # ctest's files (they name the programs by absolute path: gpu-check.sh makes that path lead
 # to the GPU machine's checkout), so the suite runs there as `make test` runs it here.
 (cd "$BUILD" && find . \( -name CTestTestfile.cmake -o -name '*_include.cmake' -o -name '*_tests.cmake' \) \

@@ -13,6 +13,7 @@
 //   kiln_train_step [--batch 8] [--side 28] [--steps 3] [--warmup 1] [--classes 11]
 //                   [--fuse-bn-relu 1]   (0: batch norm and relu as two ops, to compare)
 //                   [--cuda 0]           (1: on cuda:0, float32, cuDNN benchmark mode on)
+//                   [--tf32 0]           (1: float32 convolutions and products may use TF32)
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -37,6 +38,7 @@ struct Settings {
   int64_t classes = 11;
   int64_t fuse_bn_relu = 1;
   int64_t cuda = 0;
+  int64_t tf32 = 0;
 };
 
 Settings parse(int argc, char** argv) {
@@ -50,15 +52,16 @@ Settings parse(int argc, char** argv) {
                      : flag == "--classes" ? &settings.classes
                      : flag == "--fuse-bn-relu" ? &settings.fuse_bn_relu
                      : flag == "--cuda"    ? &settings.cuda
+                     : flag == "--tf32"    ? &settings.tf32
                                            : nullptr;
-    const bool is_switch = field == &settings.fuse_bn_relu || field == &settings.cuda;
+    const bool is_switch = field == &settings.fuse_bn_relu || field == &settings.cuda || field == &settings.tf32;
     const int64_t least = field == &settings.warmup || is_switch ? 0 : 1;
     char* end = nullptr;
     if (field == nullptr || i + 1 == argc || (*field = std::strtoll(argv[i + 1], &end, 10)) < least ||
         *end != 0 || (is_switch && *field > 1)) {
       std::fprintf(stderr,
                    "usage: kiln_train_step [--batch N] [--side N] [--steps N] [--warmup N] [--classes N] "
-                   "[--fuse-bn-relu 0|1] [--cuda 0|1]\n");
+                   "[--fuse-bn-relu 0|1] [--cuda 0|1] [--tf32 0|1]\n");
       std::exit(2);
     }
     ++i;
@@ -81,6 +84,8 @@ int run(const Settings& settings) {
 
   const Device device = settings.cuda != 0 ? Device::cuda() : Device::cpu();
   cudnn::set_benchmark(device.is_cuda());
+  set_allow_tf32_conv(settings.tf32 != 0);
+  set_allow_tf32_matmul(settings.tf32 != 0);
   bench::ResNet18For3d model(1, settings.classes, settings.fuse_bn_relu != 0);
   model.to(device);
   int64_t parameters = 0;
@@ -106,9 +111,9 @@ int run(const Settings& settings) {
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2];
   std::printf(
-      "{\"framework\": \"kiln\", \"device\": \"%s\", \"batch\": %lld, \"side\": %lld, \"fuse_bn_relu\": %s, \"parameters\": %lld, "
+      "{\"framework\": \"kiln\", \"device\": \"%s\", \"tf32\": %s, \"batch\": %lld, \"side\": %lld, \"fuse_bn_relu\": %s, \"parameters\": %lld, "
       "\"step_s\": [",
-      device.str().c_str(), static_cast<long long>(settings.batch), static_cast<long long>(settings.side),
+      device.str().c_str(), settings.tf32 != 0 ? "true" : "false", static_cast<long long>(settings.batch), static_cast<long long>(settings.side),
       settings.fuse_bn_relu != 0 ? "true" : "false", static_cast<long long>(parameters));
   for (size_t i = 0; i < seconds.size(); ++i) std::printf("%s%.4f", i ? ", " : "", seconds[i]);
   const AllocatorStats cache = cpu_memory_stats();

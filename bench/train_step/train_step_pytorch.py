@@ -4,7 +4,8 @@
 The MedMNIST-style 3D ResNet-18 (resnet18_3d.h describes it), one step = forward,
 cross-entropy, backward, Adam (foreach, PyTorch's default multi-tensor path), zero_grad
 (to None), on a fixed random batch; --warmup untimed steps, then --steps timed ones.
---cuda 1 runs on cuda:0 (float32, cudnn.benchmark on, a synchronize ending each step).
+--cuda 1 runs on cuda:0 (float32, cudnn.benchmark on, a synchronize ending each step);
+TF32 is off unless --tf32 1 (PyTorch's default allows it in convolutions, Kiln's does not).
 Peak memory is getrusage's, as in kiln_train_step. Needs torch (a virtual environment:
 compare_train_step.py's docstring); Kiln's build never depends on it.
 """
@@ -66,10 +67,13 @@ def main():
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--classes", type=int, default=11)
     parser.add_argument("--cuda", type=int, choices=(0, 1), default=0)
+    parser.add_argument("--tf32", type=int, choices=(0, 1), default=0)
     args = parser.parse_args()
 
     device = torch.device("cuda:0" if args.cuda else "cpu")
     torch.backends.cudnn.benchmark = args.cuda == 1
+    torch.backends.cudnn.allow_tf32 = args.tf32 == 1
+    torch.backends.cuda.matmul.allow_tf32 = args.tf32 == 1
     torch.manual_seed(0)
     model = ResNet18For3d(1, args.classes).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -93,6 +97,7 @@ def main():
     print(json.dumps({
         "framework": f"pytorch {torch.__version__}",
         "device": str(device),
+        "tf32": args.tf32 == 1,
         "batch": args.batch,
         "side": args.side,
         "parameters": sum(p.numel() for p in model.parameters()),

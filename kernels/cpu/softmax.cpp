@@ -83,6 +83,7 @@ class RowBlocks {
   // over threads; offsets are those of the block's first row in each operand.
   template <typename Fn>
   void for_each_block(const Fn& fn) const {
+    if (rows_ == 0) return;  // an empty other dim (run_ would be 0 below)
     const int64_t blocks = rows_ / run_ * blocks_per_run_;
     const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, length_ * max_width_));
     parallel_for(blocks, grain, [&](int64_t begin, int64_t end) {

@@ -13,6 +13,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <vector>
 
@@ -27,6 +28,15 @@ namespace {
 
 StreamId stream_id(Stream stream) { return reinterpret_cast<StreamId>(stream.handle()); }
 
+// Note [Sub-word atomics]: the GPU has no atomic add on single bytes, so scatter_add of
+// uint8 (kernels/cuda/index.cu) swaps the aligned 32-bit word that holds the byte. That
+// word must lie inside the allocation: cudaMalloc aligns every allocation to 256 bytes,
+// so the word never starts before it, and we round every size up to 4 bytes, so it never
+// ends past it. (The caching allocator's blocks are multiples of 512 bytes anyway; the
+// rounding matters with KILN_CUDA_NO_CACHING=1, where compute-sanitizer's memcheck found
+// the last byte of a 7-byte tensor read through the word [4, 8).)
+constexpr size_t kAllocationGranule = 4;
+
 // DeviceMemory over the CUDA runtime, for one device.
 class CudaDeviceMemory final : public DeviceMemory {
  public:
@@ -35,7 +45,9 @@ class CudaDeviceMemory final : public DeviceMemory {
   void* malloc(size_t nbytes) override {
     DeviceGuard guard(device_);
     void* ptr = nullptr;
-    const cudaError_t status = cudaMalloc(&ptr, nbytes);
+    if (nbytes > SIZE_MAX - kAllocationGranule) return nullptr;  // cannot exist: out of memory
+    const size_t rounded = (nbytes + kAllocationGranule - 1) / kAllocationGranule * kAllocationGranule;
+    const cudaError_t status = cudaMalloc(&ptr, rounded);
     if (status == cudaErrorMemoryAllocation) {
       cudaGetLastError();  // out of memory is not sticky: clear it, the caller retries
       return nullptr;

@@ -142,7 +142,8 @@ __device__ __forceinline__ void atomic_add(BFloat16* target, BFloat16 value) {
   atomicAdd(reinterpret_cast<__nv_bfloat16*>(target), __ushort_as_bfloat16(value.bits));
 }
 // No byte atomics: swap the aligned word holding the byte, with only that byte changed;
-// the swap succeeds only if no other thread changed the word meanwhile, else retry.
+// the swap succeeds only if no other thread changed the word meanwhile, else retry. The
+// word lies inside the tensor's allocation (Note [Sub-word atomics], caching_allocator.cpp).
 __device__ __forceinline__ void atomic_add(uint8_t* target, uint8_t value) {
   const uintptr_t address = reinterpret_cast<uintptr_t>(target);
   unsigned int* word = reinterpret_cast<unsigned int*>(address & ~uintptr_t{3});

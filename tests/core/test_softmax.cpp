@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backend.h"
 #include "core/ops.h"
 #include "kernels/vectorisable_exp.h"
 #include "tests/gradcheck.h"
@@ -241,6 +242,19 @@ TEST(Softmax, ZeroDimAndEmptyTensors) {
   Tensor e = zeros({0, 4}).requires_grad_(true);
   softmax(e, 1).sum().backward();
   EXPECT_EQ(e.grad().sizes(), (std::vector<int64_t>{0, 4}));
+}
+
+// The backend's kernels themselves (the public ops return early for empty tensors, the
+// CUDA parity tests do not): an empty dim other than the softmax dim used to divide by
+// zero while splitting the rows into blocks.
+TEST(Softmax, BackendKernelsTakeEmptyTensors) {
+  for (const auto& [sizes, dim] : std::vector<std::pair<std::vector<int64_t>, int64_t>>{
+           {{0, 5}, 1}, {{3, 0}, 1}, {{2, 0, 4}, 2}, {{0, 7}, 0}}) {
+    const Tensor x = zeros(sizes), y = zeros(sizes), g = zeros(sizes);
+    backend(Device::cpu()).softmax(x, dim, /*log=*/false, y);
+    backend(Device::cpu()).softmax_backward(g, y, dim, /*log=*/true, x);
+    EXPECT_EQ(y.sizes(), sizes);
+  }
 }
 
 // The backward kernels against their formulas, with a non-contiguous gradient.

@@ -192,7 +192,10 @@ TEST(CudaMatmul, GradientsThroughLinearAndBatchedMatmulMatchCpu) {
     const Tensor bias = random_for({6}, dtype, 72), m = random_for({3, 6, 5}, dtype, 73);
     const Tensor g = random_for({3, 4, 5}, dtype, 74);
     auto run = [&](Device device) {
-      std::vector<Tensor> leaves = {x.to(device), w.to(device), bias.to(device), m.to(device)};
+      // detach(): x.to(cpu) is x itself, and the CPU run must not make the shared inputs
+      // leaves that require grad (the GPU's copies of them would then not be leaves).
+      std::vector<Tensor> leaves = {x.to(device).detach(), w.to(device).detach(), bias.to(device).detach(),
+                                    m.to(device).detach()};
       for (Tensor& leaf : leaves) leaf.requires_grad_();
       const Tensor y = matmul(linear(leaves[0], leaves[1], leaves[2]), leaves[3]);
       y.backward(g.to(device));

@@ -80,7 +80,8 @@ TEST(CudaOptim, StepsFollowTheCpu) {
         for (size_t i = 0; i < cpu.size(); ++i)
           EXPECT_TRUE(testing::all_close(gpu[i].detach().cpu(), cpu[i].detach(), testing::optim_tolerance(dtype)))
               << "parameter " << i;
-        EXPECT_EQ(on_gpu->state(gpu[0]).at(name == "SGD" ? "momentum_buffer" : "exp_avg_sq").device(), kCuda);
+        const char* state_name = name == "SGD" ? "momentum_buffer" : name == "AdamW" ? "exp_avg_sq" : "square_avg";
+        EXPECT_EQ(on_gpu->state(gpu[0]).at(state_name).device(), kCuda);
       }
     }
   }
