@@ -102,6 +102,31 @@ class Backend {
   // that has it (CUDA); null otherwise. is_pinned: whether `ptr` lies in such memory.
   virtual Allocator* pinned_allocator() { return nullptr; }
   virtual bool is_pinned(const void* /*ptr*/) const { return false; }
+  // ---- streams and events (core/stream.h is the public face) ----------------------------
+  // A backend whose device runs work in queues (CUDA) answers these; the defaults are a
+  // device that runs everything at once: one stream (0), events always complete.
+  // Streams are named by an integer (CUDA: the cudaStream_t; 0 is the default stream),
+  // events by an opaque handle from create_event.
+  virtual std::uintptr_t create_stream(int /*device_index*/) { return 0; }
+  // Waits for the stream's queued work, then destroys it.
+  virtual void destroy_stream(int /*device_index*/, std::uintptr_t /*stream*/) {}
+  virtual std::uintptr_t current_stream(int /*device_index*/) const { return 0; }
+  virtual void set_current_stream(int /*device_index*/, std::uintptr_t /*stream*/) {}
+  virtual void synchronize_stream(int /*device_index*/, std::uintptr_t /*stream*/) {}
+  // Timing events cost more to record; ordering-only ones do not time.
+  virtual void* create_event(int /*device_index*/, bool /*enable_timing*/) { return nullptr; }
+  virtual void destroy_event(void* /*event*/) {}
+  virtual void record_event(void* /*event*/, int /*device_index*/, std::uintptr_t /*stream*/) {}
+  // Later work queued on `stream` waits for `event` (no host block).
+  virtual void stream_wait_event(int /*device_index*/, std::uintptr_t /*stream*/, void* /*event*/) {}
+  virtual bool event_query(void* /*event*/) { return true; }
+  virtual void event_synchronize(void* /*event*/) {}
+  // Milliseconds between two completed timing events.
+  virtual double event_elapsed_ms(void* /*start*/, void* /*end*/) { return 0.0; }
+  // The memory of `storage` (from this backend's allocator) is also used by work queued
+  // on `stream`: the allocator must not reuse it before that work is done.
+  virtual void record_stream(const Storage& /*storage*/, int /*device_index*/, std::uintptr_t /*stream*/) {}
+
   // How many threads this backend's kernels may use when called from the calling thread
   // (the CPU backend: OpenMP's team size, a per-thread setting); other threads keep
   // theirs. The DataLoader's workers take 1, as PyTorch's workers call

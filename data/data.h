@@ -1,7 +1,8 @@
 // kiln::data in one include: the data pipeline's public headers: the NPY and NPZ readers
 // and writers (data/npy.h, data/npz.h, over the zip container data/zip.h), datasets
 // (data/dataset.h), MedMNIST 3D (data/medmnist.h), 3D transforms (data/transforms.h),
-// samplers (data/sampler.h), the DataLoader (data/loader.h), synthetic volumes
+// samplers (data/sampler.h), the DataLoader (data/loader.h) and its DevicePrefetcher
+// (data/prefetcher.h), synthetic volumes
 // (data/synthetic.h) and MD5 (data/md5.h).
 #pragma once
 
@@ -11,6 +12,7 @@
 #include "data/medmnist.h"
 #include "data/npy.h"
 #include "data/npz.h"
+#include "data/prefetcher.h"
 #include "data/sampler.h"
 #include "data/synthetic.h"
 #include "data/transforms.h"

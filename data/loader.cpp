@@ -304,6 +304,4 @@ std::optional<Batch> DataLoader::Epoch::next() {
   return loader_->next_batch();
 }
 
-DataLoader::Epoch::Iterator DataLoader::Epoch::begin() { return Iterator(this); }
-
 }  // namespace kiln::data

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "data/next_iterator.h"
 #include "data/sampler.h"
 #include "data/transforms.h"
 
@@ -72,12 +73,21 @@ struct DataLoaderOptions {
   std::function<Batch(std::vector<Sample>, const std::vector<int64_t>&)> collate = nullptr;
 };
 
-// Where an epoch's time went, for the trainer's report (Note [Loader statistics]).
+// Note [Loader statistics]: where an epoch's time went, for the trainer's report. The
+// consumer's wait is what data loading cost the training loop: host seconds spent in
+// next() for a batch not yet ready (0 when the workers keep ahead). Load and collate
+// times are the workers' CPU seconds, summed over workers, so with 4 workers they may
+// add up to 4x the epoch: against the wait they say whether more workers would help. The
+// copy time is the device's time for the host-to-device copies of a DevicePrefetcher
+// (data/prefetcher.h), measured with timing events on its copy stream; since the copies
+// overlap compute, it matters only if it approaches the step time. The loader alone
+// leaves it 0.
 struct LoaderStats {
   int64_t batches = 0;
   double wait_seconds = 0;     // the consumer waiting for a batch not yet ready
   double load_seconds = 0;     // summed over workers: dataset get + transform
   double collate_seconds = 0;  // summed over workers
+  double copy_seconds = 0;     // host-to-device copies (DevicePrefetcher)
 };
 
 class DataLoader {
@@ -98,31 +108,14 @@ class DataLoader {
 
   class Epoch {
    public:
-    class Iterator;
+    using Iterator = NextIterator<Epoch>;
     Epoch(Epoch&&) noexcept;
     Epoch& operator=(Epoch&&) = delete;
     ~Epoch();
     // The next batch in order, or nullopt at the end of the epoch.
     std::optional<Batch> next();
-    Iterator begin();
+    Iterator begin() { return Iterator(this); }
     std::default_sentinel_t end() { return {}; }
-
-    class Iterator {
-     public:
-      using value_type = Batch;
-      using difference_type = std::ptrdiff_t;
-      explicit Iterator(Epoch* epoch) : epoch_(epoch) { ++*this; }
-      Batch& operator*() { return *current_; }
-      Iterator& operator++() {
-        current_ = epoch_->next();
-        return *this;
-      }
-      bool operator==(std::default_sentinel_t) const { return !current_.has_value(); }
-
-     private:
-      Epoch* epoch_;
-      std::optional<Batch> current_;
-    };
 
    private:
     friend class DataLoader;

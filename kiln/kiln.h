@@ -12,6 +12,7 @@
 
 #include "core/ops.h"
 #include "core/safetensors.h"
+#include "core/stream.h"
 #include "data/data.h"
 #include "kiln/build_info.h"
 #include "kiln/init.h"

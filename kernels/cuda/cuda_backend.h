@@ -33,6 +33,21 @@ class CudaBackend final : public Backend {
   bool is_pinned(const void* ptr) const override;
   void synchronize(int device_index) override;
 
+  // streams and events (cuda_backend_streams.cpp)
+  std::uintptr_t create_stream(int device_index) override;
+  void destroy_stream(int device_index, std::uintptr_t stream) override;
+  std::uintptr_t current_stream(int device_index) const override;
+  void set_current_stream(int device_index, std::uintptr_t stream) override;
+  void synchronize_stream(int device_index, std::uintptr_t stream) override;
+  void* create_event(int device_index, bool enable_timing) override;
+  void destroy_event(void* event) override;
+  void record_event(void* event, int device_index, std::uintptr_t stream) override;
+  void stream_wait_event(int device_index, std::uintptr_t stream, void* event) override;
+  bool event_query(void* event) override;
+  void event_synchronize(void* event) override;
+  double event_elapsed_ms(void* start, void* end) override;
+  void record_stream(const Storage& storage, int device_index, std::uintptr_t stream) override;
+
   void copy(const Tensor& src, const Tensor& dst, bool non_blocking) override;
   void fill(const Tensor& dst, Scalar value) override;
   void arange(const Tensor& dst, Scalar start, Scalar step) override;

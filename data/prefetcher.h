@@ -1,0 +1,84 @@
+// DevicePrefetcher: a DataLoader's batches on a device, each copied while the one before
+// it is in use. The "background prefetch / non_blocking=True" pattern of the speed-up
+// guides, done so that it is correct:
+//
+//   data::DataLoader loader(dataset, {.batch_size = 64, .num_workers = 2, .pin_memory = true});
+//   data::DevicePrefetcher prefetcher(loader, Device::cuda());
+//   for (data::Batch& batch : prefetcher.epoch(epoch)) train_step(batch.at("image"), ...);
+//
+// Note [Prefetching to the device]: when batch i is handed over, batch i+1's copies are
+// already queued on the prefetcher's own copy stream (asynchronous when the loader pins
+// its batches). Handing batch i over does two things on the consumer's current stream,
+// neither of which blocks the host:
+//   - it waits for an event recorded after batch i's copies, so the kernels the consumer
+//     queues next start only once the data is there;
+//   - it records the batch's tensors on that stream (record_stream): they were allocated
+//     on the copy stream, and without it the caching allocator could give their memory
+//     to the copy of batch i+2 while the consumer's kernels still read it.
+// The pinned host batch stays alive until its copy has completed: the pinned allocator
+// holds a block read by an asynchronous copy until the copy's event.
+// On the CPU (device cpu) the prefetcher passes the loader's batches through.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <vector>
+
+#include "core/stream.h"
+#include "data/loader.h"
+
+namespace kiln::data {
+
+class DevicePrefetcher {
+ public:
+  class Epoch;
+  // `loader` must outlive the prefetcher.
+  DevicePrefetcher(DataLoader& loader, Device device);
+
+  // The batches of epoch `epoch`, on the device (one Epoch at a time).
+  Epoch epoch(int64_t epoch);
+  Device device() const { return device_; }
+  // The loader's statistics of the last (or current) epoch, with the device time of its
+  // copies (Note [Loader statistics]; the copy time of the batches handed over so far,
+  // waiting for the last copy to finish).
+  LoaderStats stats() const;
+
+  class Epoch {
+   public:
+    using Iterator = NextIterator<Epoch>;
+    Epoch(Epoch&&) noexcept = default;
+    Epoch& operator=(Epoch&&) = delete;
+    // The next batch, on the device and ready for the consumer's current stream, or
+    // nullopt at the end of the epoch.
+    std::optional<Batch> next();
+    Iterator begin() { return Iterator(this); }
+    std::default_sentinel_t end() { return {}; }
+
+   private:
+    friend class DevicePrefetcher;
+    Epoch(DevicePrefetcher* prefetcher, DataLoader::Epoch loader_epoch);
+    // Queues `batch`'s copies on the copy stream.
+    void start_copy(Batch batch);
+
+    DevicePrefetcher* prefetcher_;
+    DataLoader::Epoch loader_epoch_;
+    bool started_ = false;
+    std::optional<Batch> ahead_;  // the batch whose copies are queued
+    Event ahead_ready_;
+    std::exception_ptr following_error_;  // loading the batch after the one handed over
+  };
+
+ private:
+  // The timing events around one batch's copies.
+  struct CopyTiming {
+    Event start{/*enable_timing=*/true}, end{/*enable_timing=*/true};
+  };
+
+  DataLoader& loader_;
+  Device device_;
+  std::optional<Stream> copy_stream_;  // set for a device with queues
+  std::vector<CopyTiming> timings_;    // this epoch's copies
+};
+
+}  // namespace kiln::data
