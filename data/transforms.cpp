@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/ops.h"
+#include "data/transform_util.h"
 
 namespace kiln::data {
 namespace {
@@ -19,19 +20,6 @@ uint64_t mix(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
-}
-
-double uniform(Generator& generator, double low, double high) {
-  return low + (high - low) * rand({}, {.dtype = DType::Float64}, &generator).item<double>();
-}
-
-// The tensor `key` of the sample, which a spatial transform needs as [C, D, H, W].
-Tensor& volume(Sample& sample, const std::string& key, const std::string& transform) {
-  const auto it = sample.tensors.find(key);
-  KILN_CHECK(it != sample.tensors.end(), transform, ": the sample has no tensor '", key, "'");
-  KILN_CHECK(it->second.dim() == 4, transform, ": '", key, "' must be a [C, D, H, W] volume, got shape ",
-             it->second.sizes());
-  return it->second;
 }
 
 // The tensor `key`, which an intensity transform needs floating.
@@ -76,6 +64,18 @@ void check_fits(const Tensor& t, const std::array<int64_t, 3>& size, const std::
 }
 
 }  // namespace
+
+double uniform(Generator& generator, double low, double high) {
+  return low + (high - low) * rand({}, {.dtype = DType::Float64}, &generator).item<double>();
+}
+
+Tensor& volume(Sample& sample, const std::string& key, const std::string& transform) {
+  const auto it = sample.tensors.find(key);
+  KILN_CHECK(it != sample.tensors.end(), transform, ": the sample has no tensor '", key, "'");
+  KILN_CHECK(it->second.dim() == 4, transform, ": '", key, "' must be a [C, D, H, W] volume, got shape ",
+             it->second.sizes());
+  return it->second;
+}
 
 Generator sample_generator(uint64_t seed, int64_t epoch, int64_t index) {
   return Generator(mix(mix(mix(seed) ^ static_cast<uint64_t>(epoch)) ^ static_cast<uint64_t>(index)));

@@ -19,6 +19,7 @@
 
 #include "core/generator.h"
 #include "data/dataset.h"
+#include "data/resample.h"
 
 namespace kiln::data {
 
@@ -145,6 +146,47 @@ class Pad final : public Transform {
   std::array<int64_t, 3> size_;
   double value_;
   Keys keys_;
+};
+
+// Resamples to `size` voxels (data/resample.h): trilinear for `keys` (PyTorch's
+// F.interpolate, align_corners=False), nearest for `nearest_keys` (label maps keep their
+// classes and dtype).
+class Resize final : public Transform {
+ public:
+  explicit Resize(std::array<int64_t, 3> size, Keys keys = {"image"}, Keys nearest_keys = {});
+  void apply(Sample& sample, Generator& generator) const override;
+  std::string name() const override { return "Resize"; }
+
+ private:
+  std::array<int64_t, 3> size_;
+  Keys keys_, nearest_keys_;
+};
+
+// With probability p, a random affine map about the volume's centre, the same for every
+// key (MONAI's RandAffine): per spatial axis a rotation angle ~ U(-r, r) radians in the
+// plane of the two other axes (applied axis 0's first), a scale ~ 1 + U(-s, s) and a
+// translation ~ U(-t, t) voxels. The content is scaled, rotated, then moved; the output
+// keeps the input's grid, trilinear for `keys`, nearest for `nearest_keys`, 0 where the
+// map leaves the volume (data/resample.h: affine_resample).
+class RandomAffine final : public Transform {
+ public:
+  struct Options {
+    std::array<double, 3> rotate_range{0, 0, 0};     // radians
+    std::array<double, 3> scale_range{0, 0, 0};      // relative
+    std::array<double, 3> translate_range{0, 0, 0};  // voxels
+    double p = 1.0;
+    Keys keys = {"image"};
+    Keys nearest_keys = {};
+  };
+  explicit RandomAffine(Options options);
+  void apply(Sample& sample, Generator& generator) const override;
+  std::string name() const override { return "RandomAffine"; }
+  // The voxel map of rotation angles, scales and a translation (exposed for tests).
+  static VoxelAffine map_of(const std::array<double, 3>& angles, const std::array<double, 3>& scales,
+                            const std::array<double, 3>& translation);
+
+ private:
+  Options options_;
 };
 
 // x -> change(x, v), v ~ U[low, high): the body RandomIntensityScale and

@@ -1,0 +1,197 @@
+// Resampling (resample.h). resize is separable: each axis in turn is a gather of the two
+// neighbouring planes (index_select) and a weighted sum, core ops on any device and
+// dtype. affine_resample is not separable: a loop over output voxels computes the 8
+// corner offsets and weights once and applies them to every channel; its nearest mode
+// gathers one voxel per output through index_select, which keeps any dtype.
+#include "data/resample.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+#include "core/ops.h"
+
+namespace kiln::data {
+namespace {
+
+void check_volume(const Tensor& volume, const char* op) {
+  KILN_CHECK(volume.dim() == 4, op, ": a [C, D, H, W] volume is needed, got shape ", volume.sizes());
+}
+
+// The dtype linear interpolation computes in (and returns, but for the half types).
+DType linear_dtype(DType dtype) { return dtype == DType::Float64 ? DType::Float64 : DType::Float32; }
+DType linear_result_dtype(DType dtype) { return is_floating(dtype) ? dtype : DType::Float32; }
+
+// One axis of PyTorch's trilinear, align_corners=False: the two neighbours of each output
+// position and their weights.
+struct AxisTaps {
+  std::vector<int64_t> low, high;
+  std::vector<double> low_weight, high_weight;
+};
+
+AxisTaps linear_taps(int64_t in, int64_t out) {
+  AxisTaps taps;
+  const double scale = static_cast<double>(in) / static_cast<double>(out);
+  for (int64_t i = 0; i < out; ++i) {
+    const double source = std::max(0.0, (static_cast<double>(i) + 0.5) * scale - 0.5);
+    const int64_t low = std::min(static_cast<int64_t>(source), in - 1);
+    const double lambda = source - static_cast<double>(low);
+    taps.low.push_back(low);
+    taps.high.push_back(std::min(low + 1, in - 1));
+    taps.low_weight.push_back(1.0 - lambda);
+    taps.high_weight.push_back(lambda);
+  }
+  return taps;
+}
+
+// PyTorch's legacy nearest: floor(i * (in / out)) in float arithmetic, clamped.
+std::vector<int64_t> nearest_taps(int64_t in, int64_t out) {
+  std::vector<int64_t> index;
+  const float scale = static_cast<float>(in) / static_cast<float>(out);
+  for (int64_t i = 0; i < out; ++i) {
+    index.push_back(std::min(static_cast<int64_t>(std::floor(static_cast<float>(i) * scale)), in - 1));
+  }
+  return index;
+}
+
+// `values` as a tensor shaped to broadcast along tensor dim `dim` of a 4-D volume.
+Tensor along(const std::vector<double>& values, int64_t dim, DType dtype) {
+  std::vector<int64_t> sizes(4, 1);
+  sizes[static_cast<size_t>(dim)] = static_cast<int64_t>(values.size());
+  return tensor(values, sizes).to(dtype);
+}
+
+Tensor index_tensor(const std::vector<int64_t>& index) {
+  return tensor(index, {static_cast<int64_t>(index.size())}, {.dtype = DType::Int64});
+}
+
+}  // namespace
+
+Tensor resize(const Tensor& volume, const std::array<int64_t, 3>& size, Interpolation mode) {
+  check_volume(volume, "resize");
+  for (int axis = 0; axis < 3; ++axis) {
+    KILN_CHECK(size[static_cast<size_t>(axis)] > 0, "resize: sizes must be positive, got [", size[0], ", ",
+               size[1], ", ", size[2], "]");
+    KILN_CHECK(volume.sizes()[static_cast<size_t>(axis) + 1] > 0,
+               "resize: cannot resize the empty volume of shape ", volume.sizes());
+  }
+  Tensor x = mode == Interpolation::Linear ? volume.to(linear_dtype(volume.dtype())) : volume;
+  for (int64_t dim = 1; dim <= 3; ++dim) {
+    const int64_t in = x.sizes()[static_cast<size_t>(dim)], out = size[static_cast<size_t>(dim - 1)];
+    if (mode == Interpolation::Nearest) {
+      x = index_select(x, dim, index_tensor(nearest_taps(in, out)));
+      continue;
+    }
+    const AxisTaps taps = linear_taps(in, out);
+    x = add(mul(index_select(x, dim, index_tensor(taps.low)), along(taps.low_weight, dim, x.dtype())),
+            mul(index_select(x, dim, index_tensor(taps.high)), along(taps.high_weight, dim, x.dtype())));
+  }
+  return mode == Interpolation::Linear ? x.to(linear_result_dtype(volume.dtype())).contiguous()
+                                       : x.contiguous();
+}
+
+namespace {
+
+// Where output voxel (z, y, x) reads the input: q = c + matrix (p - c - offset).
+std::array<double, 3> source_of(const VoxelAffine& map, const std::array<double, 3>& centre, int64_t z,
+                                int64_t y, int64_t x) {
+  const double p[3] = {static_cast<double>(z) - centre[0] - map.offset[0],
+                       static_cast<double>(y) - centre[1] - map.offset[1],
+                       static_cast<double>(x) - centre[2] - map.offset[2]};
+  std::array<double, 3> q{};
+  for (int r = 0; r < 3; ++r) {
+    q[static_cast<size_t>(r)] =
+        centre[static_cast<size_t>(r)] + map.matrix[static_cast<size_t>(r)][0] * p[0] +
+        map.matrix[static_cast<size_t>(r)][1] * p[1] + map.matrix[static_cast<size_t>(r)][2] * p[2];
+  }
+  return q;
+}
+
+template <typename T>
+Tensor affine_linear(const Tensor& volume, const VoxelAffine& map) {
+  const Tensor in = volume.contiguous();
+  const int64_t channels = in.sizes()[0], d = in.sizes()[1], h = in.sizes()[2], w = in.sizes()[3];
+  const int64_t voxels = d * h * w;
+  Tensor out = zeros(in.sizes(), {.dtype = in.dtype()});
+  const T* src = static_cast<const T*>(in.data_ptr());
+  T* dst = static_cast<T*>(out.data_ptr());
+  const std::array<double, 3> centre = {(static_cast<double>(d) - 1) / 2, (static_cast<double>(h) - 1) / 2,
+                                        (static_cast<double>(w) - 1) / 2};
+  const int64_t extent[3] = {d, h, w};
+  for (int64_t z = 0; z < d; ++z) {
+    for (int64_t y = 0; y < h; ++y) {
+      for (int64_t x = 0; x < w; ++x) {
+        const std::array<double, 3> q = source_of(map, centre, z, y, x);
+        int64_t base[3];
+        double frac[3];
+        for (int a = 0; a < 3; ++a) {
+          const double floor_q = std::floor(q[static_cast<size_t>(a)]);
+          base[a] = static_cast<int64_t>(std::clamp(floor_q, -2.0, static_cast<double>(extent[a]) + 1));
+          frac[a] = q[static_cast<size_t>(a)] - floor_q;
+        }
+        const int64_t out_offset = (z * h + y) * w + x;
+        for (int corner = 0; corner < 8; ++corner) {
+          const int64_t i = base[0] + (corner >> 2 & 1), j = base[1] + (corner >> 1 & 1),
+                        k = base[2] + (corner & 1);
+          if (i < 0 || i >= d || j < 0 || j >= h || k < 0 || k >= w) continue;  // a zero corner
+          const double weight = ((corner >> 2 & 1) ? frac[0] : 1 - frac[0]) *
+                                ((corner >> 1 & 1) ? frac[1] : 1 - frac[1]) *
+                                ((corner & 1) ? frac[2] : 1 - frac[2]);
+          const int64_t in_offset = (i * h + j) * w + k;
+          for (int64_t c = 0; c < channels; ++c) {
+            dst[c * voxels + out_offset] +=
+                static_cast<T>(weight * static_cast<double>(src[c * voxels + in_offset]));
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+Tensor affine_nearest(const Tensor& volume, const VoxelAffine& map) {
+  const int64_t channels = volume.sizes()[0], d = volume.sizes()[1], h = volume.sizes()[2],
+                w = volume.sizes()[3];
+  const std::array<double, 3> centre = {(static_cast<double>(d) - 1) / 2, (static_cast<double>(h) - 1) / 2,
+                                        (static_cast<double>(w) - 1) / 2};
+  std::vector<int64_t> index;
+  std::vector<uint8_t> inside;
+  index.reserve(static_cast<size_t>(d * h * w));
+  for (int64_t z = 0; z < d; ++z) {
+    for (int64_t y = 0; y < h; ++y) {
+      for (int64_t x = 0; x < w; ++x) {
+        const std::array<double, 3> q = source_of(map, centre, z, y, x);
+        const double i = std::nearbyint(q[0]), j = std::nearbyint(q[1]), k = std::nearbyint(q[2]);
+        const bool in = i >= 0 && i < static_cast<double>(d) && j >= 0 && j < static_cast<double>(h) &&
+                        k >= 0 && k < static_cast<double>(w);
+        inside.push_back(in ? 1 : 0);
+        index.push_back(
+            in ? (static_cast<int64_t>(i) * h + static_cast<int64_t>(j)) * w + static_cast<int64_t>(k) : 0);
+      }
+    }
+  }
+  const Tensor gathered = index_select(volume.reshape({channels, d * h * w}), 1, index_tensor(index));
+  const Tensor mask = tensor(inside, {1, d * h * w}, {.dtype = DType::UInt8}).to(DType::Bool);
+  return where(mask, gathered, 0).reshape(volume.sizes()).contiguous();
+}
+
+}  // namespace
+
+Tensor affine_resample(const Tensor& volume, const VoxelAffine& map, Interpolation mode) {
+  check_volume(volume, "affine_resample");
+  KILN_CHECK(volume.device().is_cpu(),
+             "affine_resample: runs on CPU volumes (the loader's workers), got one on ", volume.device());
+  for (const auto& row : map.matrix) {
+    for (double v : row) KILN_CHECK(std::isfinite(v), "affine_resample: the matrix must be finite");
+  }
+  for (double v : map.offset) KILN_CHECK(std::isfinite(v), "affine_resample: the offset must be finite");
+  if (volume.numel() == 0) return volume.clone();
+  if (mode == Interpolation::Nearest) return affine_nearest(volume, map);
+  const DType compute = linear_dtype(volume.dtype());
+  const Tensor x = volume.to(compute);
+  const Tensor out = compute == DType::Float64 ? affine_linear<double>(x, map) : affine_linear<float>(x, map);
+  return out.to(linear_result_dtype(volume.dtype()));
+}
+
+}  // namespace kiln::data
