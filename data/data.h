@@ -1,5 +1,6 @@
 // kiln::data in one include: the data pipeline's public headers: the NPY and NPZ readers
-// and writers (data/npy.h, data/npz.h, over the zip container data/zip.h), datasets
+// and writers (data/npy.h, data/npz.h, over the zip container data/zip.h), the NIfTI
+// reader (data/nifti.h), resampling (data/resample.h), datasets
 // (data/dataset.h), MedMNIST 3D (data/medmnist.h), 3D transforms (data/transforms.h),
 // samplers (data/sampler.h), the DataLoader (data/loader.h) and its DevicePrefetcher
 // (data/prefetcher.h), synthetic volumes
@@ -10,9 +11,11 @@
 #include "data/loader.h"
 #include "data/md5.h"
 #include "data/medmnist.h"
+#include "data/nifti.h"
 #include "data/npy.h"
 #include "data/npz.h"
 #include "data/prefetcher.h"
+#include "data/resample.h"
 #include "data/sampler.h"
 #include "data/synthetic.h"
 #include "data/transforms.h"

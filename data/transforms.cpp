@@ -35,10 +35,6 @@ void check_axis(int axis, const std::string& transform) {
   KILN_CHECK(axis >= 0 && axis <= 2, transform, ": spatial axes are 0, 1 and 2, got ", axis);
 }
 
-Tensor flip(const Tensor& t, int64_t dim) {
-  const int64_t n = t.size(dim);
-  return index_select(t, dim, arange(n - 1, -1, -1, {.dtype = DType::Int64}));
-}
 
 // numpy's rot90(t, k, axes=(a, b)) on tensor dims a and b.
 Tensor rot90(const Tensor& t, int k, int64_t a, int64_t b) {
@@ -64,6 +60,11 @@ void check_fits(const Tensor& t, const std::array<int64_t, 3>& size, const std::
 }
 
 }  // namespace
+
+Tensor flip(const Tensor& t, int64_t dim) {
+  const int64_t n = t.size(dim);
+  return index_select(t, dim, arange(n - 1, -1, -1, {.dtype = DType::Int64}));
+}
 
 double uniform(Generator& generator, double low, double high) {
   return low + (high - low) * rand({}, {.dtype = DType::Float64}, &generator).item<double>();

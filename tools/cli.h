@@ -17,6 +17,7 @@
 #include "core/human_bytes.h"  // human_bytes, for the tables
 #include "core/safetensors.h"
 #include "data/npy.h"
+#include "data/nifti.h"
 #include "data/npz.h"
 #include "kiln/build_info.h"
 
@@ -39,6 +40,7 @@ int run_inspect(const std::vector<std::string>& args, std::ostream& out);
 std::string format_inspect(const std::string& path, const safetensors::Header& header);
 std::string format_inspect(const std::string& path, const data::npy::Header& header);
 std::string format_inspect(const std::string& path, const std::vector<data::npz::Array>& arrays);
+std::string format_inspect(const std::string& path, const data::nifti::Header& header);
 
 
 }  // namespace kiln::tools

@@ -3,7 +3,9 @@
 // tensor sorted by name with dtype, shape and bytes, and the totals; or, for a file named
 // *.npy, its NPY header (data::npy::read_header): version, stored dtype and what it loads
 // as, shape, memory order and bytes; for *.npz, each array's header (npz::File::arrays,
-// which inflates only the headers).
+// which inflates only the headers); for *.nii and *.nii.gz, the NIfTI header
+// (data::nifti::read_header, checked without reading the voxels): version, datatype,
+// dims, spacing, scaling, the affine with its source and the orientation.
 #include <algorithm>
 #include <sstream>
 
@@ -106,6 +108,23 @@ std::string format_inspect(const std::string& path, const std::vector<data::npz:
   return os.str();
 }
 
+std::string format_inspect(const std::string& path, const data::nifti::Header& header) {
+  std::ostringstream os;
+  os << path << ": NIfTI-" << header.version << ", " << header.datatype << ", dims " << shape_text(header.dims)
+     << (header.dims.size() > 3 ? " (x, y, z, channels)" : " (x, y, z)") << "\n"
+     << "  spacing " << header.spacing[0] << " x " << header.spacing[1] << " x " << header.spacing[2] << " "
+     << header.spatial_units << ", orientation " << header.orientation << "\n";
+  if (header.scl_slope != 0) os << "  scaling: value * " << header.scl_slope << " + " << header.scl_inter << "\n";
+  os << "  affine (" << header.affine_source << "):\n";
+  for (size_t row = 0; row < 3; ++row) {
+    os << "   ";
+    for (double v : header.affine[row]) os << " " << v;
+    os << "\n";
+  }
+  if (!header.description.empty()) os << "  description: " << printable(header.description) << "\n";
+  return os.str();
+}
+
 int run_inspect(const std::vector<std::string>& args, std::ostream& out) {
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
     out << "usage: kiln inspect FILE\n";
@@ -119,6 +138,8 @@ int run_inspect(const std::vector<std::string>& args, std::ostream& out) {
     out << format_inspect(path, data::npy::read_header(path));
   } else if (path.ends_with(".npz")) {
     out << format_inspect(path, data::npz::File(path).arrays());
+  } else if (path.ends_with(".nii") || path.ends_with(".nii.gz")) {
+    out << format_inspect(path, data::nifti::read_header(path));
   } else {
     out << format_inspect(path, safetensors::read_header(path));
   }

@@ -106,6 +106,24 @@ TEST(KilnCli, InspectListsNpzArrays) {
   EXPECT_EQ(bad.err.rfind("kiln: zip: " + folder.file("bad.npz") + ": no end-of-central-directory", 0), 0u) << bad.err;
 }
 
+TEST(KilnCli, InspectShowsNiftiGeometry) {
+  const std::string path = std::string(KILN_SOURCE_DIR) + "/tests/data/nifti/oblique.nii.gz";
+  const CliResult good = run_cli({"inspect", path});
+  EXPECT_EQ(good.code, 0);
+  EXPECT_EQ(good.out.rfind(path + ": NIfTI-1, int16, dims [5, 4, 3] (x, y, z)\n"
+                                  "  spacing 2 x 1.5 x 3 unknown, orientation PSL\n"
+                                  "  scaling: value * 0.5 + -3\n"
+                                  "  affine (sform):\n",
+                           0),
+            0u)
+      << good.out;
+  const testing::TempFolder folder;
+  std::ofstream(folder.file("bad.nii")) << "not a NIfTI header";
+  const CliResult bad = run_cli({"inspect", folder.file("bad.nii")});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(bad.err.rfind("kiln: NIfTI file '" + folder.file("bad.nii") + "': is not a readable", 0), 0u) << bad.err;
+}
+
 TEST(KilnCli, UsageErrorsExitWith2) {
   const CliResult none = run_cli({"inspect"});
   EXPECT_EQ(none.code, 2);

@@ -1,0 +1,350 @@
+// NIfTI volumes (nifti.h) through nifti_clib: the header read alone and checked (Note
+// [NIfTI validation]), then the voxels loaded into the library's buffer and converted
+// into a tensor; the orientation computed from the affine as nibabel does.
+#include "data/nifti.h"
+
+#include <nifti2_io.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <system_error>
+
+#include "core/checked_math.h"
+#include "core/error.h"
+#include "core/ops.h"
+#include "data/transform_util.h"  // flip
+#include "data/zip.h"             // kMaxDeflateRatio
+
+namespace kiln::data::nifti {
+namespace {
+
+struct ImageDeleter {
+  void operator()(nifti_image* image) const { nifti_image_free(image); }
+};
+using Image = std::unique_ptr<nifti_image, ImageDeleter>;
+
+// How a stored datatype becomes a Kiln tensor: the dtype it is read as (kept) and its
+// name; unsupported types (complex, RGB, 128-bit floats, uint64) have none.
+struct StoredType {
+  int code;
+  const char* name;
+  DType kept;
+  int bytes;
+};
+constexpr StoredType kStoredTypes[] = {
+    {DT_UINT8, "uint8", DType::UInt8, 1},       {DT_INT8, "int8", DType::Int32, 1},
+    {DT_INT16, "int16", DType::Int32, 2},       {DT_UINT16, "uint16", DType::Int32, 2},
+    {DT_INT32, "int32", DType::Int32, 4},       {DT_UINT32, "uint32", DType::Int64, 4},
+    {DT_INT64, "int64", DType::Int64, 8},       {DT_FLOAT32, "float32", DType::Float32, 4},
+    {DT_FLOAT64, "float64", DType::Float64, 8},
+};
+
+const StoredType* stored_type(int code) {
+  for (const StoredType& t : kStoredTypes) {
+    if (t.code == code) return &t;
+  }
+  return nullptr;
+}
+
+// The library prints its own diagnostics on stderr; Kiln's errors say what went wrong.
+void quiet_library() {
+  static const bool once = [] {
+    nifti_set_debug_level(0);
+    return true;
+  }();
+  (void)once;
+}
+
+std::string units_name(int code) {
+  switch (code) {
+    case NIFTI_UNITS_MM:
+      return "mm";
+    case NIFTI_UNITS_MICRON:
+      return "um";
+    case NIFTI_UNITS_METER:
+      return "m";
+    default:
+      return "unknown";
+  }
+}
+
+using Matrix3 = std::array<std::array<double, 3>, 3>;
+
+std::optional<Matrix3> inverse(const Matrix3& m) {
+  const double det = m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) -
+                     m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
+                     m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
+  if (!std::isfinite(det) || std::abs(det) < 1e-12) return std::nullopt;
+  Matrix3 inv{};
+  for (size_t i = 0; i < 3; ++i) {
+    for (size_t j = 0; j < 3; ++j) {
+      // Cofactor of m[j][i] (the adjugate is the cofactors' transpose).
+      const size_t r0 = (j + 1) % 3, r1 = (j + 2) % 3, c0 = (i + 1) % 3, c1 = (i + 2) % 3;
+      inv[i][j] = (m[r0][c0] * m[r1][c1] - m[r0][c1] * m[r1][c0]) / det;
+    }
+  }
+  return inv;
+}
+
+// A file-named error: every message of this reader starts with the path.
+template <typename... Args>
+[[noreturn]] void fail(const std::string& path, const Args&... args) {
+  throw Error(detail::str_cat("NIfTI file '", path, "': ", args...));
+}
+
+struct Opened {
+  Image image;
+  int version;  // 1 or 2
+};
+
+// The NIfTI version of the file's header (nifti_image's own nifti_type does not say):
+// 1 or 2, 0 for an ANALYZE 7.5 header (no NIfTI magic), -1 when unreadable.
+int header_version(const std::string& path) {
+  int version = -1;
+  void* header = nifti_read_header(path.c_str(), &version, /*check=*/1);
+  if (header == nullptr) return -1;
+  std::free(header);
+  return version;
+}
+
+// The header, read alone and checked (Note [NIfTI validation]).
+Opened open_checked(const std::string& path) {
+  quiet_library();
+  std::error_code ec;
+  const auto file_size = std::filesystem::file_size(path, ec);
+  if (ec) fail(path, "cannot be read: ", ec.message());
+  const int version = header_version(path);
+  if (version < 0) fail(path, "is not a readable NIfTI-1 or NIfTI-2 file (bad or truncated header)");
+  if (version == 0) fail(path, "has an ANALYZE 7.5 header (no NIfTI magic 'n+1' or 'n+2'), not a NIfTI one");
+  Image image(nifti_image_read(path.c_str(), /*read_data=*/0));
+  if (!image) fail(path, "is not a readable NIfTI-1 or NIfTI-2 file (bad or truncated header)");
+  const nifti_image& h = *image;
+  if (h.dim[0] < 1 || h.dim[0] > 7) fail(path, "has ", h.dim[0], " dimensions (1 to 7 allowed)");
+  int64_t voxels = 1;
+  for (int d = 1; d <= h.dim[0]; ++d) {
+    if (h.dim[d] < 1) fail(path, "has size ", h.dim[d], " along dimension ", d);
+    if (d > 4 && h.dim[d] != 1)
+      fail(path, "has ", h.dim[0], " dimensions; Kiln reads up to 4 (x, y, z, channels)");
+    const std::optional<int64_t> product = checked_mul(voxels, h.dim[d]);
+    if (!product) fail(path, "claims more voxels than fit 64 bits");
+    voxels = *product;
+  }
+  const StoredType* type = stored_type(h.datatype);
+  if (type == nullptr) {
+    fail(path, "stores datatype ", h.datatype, " (", nifti_datatype_string(h.datatype),
+         "); Kiln reads uint8, int8, int16, uint16, int32, uint32, int64, float32 and float64");
+  }
+  const std::optional<int64_t> bytes = checked_mul(voxels, type->bytes);
+  if (!bytes) fail(path, "claims more voxel bytes than fit 64 bits");
+  const auto size = static_cast<int64_t>(file_size);
+  if (nifti_is_gzfile(path.c_str())) {
+    if (*bytes / zip::kMaxDeflateRatio > size) {
+      fail(path, "claims ", *bytes, " bytes of voxels, more than ", zip::kMaxDeflateRatio,
+           " times its compressed size (", size, " bytes): corrupt, or a decompression bomb");
+    }
+  } else if (h.iname_offset < 0 || h.iname_offset > size || *bytes > size - h.iname_offset) {
+    fail(path, "is truncated: its header claims ", *bytes, " bytes of voxels from offset ", h.iname_offset,
+         ", the file has ", size, " bytes");
+  }
+  return {std::move(image), version};
+}
+
+std::array<std::array<double, 4>, 4> to_array(const nifti_dmat44& m) {
+  std::array<std::array<double, 4>, 4> a{};
+  for (size_t i = 0; i < 4; ++i) {
+    for (size_t j = 0; j < 4; ++j) a[i][j] = m.m[i][j];
+  }
+  return a;
+}
+
+std::string orientation_letters(const Orientation& o) {
+  static constexpr char kLetters[3][2] = {{'R', 'L'}, {'A', 'P'}, {'S', 'I'}};
+  std::string s;
+  for (size_t i = 0; i < 3; ++i) s += kLetters[o.axis[i]][o.flip[i] ? 1 : 0];
+  return s;
+}
+
+Header header_of(const nifti_image& h, int version, const std::string& path) {
+  Header header;
+  header.version = version;
+  for (int d = 1; d <= h.dim[0]; ++d) header.dims.push_back(h.dim[d]);
+  while (header.dims.size() > 3 && header.dims.back() == 1) header.dims.pop_back();
+  while (header.dims.size() < 3) header.dims.push_back(1);
+  header.datatype = stored_type(h.datatype)->name;
+  header.spacing = {h.dx, h.dy, h.dz};
+  header.spatial_units = units_name(h.xyz_units);
+  header.scl_slope = h.scl_slope;
+  header.scl_inter = h.scl_inter;
+  if (h.sform_code > 0) {
+    header.affine = to_array(h.sto_xyz);
+    header.affine_source = "sform";
+  } else {
+    header.affine = to_array(h.qto_xyz);  // the library's qform, or the spacing when code 0
+    header.affine_source = h.qform_code > 0 ? "qform" : "spacing";
+  }
+  for (const auto& row : header.affine) {
+    for (double v : row) {
+      if (!std::isfinite(v)) fail(path, "has a non-finite ", header.affine_source, " affine");
+    }
+  }
+  try {
+    header.orientation = orientation_letters(orientation_of(header.affine));
+  } catch (const Error& e) {
+    fail(path, e.what());
+  }
+  header.description = std::string(h.descrip, strnlen(h.descrip, sizeof(h.descrip)));
+  return header;
+}
+
+// The library's voxel buffer as [C, X, Y, Z]: i fastest in the file, so a view with
+// strides (xyz, 1, x, xy) of a tensor holding the bytes, then made contiguous.
+Tensor voxels_of(const nifti_image& h, const Header& header) {
+  const StoredType& type = *stored_type(h.datatype);
+  const int64_t nx = header.dims[0], ny = header.dims[1], nz = header.dims[2];
+  const int64_t channels = header.dims.size() > 3 ? header.dims[3] : 1;
+  const int64_t voxels = nx * ny * nz * channels;
+  // The stored values, each widened to the kept dtype.
+  Tensor flat = empty({voxels}, {.dtype = type.kept});
+  const auto widen = [&]<typename Stored, typename Kept>() {
+    const auto* in = static_cast<const Stored*>(h.data);
+    Kept* out = static_cast<Kept*>(flat.data_ptr());
+    for (int64_t v = 0; v < voxels; ++v) out[v] = static_cast<Kept>(in[v]);
+  };
+  switch (h.datatype) {
+    case DT_UINT8:
+      widen.template operator()<uint8_t, uint8_t>();
+      break;
+    case DT_INT8:
+      widen.template operator()<int8_t, int32_t>();
+      break;
+    case DT_INT16:
+      widen.template operator()<int16_t, int32_t>();
+      break;
+    case DT_UINT16:
+      widen.template operator()<uint16_t, int32_t>();
+      break;
+    case DT_INT32:
+      widen.template operator()<int32_t, int32_t>();
+      break;
+    case DT_UINT32:
+      widen.template operator()<uint32_t, int64_t>();
+      break;
+    case DT_INT64:
+      widen.template operator()<int64_t, int64_t>();
+      break;
+    case DT_FLOAT32:
+      widen.template operator()<float, float>();
+      break;
+    case DT_FLOAT64:
+      widen.template operator()<double, double>();
+      break;
+    default:
+      KILN_ASSERT(false, "nifti: unchecked datatype ", h.datatype);
+  }
+  return flat.as_strided({channels, nx, ny, nz}, {nx * ny * nz, 1, nx, nx * ny}, 0).contiguous();
+}
+
+// `data` and `header` brought to the closest RAS+ orientation.
+void reorient(Tensor& data, Header& header) {
+  const Orientation o = orientation_of(header.affine);
+  // New axis w is the old axis i that runs along world axis w.
+  std::array<int64_t, 3> old_of{};
+  for (int i = 0; i < 3; ++i) old_of[static_cast<size_t>(o.axis[static_cast<size_t>(i)])] = i;
+  Tensor t = data;
+  for (int i = 0; i < 3; ++i) {
+    if (o.flip[static_cast<size_t>(i)]) t = flip(t, i + 1);
+  }
+  data = t.permute({0, old_of[0] + 1, old_of[1] + 1, old_of[2] + 1}).contiguous();
+  // new index -> old index: old_i = flip_i ? n_i - 1 - new_{axis_i} : new_{axis_i}.
+  std::array<std::array<double, 4>, 4> to_old{};
+  to_old[3][3] = 1;
+  for (size_t i = 0; i < 3; ++i) {
+    const auto w = static_cast<size_t>(o.axis[i]);
+    to_old[i][w] = o.flip[i] ? -1.0 : 1.0;
+    to_old[i][3] = o.flip[i] ? static_cast<double>(header.dims[i] - 1) : 0.0;
+  }
+  std::array<std::array<double, 4>, 4> affine{};
+  for (size_t r = 0; r < 4; ++r) {
+    for (size_t c = 0; c < 4; ++c) {
+      for (size_t k = 0; k < 4; ++k) affine[r][c] += header.affine[r][k] * to_old[k][c];
+    }
+  }
+  std::vector<int64_t> dims = header.dims;
+  std::array<double, 3> spacing{};
+  for (size_t w = 0; w < 3; ++w) {
+    dims[w] = header.dims[static_cast<size_t>(old_of[w])];
+    spacing[w] = header.spacing[static_cast<size_t>(old_of[w])];
+  }
+  header.affine = affine;
+  header.dims = dims;
+  header.spacing = spacing;
+  header.orientation = orientation_letters(orientation_of(affine));
+}
+
+}  // namespace
+
+Orientation orientation_of(const std::array<std::array<double, 4>, 4>& affine) {
+  // The 3x3 part with unit columns, then its closest rotation (the orthogonal polar
+  // factor, by Newton's iteration X <- (X + X^-T) / 2).
+  Matrix3 x{};
+  for (size_t c = 0; c < 3; ++c) {
+    const double norm = std::hypot(affine[0][c], affine[1][c], affine[2][c]);
+    KILN_CHECK(norm > 0 && std::isfinite(norm), "the affine's voxel axis ", c, " has no direction");
+    for (size_t r = 0; r < 3; ++r) x[r][c] = affine[r][c] / norm;
+  }
+  for (int iteration = 0; iteration < 50; ++iteration) {
+    const std::optional<Matrix3> inv = inverse(x);
+    KILN_CHECK(inv.has_value(), "the affine's 3x3 part is singular: its voxel axes do not span space");
+    double change = 0;
+    for (size_t r = 0; r < 3; ++r) {
+      for (size_t c = 0; c < 3; ++c) {
+        const double next = (x[r][c] + (*inv)[c][r]) / 2;
+        change = std::max(change, std::abs(next - x[r][c]));
+        x[r][c] = next;
+      }
+    }
+    if (change < 1e-14) break;
+  }
+  // Greedily per voxel axis: the world axis it runs closest to, then that world axis is taken.
+  Orientation o{};
+  for (size_t i = 0; i < 3; ++i) {
+    size_t best = 0;
+    for (size_t w = 1; w < 3; ++w) {
+      if (std::abs(x[w][i]) > std::abs(x[best][i])) best = w;
+    }
+    o.axis[i] = static_cast<int>(best);
+    o.flip[i] = x[best][i] < 0;
+    for (size_t c = 0; c < 3; ++c) x[best][c] = 0;
+  }
+  return o;
+}
+
+Header read_header(const std::string& path) {
+  const Opened opened = open_checked(path);
+  return header_of(*opened.image, opened.version, path);
+}
+
+Volume read(const std::string& path, ReadOptions options) {
+  const Opened opened = open_checked(path);
+  const Image& image = opened.image;
+  Volume volume{.data = Tensor(), .header = header_of(*image, opened.version, path)};
+  if (nifti_image_load(image.get()) != 0 || image->data == nullptr) {
+    fail(path, "is truncated or corrupt: its voxel data could not be read in full");
+  }
+  volume.data = voxels_of(*image, volume.header);
+  nifti_image_unload(image.get());
+  if (!options.keep_dtype) {
+    volume.data = volume.data.to(DType::Float32);
+    if (image->scl_slope != 0 && (image->scl_slope != 1 || image->scl_inter != 0)) {
+      volume.data = add(mul(volume.data, image->scl_slope), image->scl_inter);
+    }
+  }
+  if (options.reorient_to_ras) reorient(volume.data, volume.header);
+  return volume;
+}
+
+}  // namespace kiln::data::nifti
