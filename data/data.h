@@ -1,11 +1,10 @@
 // kiln::data in one include: the data pipeline's public headers: the NPY and NPZ readers
 // and writers (data/npy.h, data/npz.h, over the zip container data/zip.h), the NIfTI
-// reader (data/nifti.h), resampling (data/resample.h), datasets (data/dataset.h, folders
-// and CSV manifests of one's own files in data/folder_dataset.h)
-// (data/dataset.h), MedMNIST 3D (data/medmnist.h), 3D transforms (data/transforms.h),
-// samplers (data/sampler.h), the DataLoader (data/loader.h) and its DevicePrefetcher
-// (data/prefetcher.h), synthetic volumes
-// (data/synthetic.h) and MD5 (data/md5.h).
+// reader (data/nifti.h), datasets (data/dataset.h; MedMNIST 3D in data/medmnist.h; folders
+// and CSV manifests of one's own files in data/folder_dataset.h), 3D transforms
+// (data/transforms.h, resampling in data/resample.h), samplers (data/sampler.h), the
+// DataLoader (data/loader.h) and its DevicePrefetcher (data/prefetcher.h), synthetic
+// volumes (data/synthetic.h) and MD5 (data/md5.h).
 #pragma once
 
 #include "data/csv.h"
