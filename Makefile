@@ -6,10 +6,10 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 # Debian packages the build needs (compiler, CMake, Eigen, oneDNN for the CPU convolutions,
-# GoogleTest, Google Benchmark, zlib and the NIfTI library for the data pipeline), and
-# pkg-config for the test of the installed kiln.pc (tests/install/).
+# GoogleTest, Google Benchmark, and zlib, the NIfTI library and libcurl for the data
+# pipeline), and pkg-config for the test of the installed kiln.pc (tests/install/).
 PACKAGES := g++ make cmake libeigen3-dev libdnnl-dev libgtest-dev libbenchmark-dev pkg-config zlib1g-dev \
-  libnifti2-dev
+  libnifti2-dev libcurl4-openssl-dev
 # `make sanitize` builds with Clang (its sanitizer runtimes and its OpenMP) as well.
 SANITIZE_PACKAGES := clang libclang-rt-dev libomp-dev
 SANITIZE_BUILD ?= build-sanitize

@@ -61,14 +61,14 @@ install(FILES ${PROJECT_BINARY_DIR}/KilnConfig.cmake ${PROJECT_BINARY_DIR}/KilnC
 # must give a complete link line: our libraries in link order, then oneDNN (when built
 # with it), OpenMP, threads and, in a CUDA build, cuDNN and the static CUDA runtime with
 # what it needs (cuBLAS is loaded at run time, Note [cuBLAS loaded on first use]), and the
-# NIfTI library and zlib of kiln_data. Hence
+# NIfTI library, libcurl and zlib of kiln_data. Hence
 # all of it sits in Libs and Libs.private stays empty. prefix is found from the .pc file's
 # own place (${pcfiledir}), so the installed tree can be moved.
 list(TRANSFORM KILN_INSTALLED_LIBRARIES PREPEND "-l" OUTPUT_VARIABLE KILN_PC_LIBS)
 if(KILN_WITH_ONEDNN)
   list(APPEND KILN_PC_LIBS -L${KILN_ONEDNN_LIBRARY_DIR} -ldnnl)
 endif()
-list(APPEND KILN_PC_LIBS -L${KILN_NIFTI_LIBRARY_DIR} -lnifti2 -lznz -lz -lm ${OpenMP_CXX_FLAGS} ${CMAKE_THREAD_LIBS_INIT})
+list(APPEND KILN_PC_LIBS -L${KILN_NIFTI_LIBRARY_DIR} -lnifti2 -lznz -lcurl -lz -lm ${OpenMP_CXX_FLAGS} ${CMAKE_THREAD_LIBS_INIT})
 if(KILN_WITH_CUDA)
   list(APPEND KILN_PC_LIBS -L${KILN_CUDNN_LIBRARY_DIR} -lcudnn
        -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -ldl -lrt -pthread)

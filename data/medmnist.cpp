@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/ops.h"
+#include "data/download.h"
 #include "data/md5.h"
 #include "data/npz.h"
 
@@ -131,16 +132,19 @@ std::string medmnist_url(std::string_view flag, int64_t size) {
 MedMnist3d::MedMnist3d(std::string_view flag, Split split, const MedMnistOptions& options)
     : info_(&medmnist_info(flag)), split_(split), side_(options.size) {
   const std::string path = medmnist_path(flag, options);
+  const std::string want(options.size == 28 ? info_->md5_28 : info_->md5_64);
+  if (options.download) download(medmnist_url(flag, options.size), path, {.expected_md5 = want});
   KILN_CHECK(std::filesystem::is_regular_file(path), "medmnist: ", flag, " (", options.size,
              "^3) not found at ", path,
-             " (the folder is MedMnistOptions::root, else $MEDMNIST_ROOT, else ~/.medmnist); download ",
+             " (the folder is MedMnistOptions::root, else $MEDMNIST_ROOT, else ~/.medmnist); fetch it with `kiln data "
+             "download ",
+             flag, options.size == 64 ? " --size 64" : "", "` (or MedMnistOptions::download), or download ",
              medmnist_url(flag, options.size), " to that path");
   if (options.check_md5) {
-    const std::string want(options.size == 28 ? info_->md5_28 : info_->md5_64);
     const std::string got = md5_of_file(path);
     KILN_CHECK(got == want, "medmnist: ", path, " has MD5 ", got, ", not the official ", want,
-               " (a partial or altered download: fetch it again from ", medmnist_url(flag, options.size),
-               ")");
+               " (a partial or altered download: fetch it again with `kiln data download ", flag,
+               options.size == 64 ? " --size 64" : "", "`)");
   }
   const npz::File file(path);
   const std::string prefix(split_name(split));

@@ -8,7 +8,9 @@
 // whole .npz: 0.3 to 40 MB, a fraction of a second), then must hold
 // <split>_images uint8 [N, s, s, s] and <split>_labels uint8 [N, 1] with N the split's
 // official sample count. A missing file is an error saying where it was looked for and
-// where to download it from.
+// the command that fetches it (`kiln data download <flag> [--size 64]`); with
+// MedMnistOptions::download the constructor fetches it itself (data/download.h: resumable,
+// MD5-checked, renamed into place), as MedMNIST's download=True.
 //
 // Samples: "image", the volume as stored, uint8 [1, s, s, s] (a channel dim first, as a
 // 3D conv takes it; a view into the split's array, no copy), and "label", the class
@@ -46,6 +48,7 @@ struct MedMnistOptions {
   std::string root = "";  // empty: $MEDMNIST_ROOT, else ~/.medmnist
   int64_t size = 28;      // 28 or 64
   bool check_md5 = true;
+  bool download = false;  // fetch the file from Zenodo when it is missing or wrong
 };
 
 // Where the file of `flag` at `size` is looked for (Note [MedMNIST files]).

@@ -19,15 +19,23 @@ struct Subcommand {
 
 const Subcommand kSubcommands[] = {
     {"info", "", "Kiln's version and build, its libraries' versions, and the GPUs it sees", run_info},
-    {"inspect", "FILE", "the tensors (name, dtype, shape, bytes) and metadata of a safetensors file, or an .npy/.npz file's arrays",
+    {"inspect", "FILE",
+     "what a file holds: a safetensors file's tensors and metadata, an .npy/.npz file's arrays, a .nii/.nii.gz scan's "
+     "geometry",
      run_inspect},
+    {"data", "download FLAG [--size 28|64] [--root DIR] [--url URL]",
+     "fetch a MedMNIST 3D dataset where Kiln looks for it (resumable, MD5-checked)", run_data},
 };
 
 void print_help(std::ostream& out) {
   out << "usage: kiln <command> [arguments]\n\ncommands:\n";
   for (const Subcommand& command : kSubcommands) {
     std::string head = std::string(command.name) + " " + command.arguments;
-    head.resize(std::max<size_t>(head.size(), 15), ' ');
+    if (head.size() >= 15) {  // a long usage gets a line of its own
+      out << "  " << head << "\n" << std::string(17, ' ') << command.summary << "\n";
+      continue;
+    }
+    head.resize(15, ' ');
     out << "  " << head << command.summary << "\n";
   }
   out << "  help           this message (also kiln --help)\n\n"

@@ -42,5 +42,10 @@ std::string format_inspect(const std::string& path, const data::npy::Header& hea
 std::string format_inspect(const std::string& path, const std::vector<data::npz::Array>& arrays);
 std::string format_inspect(const std::string& path, const data::nifti::Header& header);
 
+// `kiln data download FLAG [--size 28|64] [--root DIR] [--url URL]`: a MedMNIST 3D file,
+// fetched to where MedMnist3d looks for it, MD5-checked; the progress bar's line.
+int run_data(const std::vector<std::string>& args, std::ostream& out);
+std::string format_progress(int64_t done, int64_t total);
+
 
 }  // namespace kiln::tools

@@ -66,7 +66,10 @@ TEST(MedMnist, MissingAlteredAndMalformedFilesAreErrors) {
   const testing::TempFolder folder;
   EXPECT_KILN_ERROR(MedMnist3d("adrenalmnist3d", Split::Train, {.root = folder.path().string()}),
                     "adrenalmnist3d (28^3) not found at " + folder.file("adrenalmnist3d.npz"),
+                    "`kiln data download adrenalmnist3d`",
                     "https://zenodo.org/records/10519652/files/adrenalmnist3d.npz");
+  EXPECT_KILN_ERROR(MedMnist3d("vesselmnist3d", Split::Train, {.root = folder.path().string(), .size = 64}),
+                    "`kiln data download vesselmnist3d --size 64`");
   // A file of the right name with other bytes: the MD5 tells.
   data::npz::save({{"train_images", zeros({2, 28, 28, 28}, {.dtype = DType::UInt8})},
                    {"train_labels", zeros({2, 1}, {.dtype = DType::UInt8})}},
