@@ -4,11 +4,12 @@
 // and CSV manifests of one's own files in data/folder_dataset.h), 3D transforms
 // (data/transforms.h, resampling in data/resample.h), samplers (data/sampler.h), the
 // DataLoader (data/loader.h) and its DevicePrefetcher (data/prefetcher.h), synthetic
-// volumes (data/synthetic.h) and MD5 (data/md5.h).
+// volumes (data/synthetic.h), downloads (data/download.h) and MD5 (data/md5.h).
 #pragma once
 
 #include "data/csv.h"
 #include "data/dataset.h"
+#include "data/download.h"
 #include "data/folder_dataset.h"
 #include "data/loader.h"
 #include "data/md5.h"

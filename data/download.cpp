@@ -153,6 +153,14 @@ DownloadResult download(const std::string& url, const std::string& path, const D
     KILN_CHECK(!ec, "download: cannot create the folder '", folder.string(), "': ", ec.message());
   }
   const std::string part = path + ".part";
+  // A transfer that failed before its first byte leaves no empty .part behind.
+  struct RemoveIfEmpty {
+    const std::string& part;
+    ~RemoveIfEmpty() {
+      std::error_code ignored;
+      if (fs::exists(part, ignored) && size_of(part) == 0) fs::remove(part, ignored);
+    }
+  } remove_if_empty{part};
   int64_t start = size_of(part);
   result.resumed = start > 0;
   for (int tries = 0;; ++tries) {

@@ -4,7 +4,9 @@
 #include "data/nifti.h"
 
 #include <nifti2_io.h>
+#include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -101,13 +103,58 @@ struct Opened {
   int version;  // 1 or 2
 };
 
-// The NIfTI version of the file's header (nifti_image's own nifti_type does not say):
-// 1 or 2, 0 for an ANALYZE 7.5 header (no NIfTI magic), -1 when unreadable.
-int header_version(const std::string& path) {
-  int version = -1;
-  void* header = nifti_read_header(path.c_str(), &version, /*check=*/1);
-  if (header == nullptr) return -1;
-  std::free(header);
+// The first bytes of the file (decompressed when gzip'd: zlib's gzread passes plain files
+// through), at most `limit`.
+std::string leading_bytes(const std::string& path, size_t limit) {
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (file == nullptr) return {};
+  std::string bytes(limit, '\0');
+  const int n = gzread(file, bytes.data(), static_cast<unsigned>(limit));
+  gzclose(file);
+  bytes.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return bytes;
+}
+
+template <typename T>
+T field(const std::string& bytes, size_t offset, bool swap) {
+  T value;
+  std::memcpy(&value, bytes.data() + offset, sizeof(T));
+  if (swap) {
+    auto* b = reinterpret_cast<unsigned char*>(&value);
+    std::reverse(b, b + sizeof(T));
+  }
+  return value;
+}
+
+// The header's version (1 or 2) from its own bytes, with the fields nifti_clib trusts
+// checked first: it copies dim[1..dim[0]] into an array of 8 without looking at dim[0]
+// (found by fuzz_nifti: dim[0] = 65536 overflows nifti_convert_n2hdr2nim's stack).
+int probe_version(const std::string& path) {
+  const std::string bytes = leading_bytes(path, 544);
+  if (bytes.size() < 348) fail(path, "is not a readable NIfTI-1 or NIfTI-2 file (bad or truncated header)");
+  int version = 0;
+  bool swap = false;
+  for (const bool swapped : {false, true}) {
+    const auto size = field<int32_t>(bytes, 0, swapped);
+    if (size == 348 || size == 540) {
+      version = size == 348 ? 1 : 2;
+      swap = swapped;
+    }
+  }
+  if (version == 0 || (version == 2 && bytes.size() < 540)) {
+    fail(path, "is not a readable NIfTI-1 or NIfTI-2 file (bad or truncated header)");
+  }
+  const bool magic = version == 1 ? bytes.compare(344, 3, "n+1") == 0 || bytes.compare(344, 3, "ni1") == 0
+                                  : bytes.compare(4, 3, "n+2") == 0 || bytes.compare(4, 3, "ni2") == 0;
+  if (!magic && version == 1) fail(path, "has an ANALYZE 7.5 header (no NIfTI magic 'n+1' or 'n+2'), not a NIfTI one");
+  if (!magic) fail(path, "is not a readable NIfTI-1 or NIfTI-2 file (bad magic)");
+  const int64_t ndim = version == 1 ? field<int16_t>(bytes, 40, swap) : field<int64_t>(bytes, 16, swap);
+  if (ndim < 1 || ndim > 7) fail(path, "has ", ndim, " dimensions (1 to 7 allowed)");
+  for (int64_t d = 1; d <= ndim; ++d) {
+    const int64_t size = version == 1 ? field<int16_t>(bytes, 40 + 2 * static_cast<size_t>(d), swap)
+                                      : field<int64_t>(bytes, 16 + 8 * static_cast<size_t>(d), swap);
+    if (size < 1) fail(path, "has size ", size, " along dimension ", d);
+  }
   return version;
 }
 
@@ -117,9 +164,7 @@ Opened open_checked(const std::string& path) {
   std::error_code ec;
   const auto file_size = std::filesystem::file_size(path, ec);
   if (ec) fail(path, "cannot be read: ", ec.message());
-  const int version = header_version(path);
-  if (version < 0) fail(path, "is not a readable NIfTI-1 or NIfTI-2 file (bad or truncated header)");
-  if (version == 0) fail(path, "has an ANALYZE 7.5 header (no NIfTI magic 'n+1' or 'n+2'), not a NIfTI one");
+  const int version = probe_version(path);
   Image image(nifti_image_read(path.c_str(), /*read_data=*/0));
   if (!image) fail(path, "is not a readable NIfTI-1 or NIfTI-2 file (bad or truncated header)");
   const nifti_image& h = *image;

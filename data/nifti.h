@@ -11,7 +11,11 @@
 // [C, D, H, W] of Kiln's transforms.
 //
 // Note [NIfTI validation]: nifti_clib trusts a header's sizes and allocates what it
-// claims. So the header is read first, on its own, and checked before any voxel is:
+// claims, and even copies dim[1..dim[0]] into an array of 8 without looking at dim[0]
+// (fuzz_nifti crashed it so). So Kiln first reads the header's bytes itself (through
+// zlib for .gz): sizeof_hdr 348 or 540 (either byte order), the NIfTI magic, dim[0] in 1
+// to 7 and each size >= 1. Only then does the library read the header, which is checked
+// before any voxel is:
 // dims 1 to 7 with at most 4 used (x, y, z, channels), each >= 1, a datatype we can
 // convert, nvox * bytes per voxel computed with overflow checks, and those bytes present:
 // past vox_offset in a .nii, and for a .nii.gz no more than 1032 times the compressed

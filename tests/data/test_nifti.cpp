@@ -285,6 +285,14 @@ TEST(Nifti, CorruptTruncatedAndHostileFilesAreErrorsNamingTheFile) {
                         h.dim[5] = 2;
                       }},
                  "five_d.nii", "up to 4");
+  // dim[0] out of 1..7 and sizes below 1 are refused before nifti_clib sees them (it
+  // overflowed its stack on dim[0] = 65536: tests/fuzz/regressions/nifti/).
+  expect_refused({.version = 2, .voxels = raw(values), .edit2 = [](nifti_2_header& h) { h.dim[0] = 65536; }},
+                 "ndim_65536.nii", "has 65536 dimensions");
+  expect_refused({.voxels = raw(values), .edit1 = [](nifti_1_header& h) { h.dim[0] = 0; }}, "ndim_0.nii",
+                 "has 0 dimensions");
+  expect_refused({.voxels = raw(values), .edit1 = [](nifti_1_header& h) { h.dim[2] = -3; }}, "negative.nii",
+                 "has size -3 along dimension 2");
   expect_refused({.voxels = raw(values),
                   .edit1 =
                       [](nifti_1_header& h) {
