@@ -327,7 +327,10 @@ void reorient(Tensor& data, Header& header) {
   header.affine = affine;
   header.dims = dims;
   header.spacing = spacing;
-  header.orientation = orientation_letters(orientation_of(affine));
+  // RAS by construction: axis w now runs along world axis w, forwards. (Recomputing it
+  // from the new affine could name another axis where two directions tie, since the
+  // greedy choice depends on the order the axes are visited in.)
+  header.orientation = "RAS";
 }
 
 }  // namespace
@@ -338,7 +341,10 @@ Orientation orientation_of(const std::array<std::array<double, 4>, 4>& affine) {
   Matrix3 x{};
   for (size_t c = 0; c < 3; ++c) {
     const double norm = std::hypot(affine[0][c], affine[1][c], affine[2][c]);
-    KILN_CHECK(norm > 0 && std::isfinite(norm), "the affine's voxel axis ", c, " has no direction");
+    // (Voxels under a femtometre are not a geometry but a corrupt header: their few
+    // significant bits, denormals, would steer the orientation at random.)
+    KILN_CHECK(norm > 1e-12 && std::isfinite(norm), "the affine's voxel axis ", c, " has no direction (length ",
+               norm, ")");
     for (size_t r = 0; r < 3; ++r) x[r][c] = affine[r][c] / norm;
   }
   for (int iteration = 0; iteration < 50; ++iteration) {

@@ -336,6 +336,8 @@ TEST(Nifti, OrientationOfPermutedAndFlippedAxes) {
   const data::nifti::Orientation o = data::nifti::orientation_of(affine);
   EXPECT_EQ(o.axis, (std::array<int, 3>{1, 2, 0}));
   EXPECT_EQ(o.flip, (std::array<bool, 3>{false, true, true}));
+  affine[1][0] = 1e-200;  // a denormal-scale axis is a corrupt header, not a geometry
+  EXPECT_KILN_ERROR(data::nifti::orientation_of(affine), "no direction");
   affine[1][0] = 0;
   EXPECT_KILN_ERROR(data::nifti::orientation_of(affine), "no direction");
 }
