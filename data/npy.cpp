@@ -5,8 +5,13 @@
 // read into it.
 #include "data/npy.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cstring>
 #include <optional>
 
@@ -358,6 +363,33 @@ Tensor load(const ByteSource& source) {
 }
 
 Tensor load(const std::string& path) { return load(FileSource(path, "npy")); }
+
+bool can_map(const Header& header) {
+  const std::optional<StoredType> type = stored_type(header.descr);
+  return type.has_value() && !type->big_endian && type->itemsize == static_cast<int64_t>(itemsize(header.dtype)) &&
+         header.dtype != DType::Bool && header.numel() > 0 && header.data_offset % 64 == 0;
+}
+
+Tensor load(const std::string& path, const LoadOptions& options) {
+  const FileSource source(path, "npy");
+  const Header header = read_header(source);  // checks that the data fits in the file
+  if (!options.mmap || !can_map(header)) return load(source);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  KILN_CHECK(fd >= 0, "npy: ", path, ": cannot open: ", std::strerror(errno));
+  const auto length = static_cast<size_t>(header.data_offset + header.data_bytes());
+  void* base = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  const int map_errno = errno;
+  ::close(fd);
+  KILN_CHECK(base != MAP_FAILED, "npy: ", path, ": cannot map ", length, " bytes: ", std::strerror(map_errno));
+  void* data = static_cast<uint8_t*>(base) + header.data_offset;
+  const auto unmap = [base, length](void*) { ::munmap(base, length); };
+  if (!header.fortran_order) return from_blob(data, header.shape, {.dtype = header.dtype}, unmap);
+  // Fortran order: the reversed view of the C-order array of the reversed shape.
+  std::vector<int64_t> reversed(header.shape.rbegin(), header.shape.rend());
+  std::vector<int64_t> order(reversed.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(order.size() - 1 - i);
+  return from_blob(data, reversed, {.dtype = header.dtype}, unmap).permute(order);
+}
 
 Tensor load_from_bytes(std::span<const uint8_t> bytes, std::string_view name) {
   return load(MemorySource(bytes, name));

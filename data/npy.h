@@ -71,6 +71,20 @@ Header read_header(const ByteSource& source);
 
 // A CPU tensor of the file's shape and Header::dtype.
 Tensor load(const std::string& path);
+
+// Note [Memory-mapped NPY]: with mmap, an array stored as Kiln holds it (little-endian,
+// any dtype but bool, whose bytes must be checked; data 64-byte aligned, as numpy writes
+// it) is not read at all: the tensor's storage is the file, mapped copy-on-write
+// (numpy's mmap_mode="c"), so pages are read as they are first touched, the page cache is
+// shared between processes, and writing to the tensor changes private copies of its
+// pages, never the file. Other arrays are read as without it. The file must not shrink
+// while mapped (a read past its new end is a SIGBUS, as with numpy's memmap).
+struct LoadOptions {
+  bool mmap = false;
+};
+Tensor load(const std::string& path, const LoadOptions& options);
+// Whether load(path, {.mmap = true}) maps the file's array rather than reading it.
+bool can_map(const Header& header);
 Tensor load_from_bytes(std::span<const uint8_t> bytes, std::string_view name = "<memory>");
 Tensor load(const ByteSource& source);
 

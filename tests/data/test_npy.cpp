@@ -135,6 +135,39 @@ TEST(Npy, FortranOrderLoadsAsATransposedView) {
   EXPECT_EQ(cube.select(0, 0).select(0, 1).select(0, 1).item<int64_t>(), 6);
 }
 
+// Note [Memory-mapped NPY]: arrays stored as Kiln holds them are mapped, copy-on-write;
+// writing to the tensor leaves the file as it was; other arrays are read as usual.
+TEST(Npy, MemoryMappedLoadsShareTheFileCopyOnWrite) {
+  const testing::TempFolder folder;
+  const std::string path = folder.file("big.npy");
+  const Tensor values = testing::random_for({64, 33}, DType::Float32, 4);
+  npy::save(values, path);
+  EXPECT_TRUE(npy::can_map(npy::read_header(path)));
+  Tensor mapped = npy::load(path, {.mmap = true});
+  EXPECT_TRUE(all_equal(mapped, values));
+  mapped.fill_(7.0);  // private pages
+  EXPECT_TRUE(all_equal(npy::load(path), values));
+  EXPECT_TRUE(all_equal(npy::load(path, {.mmap = true}), values));
+  // Fortran order maps as a view; big-endian, bool and widened arrays are read instead.
+  const std::string fortran = folder.file("fortran.npy");
+  std::ofstream(fortran, std::ios::binary) << npy_file("{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }",
+                                                       raw(std::vector<double>{1, 2, 3, 4, 5, 6}));
+  EXPECT_TRUE(all_equal(npy::load(fortran, {.mmap = true}), tensor<double>({1, 3, 5, 2, 4, 6}, {2, 3})));
+  const std::string swapped = folder.file("big_endian.npy");
+  std::ofstream(swapped, std::ios::binary) << npy_file("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }",
+                                                       big_endian(std::vector<float>{1.5f, -2.0f}));
+  EXPECT_FALSE(npy::can_map(npy::read_header(swapped)));
+  EXPECT_TRUE(all_equal(npy::load(swapped, {.mmap = true}), tensor<float>({1.5f, -2.0f})));
+  const std::string flags = folder.file("bool.npy");
+  npy::save(tensor<bool>({true, false}), flags);
+  EXPECT_FALSE(npy::can_map(npy::read_header(flags)));
+  // A file shorter than its header claims is refused before anything is mapped.
+  const std::string cut = folder.file("cut.npy");
+  std::ofstream(cut, std::ios::binary) << npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (100,), }",
+                                                   raw(std::vector<float>(10, 1.0f)));
+  EXPECT_KILN_ERROR(npy::load(cut, {.mmap = true}), "cut.npy");
+}
+
 TEST(Npy, BigEndianDataIsSwapped) {
   const Tensor f = load(npy_file("{'descr': '>f4', 'fortran_order': False, 'shape': (3,), }",
                                  big_endian(std::vector<float>{1.5f, -2.0f, 1e30f})));
