@@ -80,14 +80,16 @@ struct DataLoaderOptions {
 // add up to 4x the epoch: against the wait they say whether more workers would help. The
 // copy time is the device's time for the host-to-device copies of a DevicePrefetcher
 // (data/prefetcher.h), measured with timing events on its copy stream; since the copies
-// overlap compute, it matters only if it approaches the step time. The loader alone
-// leaves it 0.
+// overlap compute, it matters only if it approaches the step time; the time the
+// consumer's stream actually waited for copies is copy_wait_seconds (Note [Copy waits]).
+// The loader alone leaves both 0.
 struct LoaderStats {
   int64_t batches = 0;
   double wait_seconds = 0;     // the consumer waiting for a batch not yet ready
   double load_seconds = 0;     // summed over workers: dataset get + transform
   double collate_seconds = 0;  // summed over workers
   double copy_seconds = 0;     // host-to-device copies (DevicePrefetcher)
+  double copy_wait_seconds = 0;  // the consumer's device stream waiting for them
 };
 
 class DataLoader {

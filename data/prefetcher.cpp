@@ -1,6 +1,7 @@
 // DevicePrefetcher (prefetcher.h): Note [Prefetching to the device].
 #include "data/prefetcher.h"
 
+#include <algorithm>
 #include <exception>
 #include <utility>
 
@@ -18,8 +19,12 @@ DevicePrefetcher::Epoch DevicePrefetcher::epoch(int64_t epoch) {
 LoaderStats DevicePrefetcher::stats() const {
   LoaderStats stats = loader_.stats();
   for (const CopyTiming& timing : timings_) {
+    if (!timing.consumer_ready.recorded()) continue;  // not handed over (yet)
     timing.end.synchronize();
+    timing.consumer_ready.synchronize();
     stats.copy_seconds += timing.end.elapsed_ms_since(timing.start) / 1e3;
+    // Note [Copy waits]: positive when the copy ended after the consumer got there.
+    stats.copy_wait_seconds += std::max(0.0, timing.end.elapsed_ms_since(timing.consumer_ready) / 1e3);
   }
   return stats;
 }
@@ -52,6 +57,7 @@ std::optional<Batch> DevicePrefetcher::Epoch::next() {
   Batch current = std::move(*ahead_);
   ahead_.reset();
   const Stream consumer = Stream::current(prefetcher_->device_);
+  prefetcher_->timings_[handed_over_++].consumer_ready.record(consumer);
   consumer.wait(ahead_ready_);
   for (const auto& [name, tensor] : current.tensors) record_stream(tensor, consumer);
   // Batch i+1's copies are queued before batch i is handed over (the consumer's kernels

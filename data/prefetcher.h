@@ -18,6 +18,12 @@
 // The pinned host batch stays alive until its copy has completed: the pinned allocator
 // holds a block read by an asynchronous copy until the copy's event.
 // On the CPU (device cpu) the prefetcher passes the loader's batches through.
+//
+// Note [Copy waits]: whether the device ever waited for a copy is measured, not assumed.
+// At each hand-over a timing event is recorded on the consumer's stream just before its
+// wait; the copy's own end event is recorded on the copy stream. If the copy ended after
+// the consumer's stream got there, the stream waited the difference: its sum over the
+// epoch is LoaderStats::copy_wait_seconds, 0 when the copies always kept ahead.
 #pragma once
 
 #include <cstdint>
@@ -40,8 +46,8 @@ class DevicePrefetcher {
   Epoch epoch(int64_t epoch);
   Device device() const { return device_; }
   // The loader's statistics of the last (or current) epoch, with the device time of its
-  // copies (Note [Loader statistics]; the copy time of the batches handed over so far,
-  // waiting for the last copy to finish).
+  // copies and of the consumer's waits for them (Note [Loader statistics], Note [Copy
+  // waits]; over the batches handed over so far, waiting for their events).
   LoaderStats stats() const;
 
   class Epoch {
@@ -65,14 +71,17 @@ class DevicePrefetcher {
     DataLoader::Epoch loader_epoch_;
     bool started_ = false;
     std::optional<Batch> ahead_;  // the batch whose copies are queued
+    size_t handed_over_ = 0;      // batches handed over so far (their CopyTiming index)
     Event ahead_ready_;
     std::exception_ptr following_error_;  // loading the batch after the one handed over
   };
 
  private:
-  // The timing events around one batch's copies.
+  // The timing events around one batch's copies, and the consumer's stream reaching the
+  // batch's hand-over (Note [Copy waits]).
   struct CopyTiming {
     Event start{/*enable_timing=*/true}, end{/*enable_timing=*/true};
+    Event consumer_ready{/*enable_timing=*/true};
   };
 
   DataLoader& loader_;

@@ -159,6 +159,11 @@ if has_phase train; then
         --warmup 3 2>&1
     done
   done >"$OUT/train_step.jsonl"
+  # Batch 64 at 28^3 through the DataLoader and DevicePrefetcher: copy_wait_s says whether
+  # the GPU ever waited for a copy (Note [Copy waits]).
+  timeout 40 "$BUILD/bin/kiln_train_step" --cuda 1 --tf32 1 --loader 1 --batch 64 --steps 20 --warmup 3 \
+    >>"$OUT/train_step.jsonl" 2>&1
+  note "through the loader: $(tail -1 "$OUT/train_step.jsonl" | grep -o '"median_s[^,]*\|"loader.*')"
   python3 - "$OUT/train_step.jsonl" <<'PY' | tee -a "$SUMMARY"
 import json, sys
 rows = {}

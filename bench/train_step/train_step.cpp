@@ -14,6 +14,10 @@
 //                   [--fuse-bn-relu 1]   (0: batch norm and relu as two ops, to compare)
 //                   [--cuda 0]           (1: on cuda:0, float32, cuDNN benchmark mode on)
 //                   [--tf32 0]           (1: float32 convolutions and products may use TF32)
+//                   [--loader 0]         (1: each step's batch comes from a DataLoader over
+//                                         SyntheticShapes, 2 workers, pinned, through a
+//                                         DevicePrefetcher; the JSON adds the loader's
+//                                         times, copy_wait_s among them: Note [Copy waits])
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -39,6 +43,7 @@ struct Settings {
   int64_t fuse_bn_relu = 1;
   int64_t cuda = 0;
   int64_t tf32 = 0;
+  int64_t loader = 0;
 };
 
 Settings parse(int argc, char** argv) {
@@ -53,15 +58,17 @@ Settings parse(int argc, char** argv) {
                      : flag == "--fuse-bn-relu" ? &settings.fuse_bn_relu
                      : flag == "--cuda"    ? &settings.cuda
                      : flag == "--tf32"    ? &settings.tf32
+                     : flag == "--loader"  ? &settings.loader
                                            : nullptr;
-    const bool is_switch = field == &settings.fuse_bn_relu || field == &settings.cuda || field == &settings.tf32;
+    const bool is_switch = field == &settings.fuse_bn_relu || field == &settings.cuda || field == &settings.tf32 ||
+                           field == &settings.loader;
     const int64_t least = field == &settings.warmup || is_switch ? 0 : 1;
     char* end = nullptr;
     if (field == nullptr || i + 1 == argc || (*field = std::strtoll(argv[i + 1], &end, 10)) < least ||
         *end != 0 || (is_switch && *field > 1)) {
       std::fprintf(stderr,
                    "usage: kiln_train_step [--batch N] [--side N] [--steps N] [--warmup N] [--classes N] "
-                   "[--fuse-bn-relu 0|1] [--cuda 0|1] [--tf32 0|1]\n");
+                   "[--fuse-bn-relu 0|1] [--cuda 0|1] [--tf32 0|1] [--loader 0|1]\n");
       std::exit(2);
     }
     ++i;
@@ -95,16 +102,49 @@ int run(const Settings& settings) {
   const Tensor input = randn({settings.batch, 1, settings.side, settings.side, settings.side}).to(device);
   const Tensor target = randint(0, settings.classes, {settings.batch}).to(device);
 
-  std::vector<double> seconds;
-  for (int64_t step = 0; step < settings.warmup + settings.steps; ++step) {
-    const auto start = std::chrono::steady_clock::now();
-    const Tensor loss = cross_entropy(model.forward(input), target);
+  const auto train_step = [&](const Tensor& x, const Tensor& y) {
+    const Tensor loss = cross_entropy(model.forward(x), y);
     loss.backward();
     optimizer.step();
     optimizer.zero_grad();
-    synchronize(device);
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (step >= settings.warmup) seconds.push_back(elapsed);
+  };
+  std::vector<double> seconds;
+  std::string loader_json;
+  if (settings.loader != 0) {
+    // Batches from a loader through the prefetcher: an untimed epoch of warm-up batches,
+    // then a timed one, synchronized only at its end so copies overlap steps as they
+    // would in training; each step's time is the epoch's over its batches.
+    const auto shapes = [&](int64_t batches, uint64_t seed) {
+      return std::make_shared<data::SyntheticShapes>(
+          data::SyntheticShapesOptions{.size = batches * settings.batch, .side = settings.side, .seed = seed});
+    };
+    const auto epoch_of = [&](const std::shared_ptr<data::SyntheticShapes>& dataset) {
+      data::DataLoader loader(dataset, {.batch_size = settings.batch, .num_workers = 2, .pin_memory = device.is_cuda()});
+      data::DevicePrefetcher prefetcher(loader, device);
+      const auto start = std::chrono::steady_clock::now();
+      for (data::Batch& batch : prefetcher.epoch(0)) train_step(batch.at("image"), batch.at("label"));
+      synchronize(device);
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return std::make_pair(elapsed, prefetcher.stats());
+    };
+    if (settings.warmup > 0) epoch_of(shapes(settings.warmup, 1));
+    const auto [elapsed, stats] = epoch_of(shapes(settings.steps, 2));
+    seconds.assign(static_cast<size_t>(settings.steps), elapsed / static_cast<double>(settings.steps));
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  ", \"loader\": {\"wait_s\": %.4f, \"load_s\": %.4f, \"collate_s\": %.4f, \"copy_s\": %.4f, "
+                  "\"copy_wait_s\": %.5f}",
+                  stats.wait_seconds, stats.load_seconds, stats.collate_seconds, stats.copy_seconds,
+                  stats.copy_wait_seconds);
+    loader_json = text;
+  } else {
+    for (int64_t step = 0; step < settings.warmup + settings.steps; ++step) {
+      const auto start = std::chrono::steady_clock::now();
+      train_step(input, target);
+      synchronize(device);
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (step >= settings.warmup) seconds.push_back(elapsed);
+    }
   }
 
   std::vector<double> sorted = seconds;
@@ -119,10 +159,10 @@ int run(const Settings& settings) {
   const AllocatorStats cache = cpu_memory_stats();
   std::printf(
       "], \"median_s\": %.4f, \"samples_per_s\": %.3f, \"peak_rss_mb\": %.1f, "
-      "\"cpu_cache_peak_allocated_mb\": %.1f, \"cpu_cache_peak_reserved_mb\": %.1f}\n",
+      "\"cpu_cache_peak_allocated_mb\": %.1f, \"cpu_cache_peak_reserved_mb\": %.1f%s}\n",
       median, static_cast<double>(settings.batch) / median, peak_rss_mb(),
       static_cast<double>(cache.peak_allocated_bytes) / (1 << 20),
-      static_cast<double>(cache.peak_reserved_bytes) / (1 << 20));
+      static_cast<double>(cache.peak_reserved_bytes) / (1 << 20), loader_json.c_str());
   return 0;
 }
 

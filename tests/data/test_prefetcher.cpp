@@ -36,6 +36,7 @@ TEST(DevicePrefetcher, OnTheCpuItPassesTheLoadersBatchesThrough) {
     const data::LoaderStats stats = prefetcher.stats();
     EXPECT_EQ(stats.batches, 4);
     EXPECT_EQ(stats.copy_seconds, 0.0);
+    EXPECT_EQ(stats.copy_wait_seconds, 0.0);
   });
 }
 
