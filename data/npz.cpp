@@ -84,9 +84,13 @@ const zip::Entry& File::member(const std::string& key) const {
 }
 
 Tensor File::load(const std::string& key) const {
+  // The member inflates straight into the tensor (zip::MemberReader), the CRC-32 summed on
+  // the way and checked, with the member's size, once the array is read.
   const zip::Entry& entry = member(key);
-  const std::vector<uint8_t> bytes = archive_.read(entry);
-  return npy::load(MemorySource(bytes, member_name(entry)));
+  const zip::MemberReader reader(archive_, entry, member_name(entry));
+  Tensor tensor = npy::load(reader);
+  reader.finish();
+  return tensor;
 }
 
 std::string to_bytes(const std::vector<std::pair<std::string, Tensor>>& arrays, bool compress) {

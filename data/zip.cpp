@@ -1,7 +1,8 @@
 // Zip reading and writing (data/zip.h): the end record found from the back, zip64 records
 // when flagged, the central directory parsed into Entry records under Note [Zip
-// validation]; members read whole or by prefix through zlib's raw inflate in chunks from
-// the ByteSource; archives written with zlib's raw deflate.
+// validation]; members read front to back by MemberReader (zlib's raw inflate in chunks
+// from the ByteSource, the CRC-32 summed on the way), whole or by prefix; archives written
+// with zlib's raw deflate.
 #include "data/zip.h"
 
 #include <zlib.h>
@@ -200,87 +201,138 @@ int64_t Archive::data_start(const Entry& entry) const {
   return start;
 }
 
-std::vector<uint8_t> Archive::extract(const Entry& entry, int64_t limit) const {
-  const int64_t start = data_start(entry);
-  const bool whole = limit >= entry.size;
+MemberReader::MemberReader(const Archive& archive, const Entry& entry, std::string name)
+    : ByteSource(std::move(name)), archive_(archive), entry_(entry), start_(archive.data_start(entry)) {
+  crc_ = crc32(0L, Z_NULL, 0);
   if (entry.method == 0) {
     if (entry.compressed_size != entry.size) {
-      fail(name(), "member '", entry.name, "' is stored but its sizes differ (", entry.compressed_size,
+      fail(archive.name(), "member '", entry.name, "' is stored but its sizes differ (", entry.compressed_size,
            " and ", entry.size, ")");
     }
-    std::vector<uint8_t> out(static_cast<size_t>(std::min(limit, entry.size)));
-    source_->read(start, out.data(), static_cast<int64_t>(out.size()));
-    return out;
+    return;
   }
-  const std::optional<int64_t> most =
-      checked_mul(std::max<int64_t>(entry.compressed_size, 1), kMaxDeflateRatio);
+  const std::optional<int64_t> most = checked_mul(std::max<int64_t>(entry.compressed_size, 1), kMaxDeflateRatio);
   if (most && entry.size > *most) {
-    fail(name(), "member '", entry.name, "' claims ", entry.size, " bytes from ", entry.compressed_size,
+    fail(archive.name(), "member '", entry.name, "' claims ", entry.size, " bytes from ", entry.compressed_size,
          " compressed, more than deflate can expand (a corrupt entry or a zip bomb)");
   }
-  z_stream stream{};
-  if (inflateInit2(&stream, -MAX_WBITS) != Z_OK) fail(name(), "zlib: inflateInit2 failed");
-  const int64_t wanted = std::min(limit, entry.size);
-  std::vector<uint8_t> out;
-  std::vector<uint8_t> chunk;
-  int64_t consumed = 0;
-  int status = Z_OK;
-  try {
-    // A whole member inflates to the stream's end (so a longer stream is caught); a prefix
-    // stops once it has its bytes.
-    while (status != Z_STREAM_END && (whole || static_cast<int64_t>(out.size()) < wanted)) {
-      if (stream.avail_in == 0) {
-        const int64_t n = std::min(kChunk, entry.compressed_size - consumed);
-        if (n == 0) fail(name(), "member '", entry.name, "': deflate data ends early (truncated or corrupt)");
-        chunk.resize(static_cast<size_t>(n));
-        source_->read(start + consumed, chunk.data(), n);
-        consumed += n;
-        stream.next_in = chunk.data();
-        stream.avail_in = static_cast<uInt>(n);
+  stream_ = new z_stream{};
+  if (inflateInit2(stream_, -MAX_WBITS) != Z_OK) {
+    delete stream_;
+    stream_ = nullptr;
+    fail(archive.name(), "zlib: inflateInit2 failed");
+  }
+}
+
+MemberReader::~MemberReader() {
+  if (stream_ != nullptr) {
+    inflateEnd(stream_);
+    delete stream_;
+  }
+}
+
+bool MemberReader::refill() const {
+  const int64_t n = std::min(kChunk, entry_.compressed_size - consumed_);
+  if (n == 0) return false;
+  chunk_.resize(static_cast<size_t>(n));
+  archive_.source_->read(start_ + consumed_, chunk_.data(), n);
+  consumed_ += n;
+  stream_->next_in = chunk_.data();
+  stream_->avail_in = static_cast<uInt>(n);
+  return true;
+}
+
+void MemberReader::pull(uint8_t* dst, int64_t n) const {
+  std::vector<uint8_t> scratch;  // for bytes that are dropped
+  while (n > 0) {
+    const int64_t step = std::min<int64_t>(n, dst != nullptr ? int64_t{1} << 30 : kChunk);
+    uint8_t* out = dst;
+    if (out == nullptr) {
+      scratch.resize(static_cast<size_t>(step));
+      out = scratch.data();
+    }
+    int64_t produced = step;
+    if (stream_ == nullptr) {  // stored
+      archive_.source_->read(start_ + position_, out, step);
+    } else {
+      if (ended_) {
+        fail(archive_.name(), "member '", entry_.name, "' inflates to ", position_, " bytes, not its declared ",
+             entry_.size);
       }
-      // Grow by what may come next, never past the declared size (plus one byte, to catch
-      // a stream that runs longer than declared).
-      const int64_t room = std::min({std::max(kChunk, static_cast<int64_t>(out.size())), int64_t{1} << 30,
-                                     wanted + 1 - static_cast<int64_t>(out.size())});
-      const size_t before = out.size();
-      out.resize(before + static_cast<size_t>(room));
-      stream.next_out = out.data() + before;
-      stream.avail_out = static_cast<uInt>(room);
-      status = inflate(&stream, Z_NO_FLUSH);
-      out.resize(before + static_cast<size_t>(room) - stream.avail_out);
-      if (static_cast<int64_t>(out.size()) > entry.size) {
-        fail(name(), "member '", entry.name, "' inflates to more than its declared ", entry.size, " bytes");
+      if (stream_->avail_in == 0 && !refill()) {
+        fail(archive_.name(), "member '", entry_.name, "': deflate data ends early (truncated or corrupt)");
       }
+      stream_->next_out = out;
+      stream_->avail_out = static_cast<uInt>(step);
+      const int status = inflate(stream_, Z_NO_FLUSH);
       if (status != Z_OK && status != Z_STREAM_END && status != Z_BUF_ERROR) {
-        fail(name(), "member '", entry.name, "': corrupt deflate data (zlib: ",
-             stream.msg != nullptr ? stream.msg : "error " + std::to_string(status), ")");
+        fail(archive_.name(), "member '", entry_.name, "': corrupt deflate data (zlib: ",
+             stream_->msg != nullptr ? stream_->msg : "error " + std::to_string(status), ")");
+      }
+      ended_ = status == Z_STREAM_END;
+      produced = step - static_cast<int64_t>(stream_->avail_out);
+    }
+    crc_ = crc32(crc_, out, static_cast<uInt>(produced));
+    position_ += produced;
+    n -= produced;
+    if (dst != nullptr) dst += produced;
+  }
+}
+
+void MemberReader::read(int64_t offset, void* dst, int64_t n) const {
+  KILN_ASSERT(offset >= position_ && n >= 0 && offset + n <= entry_.size, "zip: member '", entry_.name,
+              "' read at ", offset, " after ", position_, " bytes (reads go front to back)");
+  pull(nullptr, offset - position_);
+  pull(static_cast<uint8_t*>(dst), n);
+}
+
+void MemberReader::finish() const {
+  pull(nullptr, entry_.size - position_);
+  if (stream_ != nullptr && !ended_) {
+    // All declared bytes are out; the stream must end here, not hold more.
+    uint8_t extra = 0;
+    for (;;) {
+      if (stream_->avail_in == 0 && !refill()) {
+        fail(archive_.name(), "member '", entry_.name, "': deflate data ends early (truncated or corrupt)");
+      }
+      stream_->next_out = &extra;
+      stream_->avail_out = 1;
+      const int status = inflate(stream_, Z_NO_FLUSH);
+      if (stream_->avail_out == 0) {
+        fail(archive_.name(), "member '", entry_.name, "' inflates to more than its declared ", entry_.size,
+             " bytes");
+      }
+      if (status == Z_STREAM_END) break;
+      if (status != Z_OK && status != Z_BUF_ERROR) {
+        fail(archive_.name(), "member '", entry_.name, "': corrupt deflate data (zlib: ",
+             stream_->msg != nullptr ? stream_->msg : "error " + std::to_string(status), ")");
       }
     }
-  } catch (...) {
-    inflateEnd(&stream);
-    throw;
+    ended_ = true;
   }
-  inflateEnd(&stream);
-  if (whole && static_cast<int64_t>(out.size()) < entry.size) {
-    fail(name(), "member '", entry.name, "' inflates to ", out.size(), " bytes, not its declared ",
-         entry.size);
-  }
-  out.resize(static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(out.size()), wanted)));
-  return out;
+  if (crc_ != entry_.crc32) fail(archive_.name(), "member '", entry_.name, "': CRC-32 mismatch (the archive is corrupt)");
 }
 
 std::vector<uint8_t> Archive::read(const Entry& entry) const {
-  std::vector<uint8_t> bytes = extract(entry, entry.size);
-  uLong crc = crc32(0L, Z_NULL, 0);
-  for (size_t at = 0; at < bytes.size(); at += size_t{1} << 30) {
-    crc = crc32(crc, bytes.data() + at, static_cast<uInt>(std::min(bytes.size() - at, size_t{1} << 30)));
+  const MemberReader reader(*this, entry, name());
+  // The buffer grows with the bytes that actually arrive (doubling), never to a size the
+  // entry merely claims.
+  std::vector<uint8_t> bytes;
+  while (static_cast<int64_t>(bytes.size()) < entry.size) {
+    const auto have = static_cast<int64_t>(bytes.size());
+    const int64_t more = std::min(entry.size - have, std::max(kChunk, have));
+    bytes.resize(static_cast<size_t>(have + more));
+    reader.read(have, bytes.data() + have, more);
   }
-  if (crc != entry.crc32) fail(name(), "member '", entry.name, "': CRC-32 mismatch (the archive is corrupt)");
+  reader.finish();
   return bytes;
 }
 
 std::vector<uint8_t> Archive::read_prefix(const Entry& entry, int64_t n) const {
-  return extract(entry, std::max<int64_t>(n, 0));
+  const MemberReader reader(*this, entry, name());
+  std::vector<uint8_t> bytes(static_cast<size_t>(std::clamp<int64_t>(n, 0, entry.size)));
+  reader.read(0, bytes.data(), static_cast<int64_t>(bytes.size()));
+  return bytes;
 }
 
 // ---- writing -------------------------------------------------------------------------------

@@ -18,8 +18,11 @@
 // encryption, methods other than stored (0) and deflate (8), a stored member whose sizes
 // differ, a declared expansion beyond deflate's maximum (kMaxDeflateRatio: a corrupt
 // entry or a zip bomb), inflated data longer or shorter than declared or corrupt, and a
-// CRC-32 mismatch. Output grows with the data actually inflated, never to a size a header
-// merely claims. Every violation is a kiln::Error naming the archive (and the member).
+// CRC-32 mismatch. Archive::read's output grows with the data actually inflated, never
+// to a size a header merely claims; a MemberReader writes into the caller's memory (NPZ
+// arrays inflate straight into their tensor, sized from the NPY header, which may claim
+// no more than the member's declared size, itself at most 1032 times its compressed
+// bytes). Every violation is a kiln::Error naming the archive (and the member).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +35,8 @@
 
 #include "core/atomic_file.h"
 #include "core/byte_source.h"
+
+struct z_stream_s;  // zlib's inflate state (zlib.h), private to MemberReader
 
 namespace kiln::data::zip {
 
@@ -47,6 +52,8 @@ struct Entry {
   int64_t size = 0;  // uncompressed
   int64_t local_header_offset = 0;
 };
+
+class MemberReader;
 
 class Archive {
  public:
@@ -66,13 +73,48 @@ class Archive {
   std::vector<uint8_t> read_prefix(const Entry& entry, int64_t n) const;
 
  private:
+  friend class MemberReader;
   void read_directory();
   int64_t data_start(const Entry& entry) const;
-  std::vector<uint8_t> extract(const Entry& entry, int64_t limit) const;
 
   std::unique_ptr<ByteSource> source_;
   std::vector<Entry> entries_;
   int64_t directory_offset_ = 0;
+};
+
+// A member's uncompressed bytes as a ByteSource read front to back, so a reader (NPY's)
+// can put them straight where they belong, with no buffer of the whole member: read()
+// takes offsets at or past the end of the previous read (a gap is inflated and dropped;
+// an offset behind is an internal error), the CRC-32 is summed as the bytes pass, and
+// finish() inflates the rest, then checks the member's size and CRC-32. The archive and
+// entry must outlive it. Every refusal of Note [Zip validation] applies.
+class MemberReader final : public ByteSource {
+ public:
+  // `name` is what messages of the member's own reader call it ("data.npz/x.npy").
+  MemberReader(const Archive& archive, const Entry& entry, std::string name);
+  ~MemberReader() override;
+  MemberReader(const MemberReader&) = delete;
+  MemberReader& operator=(const MemberReader&) = delete;
+
+  int64_t size() const override { return entry_.size; }
+  void read(int64_t offset, void* dst, int64_t n) const override;
+  void finish() const;
+
+ private:
+  // The next n bytes into dst (dropped when dst is null).
+  void pull(uint8_t* dst, int64_t n) const;
+  // Compressed bytes for the inflater; false when none are left.
+  bool refill() const;
+
+  const Archive& archive_;
+  const Entry& entry_;
+  int64_t start_;  // where the member's data begins in the archive
+  mutable z_stream_s* stream_ = nullptr;  // deflate members only
+  mutable std::vector<uint8_t> chunk_;
+  mutable int64_t consumed_ = 0;  // compressed bytes handed to the inflater
+  mutable int64_t position_ = 0;  // uncompressed bytes produced
+  mutable unsigned long crc_ = 0;
+  mutable bool ended_ = false;    // the deflate stream's end was reached
 };
 
 // A member to write: its name and uncompressed bytes.
