@@ -5,14 +5,19 @@
 
 #include <curl/curl.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "core/error.h"
 #include "data/md5.h"
@@ -34,6 +39,7 @@ struct Transfer {
   int64_t written = 0;  // bytes written by this attempt
   std::string write_error;
   const DownloadOptions* options = nullptr;
+  std::exception_ptr callback_error = nullptr;  // thrown by the progress callback
 };
 
 long response_code(CURL* curl) {
@@ -54,12 +60,18 @@ size_t write_body(char* data, size_t size, size_t count, void* user) {
   return bytes;
 }
 
+// An exception must not unwind through libcurl's C frames: it is kept, the transfer is
+// aborted (non-zero return), and fetch() rethrows it.
 int report_progress(void* user, curl_off_t total, curl_off_t now, curl_off_t, curl_off_t) {
-  const auto& t = *static_cast<Transfer*>(user);
-  if (t.options->progress && response_code(t.curl) < 300) {
+  auto& t = *static_cast<Transfer*>(user);
+  if (!t.options->progress || response_code(t.curl) >= 300) return 0;
+  try {
     t.options->progress(t.start + now, total > 0 ? t.start + total : -1);
+    return 0;
+  } catch (...) {
+    t.callback_error = std::current_exception();
+    return 1;
   }
-  return 0;
 }
 
 struct Attempt {
@@ -73,36 +85,60 @@ struct Attempt {
 struct CurlDeleter {
   void operator()(CURL* curl) const { curl_easy_cleanup(curl); }
 };
+struct FileCloser {
+  void operator()(FILE* file) const { std::fclose(file); }
+};
+
+// Milliseconds of a timeout in seconds, for libcurl's long options (clamped: a day at most).
+long milliseconds(double seconds, const char* what) {
+  KILN_CHECK(std::isfinite(seconds) && seconds > 0, "download: ", what,
+             " must be a positive number of seconds, got ", seconds);
+  return static_cast<long>(std::min(seconds, 86400.0) * 1000);
+}
+
+template <typename Value>
+void set(CURL* h, CURLoption option, Value value, const char* name) {
+  const CURLcode code = curl_easy_setopt(h, option, value);
+  KILN_CHECK(code == CURLE_OK, "download: libcurl refused ", name, ": ", curl_easy_strerror(code));
+}
 
 // One transfer of `url` into `part`, appending from `start` bytes (a Range request) or
 // writing it anew.
 Attempt fetch(const std::string& url, const std::string& part, int64_t start,
               const DownloadOptions& options) {
-  FILE* file = std::fopen(part.c_str(), start > 0 ? "ab" : "wb");
+  std::unique_ptr<FILE, FileCloser> file(std::fopen(part.c_str(), start > 0 ? "ab" : "wb"));
   KILN_CHECK(file != nullptr, "download: cannot write '", part, "': ", std::strerror(errno));
   const std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
   KILN_CHECK(curl != nullptr, "download: libcurl could not start a transfer");
-  Transfer t{
-      .curl = curl.get(), .file = file, .start = start, .written = 0, .write_error = {}, .options = &options};
+  Transfer t{.curl = curl.get(),
+             .file = file.get(),
+             .start = start,
+             .written = 0,
+             .write_error = {},
+             .options = &options,
+             .callback_error = nullptr};
   char error_buffer[CURL_ERROR_SIZE] = {};
   CURL* h = curl.get();
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
-  curl_easy_setopt(h, CURLOPT_USERAGENT, "kiln-data-download/0.1");
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout * 1000));
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, std::max(1L, static_cast<long>(options.stall_timeout)));
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_body);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
-  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, report_progress);
-  curl_easy_setopt(h, CURLOPT_XFERINFODATA, &t);
-  if (start > 0) curl_easy_setopt(h, CURLOPT_RESUME_FROM_LARGE, static_cast<curl_off_t>(start));
+  set(h, CURLOPT_URL, url.c_str(), "the URL");
+  set(h, CURLOPT_PROTOCOLS_STR, "http,https", "CURLOPT_PROTOCOLS_STR");
+  set(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https", "CURLOPT_REDIR_PROTOCOLS_STR");
+  set(h, CURLOPT_FOLLOWLOCATION, 1L, "CURLOPT_FOLLOWLOCATION");
+  set(h, CURLOPT_MAXREDIRS, 10L, "CURLOPT_MAXREDIRS");
+  set(h, CURLOPT_USERAGENT, "kiln-data-download/0.1", "CURLOPT_USERAGENT");
+  set(h, CURLOPT_ERRORBUFFER, error_buffer, "CURLOPT_ERRORBUFFER");
+  set(h, CURLOPT_CONNECTTIMEOUT_MS, milliseconds(options.connect_timeout, "connect_timeout"),
+      "the connect timeout");
+  set(h, CURLOPT_LOW_SPEED_LIMIT, 1L, "CURLOPT_LOW_SPEED_LIMIT");
+  set(h, CURLOPT_LOW_SPEED_TIME, std::max(1L, milliseconds(options.stall_timeout, "stall_timeout") / 1000),
+      "the stall timeout");
+  set(h, CURLOPT_NOSIGNAL, 1L, "CURLOPT_NOSIGNAL");
+  set(h, CURLOPT_WRITEFUNCTION, write_body, "CURLOPT_WRITEFUNCTION");
+  set(h, CURLOPT_WRITEDATA, &t, "CURLOPT_WRITEDATA");
+  set(h, CURLOPT_NOPROGRESS, 0L, "CURLOPT_NOPROGRESS");
+  set(h, CURLOPT_XFERINFOFUNCTION, report_progress, "CURLOPT_XFERINFOFUNCTION");
+  set(h, CURLOPT_XFERINFODATA, &t, "CURLOPT_XFERINFODATA");
+  if (start > 0)
+    set(h, CURLOPT_RESUME_FROM_LARGE, static_cast<curl_off_t>(start), "CURLOPT_RESUME_FROM_LARGE");
   Attempt attempt;
   attempt.code = curl_easy_perform(h);
   attempt.status = response_code(h);
@@ -113,11 +149,41 @@ Attempt fetch(const std::string& url, const std::string& part, int64_t start,
   attempt.message = t.write_error.empty()
                         ? (error_buffer[0] != 0 ? error_buffer : curl_easy_strerror(attempt.code))
                         : "writing '" + part + "': " + t.write_error;
-  const bool flushed = std::fflush(file) == 0 && ::fsync(::fileno(file)) == 0;
-  const bool closed = std::fclose(file) == 0;
+  const bool flushed = std::fflush(file.get()) == 0 && ::fsync(::fileno(file.get())) == 0;
+  const bool closed = std::fclose(file.release()) == 0;
   KILN_CHECK(flushed && closed, "download: cannot finish writing '", part, "': ", std::strerror(errno));
+  if (t.callback_error) std::rethrow_exception(t.callback_error);
   return attempt;
 }
+
+// Note [Downloads]: one download of a path at a time, across threads and processes (data
+// parallel ranks fetching the same dataset): an exclusive flock on <path>.lock, waited for
+// up to `timeout` seconds. The lock file stays (removing it would race with a waiter).
+class PathLock {
+ public:
+  PathLock(const std::string& path, double timeout) {
+    const std::string lock = path + ".lock";
+    fd_ = ::open(lock.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+    KILN_CHECK(fd_ >= 0, "download: cannot open the lock file '", lock, "': ", std::strerror(errno));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
+    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK || std::chrono::steady_clock::now() > deadline) {
+        const int error = errno;
+        ::close(fd_);
+        KILN_CHECK(false, "download: '", path, "' is being downloaded by another process or thread (", lock,
+                   " held for ", timeout, " s)",
+                   error != EWOULDBLOCK ? std::string(": ") + std::strerror(error) : "");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ~PathLock() { ::close(fd_); }  // closing releases the lock
+  PathLock(const PathLock&) = delete;
+  PathLock& operator=(const PathLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 void sync_folder(const fs::path& folder) {
   const int fd = ::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -140,8 +206,11 @@ DownloadResult download(const std::string& url, const std::string& path, const D
              "' is not an http:// or https:// URL");
   DownloadResult result;
   std::error_code ec;
-  if (fs::is_regular_file(path, ec) &&
-      (options.expected_md5.empty() || md5_of_file(path) == options.expected_md5)) {
+  const auto present = [&] {
+    return fs::is_regular_file(path, ec) &&
+           (options.expected_md5.empty() || md5_of_file(path) == options.expected_md5);
+  };
+  if (present()) {
     result.already_present = true;
     result.file_bytes = size_of(path);
     return result;
@@ -152,6 +221,12 @@ DownloadResult download(const std::string& url, const std::string& path, const D
     fs::create_directories(folder, ec);
     KILN_CHECK(!ec, "download: cannot create the folder '", folder.string(), "': ", ec.message());
   }
+  const PathLock lock(path, options.lock_timeout);
+  if (present()) {  // another process finished it while this one waited
+    result.already_present = true;
+    result.file_bytes = size_of(path);
+    return result;
+  }
   const std::string part = path + ".part";
   // A transfer that failed before its first byte leaves no empty .part behind.
   struct RemoveIfEmpty {
@@ -161,18 +236,23 @@ DownloadResult download(const std::string& url, const std::string& path, const D
       if (fs::exists(part, ignored) && size_of(part) == 0) fs::remove(part, ignored);
     }
   } remove_if_empty{part};
-  int64_t start = size_of(part);
+  // A .part that cannot be checked (no MD5) is not resumed: it may hold another version.
+  int64_t start = options.expected_md5.empty() ? 0 : size_of(part);
   result.resumed = start > 0;
   for (int tries = 0;; ++tries) {
     const Attempt attempt = fetch(url, part, start, options);
     result.bytes_transferred += attempt.written;
-    const bool range_refused = attempt.code == CURLE_RANGE_ERROR || (start > 0 && attempt.status == 200);
-    if (start > 0 && range_refused && tries == 0) {  // the server will not resume: start again
+    if (start > 0 && attempt.status == 416) break;  // the .part may be whole: the MD5 below decides
+    if (attempt.status >= 400) {
+      KILN_CHECK(false, "download: ", url, ": HTTP ", attempt.status,
+                 start > 0 ? "; the partial file '" + part + "' is kept" : std::string());
+    }
+    const bool range_ignored = start > 0 && attempt.status == 200;
+    if (range_ignored && tries == 0) {  // the server will not resume: start again
       start = 0;
       result.resumed = false;
       continue;
     }
-    if (start > 0 && attempt.status == 416) break;  // the .part already holds the whole file
     if (attempt.code == CURLE_PARTIAL_FILE) {
       KILN_CHECK(false, "download: ", url, ": the transfer was cut short after ", size_of(part), " bytes",
                  attempt.announced >= 0 ? " of " + std::to_string(start + attempt.announced) : std::string(),
@@ -183,7 +263,8 @@ DownloadResult download(const std::string& url, const std::string& path, const D
                  "); the partial file '", part, "' is kept: run the download again to resume it");
     }
     KILN_CHECK(attempt.code == CURLE_OK, "download: ", url, ": ", attempt.message);
-    KILN_CHECK(attempt.status < 400, "download: ", url, ": HTTP ", attempt.status);
+    KILN_CHECK(attempt.status == (start > 0 ? 206 : 200), "download: ", url, ": unexpected HTTP ",
+               attempt.status, start > 0 ? " to a resumed request (206 expected)" : " (200 expected)");
     break;
   }
   if (!options.expected_md5.empty()) {

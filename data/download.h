@@ -14,7 +14,12 @@
 // kiln::Error naming the URL, and keeps the .part for the next try; a completed transfer
 // with the wrong MD5 is an error too, and removes the .part (its bytes are wrong, so
 // resuming from them would be). A file already at <path> with the expected MD5 is not
-// downloaded again. Only http:// and https:// URLs, and redirects to them, are followed.
+// downloaded again. Only http:// and https:// URLs, and redirects to them, are followed;
+// a whole transfer must answer 200 and a resumed one 206 (416, "nothing left", lets the
+// MD5 judge the .part). Without an expected MD5 a .part is never resumed, since nothing
+// could tell a stale one. Downloads of one path are serialised across threads and
+// processes by a lock file, <path>.lock. An exception thrown by the progress callback
+// aborts the transfer and reaches the caller.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +34,7 @@ struct DownloadOptions {
   std::function<void(int64_t done, int64_t total)> progress = nullptr;
   double connect_timeout = 30;  // seconds
   double stall_timeout = 60;    // seconds below 1 byte/s before giving up
+  double lock_timeout = 3600;   // seconds to wait for another download of the same path
 };
 
 struct DownloadResult {

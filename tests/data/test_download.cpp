@@ -7,10 +7,13 @@
 // watchdog, so a transfer that hangs fails.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "data/download.h"
 #include "data/md5.h"
@@ -131,6 +134,55 @@ TEST(Download, AServerThatIgnoresRangesRestartsAndAWholePartCompletes) {
     fs::rename(path, path + ".part");
     server.set_mode(Mode::Serve);
     EXPECT_EQ(data::download(server.url(), path, {.expected_md5 = md5_of(bytes)}).bytes_transferred, 0);
+    EXPECT_EQ(contents(path), bytes);
+  });
+}
+
+TEST(Download, AnHttpErrorWhileResumingKeepsThePart) {
+  with_watchdog([] {
+    const std::string bytes = body();
+    LoopbackHttpServer server(bytes);
+    const testing::TempFolder folder;
+    const std::string path = folder.file("data.npz");
+    std::ofstream(path + ".part", std::ios::binary) << bytes.substr(0, 1000);
+    server.set_mode(Mode::NotFound);
+    EXPECT_KILN_ERROR(data::download(server.url(), path, {.expected_md5 = md5_of(bytes)}), "HTTP 404",
+                      "is kept");
+    EXPECT_EQ(fs::file_size(path + ".part"), 1000u);
+    // Without an MD5 to check it against, a .part is never resumed.
+    server.set_mode(Mode::Serve);
+    EXPECT_FALSE(data::download(server.url(), path).resumed);
+    EXPECT_EQ(contents(path), bytes);
+    EXPECT_EQ(server.ranges().back(), "");
+  });
+}
+
+TEST(Download, AThrowingProgressCallbackAbortsAndConcurrentDownloadsShareOneTransfer) {
+  with_watchdog([] {
+    const std::string bytes = body();
+    LoopbackHttpServer server(bytes);
+    const testing::TempFolder folder;
+    const std::string path = folder.file("data.npz");
+    EXPECT_THROW(data::download(server.url(), path,
+                                {.expected_md5 = md5_of(bytes),
+                                 .progress =
+                                     [](int64_t done, int64_t) {
+                                       if (done > 0) throw std::runtime_error("cancelled by the user");
+                                     }}),
+                 std::runtime_error);
+    EXPECT_FALSE(fs::exists(path));
+    // Four threads fetch the same file: one transfers (under <path>.lock), the others find it there.
+    std::vector<std::thread> threads;
+    std::atomic<int> fetched{0}, present{0};
+    for (int i = 0; i < 4; ++i) {
+      threads.emplace_back([&] {
+        const data::DownloadResult r = data::download(server.url(), path, {.expected_md5 = md5_of(bytes)});
+        (r.already_present ? present : fetched)++;
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    EXPECT_EQ(fetched.load(), 1);
+    EXPECT_EQ(present.load(), 3);
     EXPECT_EQ(contents(path), bytes);
   });
 }
