@@ -30,7 +30,8 @@ void Stream::wait(const Event& event) const {
   backend(device_).stream_wait_event(device_.index, id_, event.handle_.get());
 }
 
-StreamGuard::StreamGuard(const Stream& stream) : previous_(Stream::current(stream.device())) {
+StreamGuard::StreamGuard(const Stream& stream)
+    : stream_(stream), previous_(Stream::current(stream.device())) {
   backend(stream.device()).set_current_stream(stream.device().index, stream.id());
 }
 

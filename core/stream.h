@@ -58,7 +58,8 @@ class Stream {
   std::shared_ptr<void> owner_;  // set for created streams: destroys them
 };
 
-// Makes `stream` the calling thread's current stream of its device for a scope.
+// Makes `stream` the calling thread's current stream of its device for a scope, holding
+// it meanwhile (StreamGuard on(Stream::create(d)) keeps the new stream alive).
 class StreamGuard {
  public:
   explicit StreamGuard(const Stream& stream);
@@ -67,6 +68,7 @@ class StreamGuard {
   StreamGuard& operator=(const StreamGuard&) = delete;
 
  private:
+  Stream stream_;
   Stream previous_;
 };
 
@@ -97,7 +99,9 @@ class Event {
 
 // `tensor`'s memory is also used by the work queued on `stream` so far: the allocator will
 // not reuse it, once freed, before that work is done. For memory allocated on one stream
-// and consumed on another.
+// and consumed on another. The stream must outlive the tensor's memory (the allocator
+// records an event on it when the memory is freed): record on long-lived streams, such
+// as the default one or a prefetcher's.
 void record_stream(const Tensor& tensor, const Stream& stream);
 
 }  // namespace kiln

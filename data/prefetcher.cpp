@@ -12,19 +12,42 @@ DevicePrefetcher::DevicePrefetcher(DataLoader& loader, Device device) : loader_(
 }
 
 DevicePrefetcher::Epoch DevicePrefetcher::epoch(int64_t epoch) {
-  timings_.clear();
-  return Epoch(this, loader_.epoch(epoch));
+  DataLoader::Epoch batches = loader_.epoch(epoch);  // throws if an epoch is in progress
+  pending_.clear();
+  copy_seconds_ = copy_wait_seconds_ = 0;
+  return Epoch(this, std::move(batches));
+}
+
+namespace {
+
+// A handed-over batch's copy time and the consumer's wait for it (Note [Copy waits]).
+std::pair<double, double> seconds_of(const Event& start, const Event& end, const Event& consumer_ready) {
+  return {end.elapsed_ms_since(start) / 1e3, std::max(0.0, end.elapsed_ms_since(consumer_ready) / 1e3)};
+}
+
+}  // namespace
+
+void DevicePrefetcher::add_timing(CopyTiming timing) {
+  pending_.push_back(std::move(timing));
+  while (!pending_.empty() && pending_.front().end.query() && pending_.front().consumer_ready.query()) {
+    const CopyTiming& done = pending_.front();
+    const auto [copy, wait] = seconds_of(done.start, done.end, done.consumer_ready);
+    copy_seconds_ += copy;
+    copy_wait_seconds_ += wait;
+    pending_.pop_front();
+  }
 }
 
 LoaderStats DevicePrefetcher::stats() const {
   LoaderStats stats = loader_.stats();
-  for (const CopyTiming& timing : timings_) {
-    if (!timing.consumer_ready.recorded()) continue;  // not handed over (yet)
+  stats.copy_seconds = copy_seconds_;
+  stats.copy_wait_seconds = copy_wait_seconds_;
+  for (const CopyTiming& timing : pending_) {
     timing.end.synchronize();
     timing.consumer_ready.synchronize();
-    stats.copy_seconds += timing.end.elapsed_ms_since(timing.start) / 1e3;
-    // Note [Copy waits]: positive when the copy ended after the consumer got there.
-    stats.copy_wait_seconds += std::max(0.0, timing.end.elapsed_ms_since(timing.consumer_ready) / 1e3);
+    const auto [copy, wait] = seconds_of(timing.start, timing.end, timing.consumer_ready);
+    stats.copy_seconds += copy;
+    stats.copy_wait_seconds += wait;
   }
   return stats;
 }
@@ -32,44 +55,49 @@ LoaderStats DevicePrefetcher::stats() const {
 DevicePrefetcher::Epoch::Epoch(DevicePrefetcher* prefetcher, DataLoader::Epoch loader_epoch)
     : prefetcher_(prefetcher), loader_epoch_(std::move(loader_epoch)) {}
 
-void DevicePrefetcher::Epoch::start_copy(Batch batch) {
+void DevicePrefetcher::Epoch::fetch_next() {
+  std::optional<Batch> batch = loader_epoch_.next();
+  if (!batch) {
+    exhausted_ = true;
+    return;
+  }
   const Stream& copies = *prefetcher_->copy_stream_;
-  CopyTiming& timing = prefetcher_->timings_.emplace_back();
+  InFlight flight{.batch = std::move(*batch), .copied = {}, .timing = {}};
   {
     StreamGuard on_copies(copies);
-    timing.start.record(copies);
-    for (auto& [name, tensor] : batch.tensors)
+    flight.timing.start.record(copies);
+    for (auto& [name, tensor] : flight.batch.tensors) {
+      if (tensor.device() == prefetcher_->device_) continue;  // already there: not ours to record
       tensor = tensor.to(prefetcher_->device_, /*non_blocking=*/true);
-    timing.end.record(copies);
-    ahead_ready_.record(copies);
+      flight.copied.push_back(name);
+    }
+    flight.timing.end.record(copies);
   }
-  ahead_ = std::move(batch);
+  ahead_ = std::move(flight);
 }
 
 std::optional<Batch> DevicePrefetcher::Epoch::next() {
   if (!prefetcher_->copy_stream_) return loader_epoch_.next();  // the CPU: a pass-through
   if (following_error_) std::rethrow_exception(std::exchange(following_error_, nullptr));
-  if (!started_) {
-    started_ = true;
-    if (std::optional<Batch> first = loader_epoch_.next()) start_copy(std::move(*first));
-  }
+  if (!ahead_ && !exhausted_) fetch_next();  // the first batch, or the one after an error
   if (!ahead_) return std::nullopt;
-  Batch current = std::move(*ahead_);
+  InFlight current = std::move(*ahead_);
   ahead_.reset();
   const Stream consumer = Stream::current(prefetcher_->device_);
-  prefetcher_->timings_[handed_over_++].consumer_ready.record(consumer);
-  consumer.wait(ahead_ready_);
-  for (const auto& [name, tensor] : current.tensors) record_stream(tensor, consumer);
+  current.timing.consumer_ready.record(consumer);
+  consumer.wait(current.timing.end);
+  for (const std::string& name : current.copied) record_stream(current.batch.tensors.at(name), consumer);
+  prefetcher_->add_timing(std::move(current.timing));
   // Batch i+1's copies are queued before batch i is handed over (the consumer's kernels
   // for batch i are queued after this returns, so the two overlap on the device). An
   // error loading batch i+1 is the consumer's when it asks for batch i+1, as with the
   // loader itself; batch i is still handed over.
   try {
-    if (std::optional<Batch> following = loader_epoch_.next()) start_copy(std::move(*following));
+    fetch_next();
   } catch (...) {
     following_error_ = std::current_exception();
   }
-  return current;
+  return std::move(current.batch);
 }
 
 }  // namespace kiln::data

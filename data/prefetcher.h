@@ -27,8 +27,10 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/stream.h"
@@ -50,13 +52,34 @@ class DevicePrefetcher {
   // waits]; over the batches handed over so far, waiting for their events).
   LoaderStats stats() const;
 
+ private:
+  // The timing events of one batch: around its copies, and the consumer's stream
+  // reaching its hand-over (Note [Copy waits]). The end event is also what the consumer
+  // waits for.
+  struct CopyTiming {
+    Event start{/*enable_timing=*/true}, end{/*enable_timing=*/true};
+    Event consumer_ready{/*enable_timing=*/true};
+  };
+  // A batch whose copies are queued: the tensors copied (only those are recorded on the
+  // consumer's stream; one already on the device is left alone) and its timing.
+  struct InFlight {
+    Batch batch;
+    std::vector<std::string> copied;
+    CopyTiming timing;
+  };
+  // Adds a handed-over batch's timing; folds those whose events have completed into the
+  // totals, so an epoch keeps a few events alive, not three per batch.
+  void add_timing(CopyTiming timing);
+
+ public:
   class Epoch {
    public:
     using Iterator = NextIterator<Epoch>;
     Epoch(Epoch&&) noexcept = default;
     Epoch& operator=(Epoch&&) = delete;
     // The next batch, on the device and ready for the consumer's current stream, or
-    // nullopt at the end of the epoch.
+    // nullopt at the end of the epoch. A batch the loader fails to load is an error at
+    // its turn; the epoch goes on with the next batch when asked again, as the loader's.
     std::optional<Batch> next();
     Iterator begin() { return Iterator(this); }
     std::default_sentinel_t end() { return {}; }
@@ -64,30 +87,22 @@ class DevicePrefetcher {
    private:
     friend class DevicePrefetcher;
     Epoch(DevicePrefetcher* prefetcher, DataLoader::Epoch loader_epoch);
-    // Queues `batch`'s copies on the copy stream.
-    void start_copy(Batch batch);
+    // Takes the loader's next batch and queues its copies (ahead_), or marks the end.
+    void fetch_next();
 
     DevicePrefetcher* prefetcher_;
     DataLoader::Epoch loader_epoch_;
-    bool started_ = false;
-    std::optional<Batch> ahead_;  // the batch whose copies are queued
-    size_t handed_over_ = 0;      // batches handed over so far (their CopyTiming index)
-    Event ahead_ready_;
+    bool exhausted_ = false;
+    std::optional<InFlight> ahead_;
     std::exception_ptr following_error_;  // loading the batch after the one handed over
   };
 
  private:
-  // The timing events around one batch's copies, and the consumer's stream reaching the
-  // batch's hand-over (Note [Copy waits]).
-  struct CopyTiming {
-    Event start{/*enable_timing=*/true}, end{/*enable_timing=*/true};
-    Event consumer_ready{/*enable_timing=*/true};
-  };
-
   DataLoader& loader_;
   Device device_;
-  std::optional<Stream> copy_stream_;  // set for a device with queues
-  std::vector<CopyTiming> timings_;    // this epoch's copies
+  std::optional<Stream> copy_stream_;                // set for a device with queues
+  std::deque<CopyTiming> pending_;                   // handed over, events not yet folded in
+  double copy_seconds_ = 0, copy_wait_seconds_ = 0;  // folded in, this epoch
 };
 
 }  // namespace kiln::data

@@ -66,12 +66,18 @@ TEST(CudaPrefetcher, ALoaderErrorArrivesAtItsBatchAfterTheEarlierOnes) {
                       {.batch_size = 2, .num_workers = 2, .pin_memory = true});
     DevicePrefetcher prefetcher(loader, kCuda);
     DevicePrefetcher::Epoch epoch = prefetcher.epoch(0);
+    EXPECT_THROW(prefetcher.epoch(1), Error);  // one epoch at a time; the first goes on
     for (int64_t b = 0; b < 3; ++b) {
       const std::optional<Batch> batch = epoch.next();
       ASSERT_TRUE(batch.has_value()) << "batch " << b;
       EXPECT_EQ(batch->at("label").cpu().to_vector<int64_t>(), (std::vector<int64_t>{2 * b, 2 * b + 1}));
     }
     EXPECT_KILN_ERROR(epoch.next(), "sample 7", "corrupt volume");
+    // The epoch goes on past the bad batch, as the loader's does.
+    const std::optional<Batch> after = epoch.next();
+    ASSERT_TRUE(after.has_value());
+    EXPECT_EQ(after->at("label").cpu().to_vector<int64_t>(), (std::vector<int64_t>{8, 9}));
+    EXPECT_FALSE(epoch.next().has_value());
   });
 }
 

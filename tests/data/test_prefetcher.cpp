@@ -46,8 +46,14 @@ TEST(DevicePrefetcher, ALoaderErrorArrivesAtItsBatch) {
                       {.batch_size = 2, .num_workers = 2});
     DevicePrefetcher prefetcher(loader, Device::cpu());
     DevicePrefetcher::Epoch epoch = prefetcher.epoch(0);
+    EXPECT_THROW(prefetcher.epoch(1), Error);  // one epoch at a time; the first goes on
     for (int64_t b = 0; b < 3; ++b) ASSERT_TRUE(epoch.next().has_value()) << "batch " << b;
     EXPECT_KILN_ERROR(epoch.next(), "sample 7", "corrupt volume");
+    // The epoch goes on past the bad batch, as the loader's does.
+    const std::optional<Batch> after = epoch.next();
+    ASSERT_TRUE(after.has_value());
+    EXPECT_EQ(after->at("label").to_vector<int64_t>(), (std::vector<int64_t>{8, 9}));
+    EXPECT_FALSE(epoch.next().has_value());
   });
 }
 
