@@ -60,12 +60,15 @@ FolderDataset::FolderDataset(const std::string& root, FolderDatasetOptions optio
     : root_(root), options_(options), cache_(std::make_unique<VolumeCache>(options.cache_bytes)) {
   std::error_code ec;
   KILN_CHECK(fs::is_directory(root, ec), "FolderDataset: '", root, "' is not a folder");
-  const std::vector<fs::path> class_dirs =
-      sorted_entries(root, [](const fs::directory_entry& e) { return e.is_directory(); });
+  const std::vector<fs::path> class_dirs = sorted_entries(root, [](const fs::directory_entry& e) {
+    std::error_code ec;
+    return e.is_directory(ec);  // an entry that cannot be examined is skipped, never a throw
+  });
   KILN_CHECK(!class_dirs.empty(), "FolderDataset: '", root, "' has no class folders (root/<class>/<files>)");
   for (const fs::path& dir : class_dirs) {
     const std::vector<fs::path> volumes = sorted_entries(dir, [](const fs::directory_entry& e) {
-      return !e.is_directory() && is_volume_file(e.path().filename().string());
+      std::error_code ec;
+      return !e.is_directory(ec) && is_volume_file(e.path().filename().string());
     });
     KILN_CHECK(!volumes.empty(), "FolderDataset: class folder '", dir.string(),
                "' has no .nii.gz, .nii or .npy files");

@@ -144,9 +144,12 @@ int probe_version(const std::string& path) {
   if (version == 0 || (version == 2 && bytes.size() < 540)) {
     fail(path, "is not a readable NIfTI-1 or NIfTI-2 file (bad or truncated header)");
   }
-  const bool magic = version == 1 ? bytes.compare(344, 3, "n+1") == 0 || bytes.compare(344, 3, "ni1") == 0
-                                  : bytes.compare(4, 3, "n+2") == 0 || bytes.compare(4, 3, "ni2") == 0;
-  if (!magic && version == 1) fail(path, "has an ANALYZE 7.5 header (no NIfTI magic 'n+1' or 'n+2'), not a NIfTI one");
+  if (version == 1 ? bytes.compare(344, 3, "ni1") == 0 : bytes.compare(4, 3, "ni2") == 0) {
+    fail(path, "is the header of a two-file NIfTI (.hdr + .img); Kiln reads single .nii or .nii.gz files");
+  }
+  const bool magic = version == 1 ? bytes.compare(344, 3, "n+1") == 0 : bytes.compare(4, 3, "n+2") == 0;
+  if (!magic && version == 1)
+    fail(path, "has an ANALYZE 7.5 header (no NIfTI magic 'n+1' or 'n+2'), not a NIfTI one");
   if (!magic) fail(path, "is not a readable NIfTI-1 or NIfTI-2 file (bad magic)");
   const int64_t ndim = version == 1 ? field<int16_t>(bytes, 40, swap) : field<int64_t>(bytes, 16, swap);
   if (ndim < 1 || ndim > 7) fail(path, "has ", ndim, " dimensions (1 to 7 allowed)");
@@ -161,6 +164,9 @@ int probe_version(const std::string& path) {
 // The header, read alone and checked (Note [NIfTI validation]).
 Opened open_checked(const std::string& path) {
   quiet_library();
+  // nifti_clib picks its own file from a name (x.img -> x.hdr, x -> x.nii or x.nii.gz):
+  // only names it reads as they are get through, so the file checked is the file read.
+  if (!path.ends_with(".nii") && !path.ends_with(".nii.gz")) fail(path, "is not named .nii or .nii.gz");
   std::error_code ec;
   const auto file_size = std::filesystem::file_size(path, ec);
   if (ec) fail(path, "cannot be read: ", ec.message());
@@ -236,10 +242,12 @@ Header header_of(const nifti_image& h, int version, const std::string& path) {
       if (!std::isfinite(v)) fail(path, "has a non-finite ", header.affine_source, " affine");
     }
   }
+  // A degenerate affine (a 2-D image's zero spacing along k, say) has no orientation; the
+  // volume still reads, and only reorienting it is an error.
   try {
     header.orientation = orientation_letters(orientation_of(header.affine));
-  } catch (const Error& e) {
-    fail(path, e.what());
+  } catch (const Error&) {
+    header.orientation = "unknown";
   }
   header.description = std::string(h.descrip, strnlen(h.descrip, sizeof(h.descrip)));
   return header;
@@ -294,8 +302,13 @@ Tensor voxels_of(const nifti_image& h, const Header& header) {
 }
 
 // `data` and `header` brought to the closest RAS+ orientation.
-void reorient(Tensor& data, Header& header) {
-  const Orientation o = orientation_of(header.affine);
+void reorient(Tensor& data, Header& header, const std::string& path) {
+  Orientation o{};
+  try {
+    o = orientation_of(header.affine);
+  } catch (const Error& e) {
+    fail(path, "cannot be reoriented to RAS: ", e.what());
+  }
   // New axis w is the old axis i that runs along world axis w.
   std::array<int64_t, 3> old_of{};
   for (int i = 0; i < 3; ++i) old_of[static_cast<size_t>(o.axis[static_cast<size_t>(i)])] = i;
@@ -343,8 +356,8 @@ Orientation orientation_of(const std::array<std::array<double, 4>, 4>& affine) {
     const double norm = std::hypot(affine[0][c], affine[1][c], affine[2][c]);
     // (Voxels under a femtometre are not a geometry but a corrupt header: their few
     // significant bits, denormals, would steer the orientation at random.)
-    KILN_CHECK(norm > 1e-12 && std::isfinite(norm), "the affine's voxel axis ", c, " has no direction (length ",
-               norm, ")");
+    KILN_CHECK(norm > 1e-12 && std::isfinite(norm), "the affine's voxel axis ", c,
+               " has no direction (length ", norm, ")");
     for (size_t r = 0; r < 3; ++r) x[r][c] = affine[r][c] / norm;
   }
   for (int iteration = 0; iteration < 50; ++iteration) {
@@ -394,7 +407,7 @@ Volume read(const std::string& path, ReadOptions options) {
       volume.data = add(mul(volume.data, image->scl_slope), image->scl_inter);
     }
   }
-  if (options.reorient_to_ras) reorient(volume.data, volume.header);
+  if (options.reorient_to_ras) reorient(volume.data, volume.header, path);
   return volume;
 }
 

@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -366,23 +367,41 @@ Tensor load(const std::string& path) { return load(FileSource(path, "npy")); }
 
 bool can_map(const Header& header) {
   const std::optional<StoredType> type = stored_type(header.descr);
-  return type.has_value() && !type->big_endian && type->itemsize == static_cast<int64_t>(itemsize(header.dtype)) &&
-         header.dtype != DType::Bool && header.numel() > 0 && header.data_offset % 64 == 0;
+  return type.has_value() && !type->big_endian &&
+         type->itemsize == static_cast<int64_t>(itemsize(header.dtype)) && header.dtype != DType::Bool &&
+         header.numel() > 0 && header.data_offset % 64 == 0;
 }
 
 Tensor load(const std::string& path, const LoadOptions& options) {
-  const FileSource source(path, "npy");
-  const Header header = read_header(source);  // checks that the data fits in the file
-  if (!options.mmap || !can_map(header)) return load(source);
+  if (!options.mmap) return load(path);
+  // The header is checked in the mapped bytes themselves, so what was checked is what is
+  // used (a file replaced between a check and a second open could not slip in).
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   KILN_CHECK(fd >= 0, "npy: ", path, ": cannot open: ", std::strerror(errno));
-  const auto length = static_cast<size_t>(header.data_offset + header.data_bytes());
+  struct stat status {};
+  if (::fstat(fd, &status) != 0 || status.st_size <= 0) {
+    ::close(fd);
+    return load(path);  // the plain reader says what is wrong
+  }
+  const auto length = static_cast<size_t>(status.st_size);
   void* base = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
   const int map_errno = errno;
   ::close(fd);
-  KILN_CHECK(base != MAP_FAILED, "npy: ", path, ": cannot map ", length, " bytes: ", std::strerror(map_errno));
-  void* data = static_cast<uint8_t*>(base) + header.data_offset;
+  KILN_CHECK(base != MAP_FAILED, "npy: ", path, ": cannot map ", length,
+             " bytes: ", std::strerror(map_errno));
   const auto unmap = [base, length](void*) { ::munmap(base, length); };
+  Header header;
+  try {
+    header = read_header(MemorySource(std::span(static_cast<const uint8_t*>(base), length), path));
+  } catch (...) {
+    unmap(nullptr);
+    throw;
+  }
+  if (!can_map(header)) {
+    unmap(nullptr);
+    return load(path);
+  }
+  void* data = static_cast<uint8_t*>(base) + header.data_offset;
   if (!header.fortran_order) return from_blob(data, header.shape, {.dtype = header.dtype}, unmap);
   // Fortran order: the reversed view of the C-order array of the reversed shape.
   std::vector<int64_t> reversed(header.shape.rbegin(), header.shape.rend());

@@ -77,8 +77,9 @@ Tensor load(const std::string& path);
 // it) is not read at all: the tensor's storage is the file, mapped copy-on-write
 // (numpy's mmap_mode="c"), so pages are read as they are first touched, the page cache is
 // shared between processes, and writing to the tensor changes private copies of its
-// pages, never the file. Other arrays are read as without it. The file must not shrink
-// while mapped (a read past its new end is a SIGBUS, as with numpy's memmap).
+// pages, never the file. The header is checked in the mapped bytes themselves. Other
+// arrays are read as without it. The file must not shrink while mapped (a read past its
+// new end is a SIGBUS, as with numpy's memmap).
 struct LoadOptions {
   bool mmap = false;
 };

@@ -244,10 +244,12 @@ TEST(Nifti, SlopeZeroMeansNoScalingAndTheHeaderAloneReadsNoVoxels) {
   const std::string nan_slope = write_file(
       {.voxels = raw(values), .edit1 = [](nifti_1_header& h) { h.scl_slope = NAN; }}, "nan_slope.nii");
   EXPECT_TRUE(testing::all_equal(read(nan_slope).data, full({1, 3, 2, 2}, 7.0)));
-  const std::string inf_inter = write_file({.voxels = raw(values), .edit1 = [](nifti_1_header& h) {
-                                              h.scl_slope = 2;
-                                              h.scl_inter = INFINITY;
-                                            }},
+  const std::string inf_inter = write_file({.voxels = raw(values),
+                                            .edit1 =
+                                                [](nifti_1_header& h) {
+                                                  h.scl_slope = 2;
+                                                  h.scl_inter = INFINITY;
+                                                }},
                                            "inf_inter.nii");
   EXPECT_TRUE(testing::all_equal(read(inf_inter).data, full({1, 3, 2, 2}, 14.0)));
   // The header of a file whose voxels are cut off is refused too.
@@ -264,7 +266,7 @@ TEST(Nifti, CorruptTruncatedAndHostileFilesAreErrorsNamingTheFile) {
     EXPECT_KILN_ERROR(read(path), name, why);
   };
   expect_refused({.voxels = raw(values)}, "empty.nii", "not a readable NIfTI", 0);
-  EXPECT_KILN_ERROR(read(write_file({}, "x.nii").append(".none")), "x.nii.none", "cannot be read");
+  EXPECT_KILN_ERROR(read(write_file({}, "x.nii") + ".gone.nii"), "x.nii.gone.nii", "cannot be read");
   expect_refused({.voxels = raw(values)}, "short_header.nii", "not a readable NIfTI", 100);
   expect_refused({.voxels = raw(values), .edit1 = [](nifti_1_header& h) { std::memcpy(h.magic, "xyz", 4); }},
                  "bad_magic.nii", "ANALYZE");
@@ -323,8 +325,27 @@ TEST(Nifti, CorruptTruncatedAndHostileFilesAreErrorsNamingTheFile) {
                       }},
                  "bomb.nii.gz", "decompression bomb");
   expect_refused({.voxels = raw(values), .gzip = true}, "cut.nii.gz", "truncated", 352 + 20);
-  expect_refused({.voxels = raw(values), .edit1 = [](nifti_1_header& h) { h.sform_code = 1; }},
-                 "zero_sform.nii", "no direction");
+  expect_refused({.voxels = raw(values), .edit1 = [](nifti_1_header& h) { std::memcpy(h.magic, "ni1", 4); }},
+                 "two_file.nii", "two-file NIfTI");
+  // nifti_clib would read x.hdr for x.img: only .nii and .nii.gz names are taken.
+  const std::string img = write_file({.voxels = raw(values)}, "scan.img");
+  EXPECT_KILN_ERROR(read(img), "scan.img", "is not named .nii or .nii.gz");
+}
+
+// An affine without an orientation (an all-zero sform; a 2-D image's zero spacing along k):
+// the volume reads, the orientation is "unknown", and only reorienting it is an error.
+TEST(Nifti, ADegenerateAffineReadsButDoesNotReorient) {
+  const std::vector<float> values(12, 1.0f);
+  const std::string zero_sform = write_file(
+      {.voxels = raw(values), .edit1 = [](nifti_1_header& h) { h.sform_code = 1; }}, "zero_sform.nii");
+  EXPECT_EQ(read(zero_sform).header.orientation, "unknown");
+  EXPECT_KILN_ERROR(read(zero_sform, {.reorient_to_ras = true}), "zero_sform.nii", "cannot be reoriented",
+                    "no direction");
+  const std::string flat =
+      write_file({.dims = {3, 4}, .voxels = raw(values), .edit1 = [](nifti_1_header& h) { h.pixdim[3] = 0; }},
+                 "flat.nii");
+  const data::nifti::Volume image = read(flat);
+  EXPECT_EQ(image.data.sizes(), (std::vector<int64_t>{1, 3, 4, 1}));
 }
 
 TEST(Nifti, OrientationOfPermutedAndFlippedAxes) {
