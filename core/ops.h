@@ -18,6 +18,7 @@
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
 #include "core/ops/index.h"
+#include "core/ops/interpolate.h"
 #include "core/ops/inplace.h"
 #include "core/ops/loss.h"
 #include "core/ops/matmul.h"

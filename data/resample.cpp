@@ -1,8 +1,8 @@
-// Resampling (resample.h). resize is separable: each axis in turn is a gather of the two
-// neighbouring planes (index_select) and a weighted sum, core ops on any device and
-// dtype. affine_resample is not separable: a loop over output voxels computes the 8
-// corner offsets and weights once and applies them to every channel; its nearest mode
-// gathers one voxel per output through index_select, which keeps any dtype.
+// Resampling (resample.h). resize is core's interpolate (separable: per axis a gather of
+// the two neighbouring planes and a weighted sum) on a batch of one. affine_resample is
+// not separable: a loop over output voxels computes the 8 corner offsets and weights
+// once and applies them to every channel; its nearest mode gathers one voxel per output
+// through index_select, which keeps any dtype.
 #include "data/resample.h"
 
 #include <algorithm>
@@ -19,48 +19,9 @@ void check_volume(const Tensor& volume, const char* op) {
   KILN_CHECK(volume.dim() == 4, op, ": a [C, D, H, W] volume is needed, got shape ", volume.sizes());
 }
 
-// The dtype linear interpolation computes in (and returns, but for the half types).
-DType linear_dtype(DType dtype) { return dtype == DType::Float64 ? DType::Float64 : DType::Float32; }
+// The dtype linear interpolation returns: the input's floating dtype, else float32.
 DType linear_result_dtype(DType dtype) { return is_floating(dtype) ? dtype : DType::Float32; }
-
-// One axis of PyTorch's trilinear, align_corners=False: the two neighbours of each output
-// position and their weights.
-struct AxisTaps {
-  std::vector<int64_t> low, high;
-  std::vector<double> low_weight, high_weight;
-};
-
-AxisTaps linear_taps(int64_t in, int64_t out) {
-  AxisTaps taps;
-  const double scale = static_cast<double>(in) / static_cast<double>(out);
-  for (int64_t i = 0; i < out; ++i) {
-    const double source = std::max(0.0, (static_cast<double>(i) + 0.5) * scale - 0.5);
-    const int64_t low = std::min(static_cast<int64_t>(source), in - 1);
-    const double lambda = source - static_cast<double>(low);
-    taps.low.push_back(low);
-    taps.high.push_back(std::min(low + 1, in - 1));
-    taps.low_weight.push_back(1.0 - lambda);
-    taps.high_weight.push_back(lambda);
-  }
-  return taps;
-}
-
-// PyTorch's legacy nearest: floor(i * (in / out)) in float arithmetic, clamped.
-std::vector<int64_t> nearest_taps(int64_t in, int64_t out) {
-  std::vector<int64_t> index;
-  const float scale = static_cast<float>(in) / static_cast<float>(out);
-  for (int64_t i = 0; i < out; ++i) {
-    index.push_back(std::min(static_cast<int64_t>(std::floor(static_cast<float>(i) * scale)), in - 1));
-  }
-  return index;
-}
-
-// `values` as a tensor shaped to broadcast along tensor dim `dim` of a 4-D volume.
-Tensor along(const std::vector<double>& values, int64_t dim, DType dtype) {
-  std::vector<int64_t> sizes(4, 1);
-  sizes[static_cast<size_t>(dim)] = static_cast<int64_t>(values.size());
-  return tensor(values, sizes).to(dtype);
-}
+DType linear_dtype(DType dtype) { return dtype == DType::Float64 ? DType::Float64 : DType::Float32; }
 
 Tensor index_tensor(const std::vector<int64_t>& index) {
   return tensor(index, {static_cast<int64_t>(index.size())}, {.dtype = DType::Int64});
@@ -71,24 +32,18 @@ Tensor index_tensor(const std::vector<int64_t>& index) {
 Tensor resize(const Tensor& volume, const std::array<int64_t, 3>& size, Interpolation mode) {
   check_volume(volume, "resize");
   for (int axis = 0; axis < 3; ++axis) {
-    KILN_CHECK(size[static_cast<size_t>(axis)] > 0, "resize: sizes must be positive, got [", size[0], ", ",
-               size[1], ", ", size[2], "]");
-    KILN_CHECK(volume.sizes()[static_cast<size_t>(axis) + 1] > 0,
-               "resize: cannot resize the empty volume of shape ", volume.sizes());
+    KILN_CHECK(size[static_cast<size_t>(axis)] > 0, "resize: sizes must be positive, got [", size[0], ", ", size[1],
+               ", ", size[2], "]");
+    KILN_CHECK(volume.sizes()[static_cast<size_t>(axis) + 1] > 0, "resize: cannot resize the empty volume of shape ",
+               volume.sizes());
   }
-  Tensor x = mode == Interpolation::Linear ? volume.to(linear_dtype(volume.dtype())) : volume;
-  for (int64_t dim = 1; dim <= 3; ++dim) {
-    const int64_t in = x.sizes()[static_cast<size_t>(dim)], out = size[static_cast<size_t>(dim - 1)];
-    if (mode == Interpolation::Nearest) {
-      x = index_select(x, dim, index_tensor(nearest_taps(in, out)));
-      continue;
-    }
-    const AxisTaps taps = linear_taps(in, out);
-    x = add(mul(index_select(x, dim, index_tensor(taps.low)), along(taps.low_weight, dim, x.dtype())),
-            mul(index_select(x, dim, index_tensor(taps.high)), along(taps.high_weight, dim, x.dtype())));
-  }
-  return mode == Interpolation::Linear ? x.to(linear_result_dtype(volume.dtype())).contiguous()
-                                       : x.contiguous();
+  // PyTorch's F.interpolate on a batch of one (core/ops/interpolate.h).
+  const bool linear = mode == Interpolation::Linear;
+  const Tensor x = linear ? volume.to(linear_dtype(volume.dtype())) : volume;
+  const Tensor out = interpolate(x.unsqueeze(0), {.size = {size[0], size[1], size[2]},
+                                                  .mode = linear ? InterpolateMode::Linear : InterpolateMode::Nearest})
+                         .squeeze(0);
+  return linear ? out.to(linear_result_dtype(volume.dtype())).contiguous() : out.contiguous();
 }
 
 namespace {
@@ -123,6 +78,8 @@ Tensor affine_linear(const Tensor& volume, const VoxelAffine& map) {
     for (int64_t y = 0; y < h; ++y) {
       for (int64_t x = 0; x < w; ++x) {
         const std::array<double, 3> q = source_of(map, centre, z, y, x);
+        // A map huge enough to overflow gives inf or NaN: that voxel reads nothing (0).
+        if (!std::isfinite(q[0]) || !std::isfinite(q[1]) || !std::isfinite(q[2])) continue;
         int64_t base[3];
         double frac[3];
         for (int a = 0; a < 3; ++a) {

@@ -113,6 +113,18 @@ TEST(NnDropout3d, ZeroesWholeChannels) {
   EXPECT_KILN_ERROR(layer.forward(ones({2, 3, 4})), "Dropout3d", "[2, 3, 4]");
 }
 
+TEST(NnUpsample, ResamplesAsInterpolateAndChecksItsOptionsUpFront) {
+  const Tensor x = testing::random_for({1, 2, 3, 4, 2}, DType::Float32, 5);
+  nn::Upsample layer({.scale_factor = {2}, .mode = InterpolateMode::Linear});
+  EXPECT_TRUE(all_equal(layer.forward(x),
+                        interpolate(x, {.scale_factor = {2}, .mode = InterpolateMode::Linear})));
+  EXPECT_EQ(layer.forward(x).sizes(), (std::vector<int64_t>{1, 2, 6, 8, 4}));
+  EXPECT_TRUE(layer.parameters().empty());
+  EXPECT_EQ(nn::Upsample({.size = {3, 3, 3}}).to_string(), "Upsample(size=[3, 3, 3], mode='nearest')");
+  EXPECT_KILN_ERROR(nn::Upsample({}), "Upsample", "exactly one of size and scale_factor");
+  EXPECT_KILN_ERROR(nn::Upsample({.size = {2}, .align_corners = true}), "Upsample", "align_corners");
+}
+
 TEST(NnFlatten, FlattensTheChosenDims) {
   const Tensor x = random_uniform({2, 3, 4, 5}, -1, 1, DType::Float32, 5);
   EXPECT_EQ(nn::Flatten().forward(x).sizes(), (std::vector<int64_t>{2, 60}));
