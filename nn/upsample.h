@@ -2,7 +2,7 @@
 // kiln::interpolate (core/ops/interpolate.h) with the layer's options, as PyTorch's
 // nn.Upsample. No parameters.
 //
-//   Upsample({.scale_factor = {2}, .mode = InterpolateMode::Linear, .align_corners = false});
+//   Upsample(UpsampleOptions{.scale_factor = {2}, .mode = InterpolateMode::Linear, .align_corners = false});
 #pragma once
 
 #include "core/ops/interpolate.h"

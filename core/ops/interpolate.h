@@ -10,6 +10,8 @@
 // gradient is theirs (index_select's backward is a scatter-add). Nearest is one gather per
 // dim. Coordinates with align_corners=False: (i + 0.5) * scale - 0.5, clamped at 0; with
 // align_corners=True: i * (in - 1) / (out - 1).
+//
+//   interpolate(x, InterpolateOptions{.size = {64, 64, 64}, .mode = InterpolateMode::Linear});
 #pragma once
 
 #include <cstdint>
