@@ -88,9 +88,20 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
   KILN_CHECK(options_.timeout >= 0, "DataLoader: timeout must be >= 0, got ", options_.timeout);
   KILN_CHECK(!(options_.shuffle && options_.sampler),
              "DataLoader: give a sampler or shuffle, not both (as PyTorch)");
-  sampler_ = options_.sampler   ? options_.sampler
-             : options_.shuffle ? std::make_shared<RandomSampler>(dataset_->size(), options_.seed)
-                                : SamplerPtr(std::make_shared<SequentialSampler>(dataset_->size()));
+  KILN_CHECK(
+      !options_.batch_sampler ||
+          (options_.batch_size == 1 && !options_.shuffle && !options_.sampler && !options_.drop_last),
+      "DataLoader: a batch_sampler makes the batches: give no batch_size, shuffle, sampler or drop_last "
+      "with it (as PyTorch)");
+  if (options_.batch_sampler) {
+    batches_ = options_.batch_sampler;
+    return;
+  }
+  const SamplerPtr sampler = options_.sampler ? options_.sampler
+                             : options_.shuffle
+                                 ? std::make_shared<RandomSampler>(dataset_->size(), options_.seed)
+                                 : SamplerPtr(std::make_shared<SequentialSampler>(dataset_->size()));
+  batches_ = std::make_shared<SamplerBatches>(sampler, options_.batch_size, options_.drop_last);
 }
 
 DataLoader::~DataLoader() {
@@ -103,10 +114,7 @@ DataLoader::~DataLoader() {
   for (std::thread& t : workers_) t.join();
 }
 
-int64_t DataLoader::size() const {
-  const int64_t n = sampler_->size(), b = options_.batch_size;
-  return options_.drop_last ? n / b : (n + b - 1) / b;
-}
+int64_t DataLoader::size() const { return batches_->size(); }
 
 LoaderStats DataLoader::stats() const {
   const std::lock_guard lock(state_->mutex);
@@ -152,7 +160,8 @@ void DataLoader::worker_loop(int64_t worker) {
     try {
       options_.worker_init_fn(worker);
     } catch (const std::exception& e) {
-      init_error = std::string("DataLoader: worker_init_fn(").append(std::to_string(worker)).append("): ") + e.what();
+      init_error =
+          std::string("DataLoader: worker_init_fn(").append(std::to_string(worker)).append("): ") + e.what();
     }
   }
   {
@@ -191,13 +200,9 @@ void DataLoader::worker_loop(int64_t worker) {
 }
 
 void DataLoader::start_epoch(int64_t epoch) {
-  std::vector<std::vector<int64_t>> batches;
-  const std::vector<int64_t> order = sampler_->indices(epoch);
-  for (size_t start = 0; start < order.size(); start += static_cast<size_t>(options_.batch_size)) {
-    const size_t end = std::min(order.size(), start + static_cast<size_t>(options_.batch_size));
-    if (options_.drop_last && end - start < static_cast<size_t>(options_.batch_size)) break;
-    batches.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(start),
-                         order.begin() + static_cast<std::ptrdiff_t>(end));
+  std::vector<std::vector<int64_t>> batches = batches_->batches(epoch);
+  for (const std::vector<int64_t>& batch : batches) {
+    KILN_CHECK(!batch.empty(), "DataLoader: the batch sampler gave an empty batch");
   }
   {
     const std::lock_guard lock(state_->mutex);

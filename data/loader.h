@@ -59,8 +59,9 @@ Batch default_collate(std::vector<Sample> samples, const std::vector<int64_t>& i
 
 struct DataLoaderOptions {
   int64_t batch_size = 1;
-  bool shuffle = false;          // RandomSampler(seed) when no sampler is given
-  SamplerPtr sampler = nullptr;  // else SequentialSampler
+  bool shuffle = false;                     // RandomSampler(seed) when no sampler is given
+  SamplerPtr sampler = nullptr;             // else SequentialSampler
+  BatchSamplerPtr batch_sampler = nullptr;  // makes the batches itself (then none of the four above)
   bool drop_last = false;
   int64_t num_workers = 0;      // threads; 0 loads in the consumer's thread
   int64_t prefetch_factor = 2;  // batches each worker may be ahead
@@ -85,10 +86,10 @@ struct DataLoaderOptions {
 // The loader alone leaves both 0.
 struct LoaderStats {
   int64_t batches = 0;
-  double wait_seconds = 0;     // the consumer waiting for a batch not yet ready
-  double load_seconds = 0;     // summed over workers: dataset get + transform
-  double collate_seconds = 0;  // summed over workers
-  double copy_seconds = 0;     // host-to-device copies (DevicePrefetcher)
+  double wait_seconds = 0;       // the consumer waiting for a batch not yet ready
+  double load_seconds = 0;       // summed over workers: dataset get + transform
+  double collate_seconds = 0;    // summed over workers
+  double copy_seconds = 0;       // host-to-device copies (DevicePrefetcher)
   double copy_wait_seconds = 0;  // the consumer's device stream waiting for them
 };
 
@@ -136,7 +137,7 @@ class DataLoader {
 
   std::shared_ptr<const Dataset> dataset_;
   DataLoaderOptions options_;
-  SamplerPtr sampler_;
+  BatchSamplerPtr batches_;  // the batch_sampler, or the sampler cut into batch_size pieces
   std::unique_ptr<State> state_;
   std::vector<std::thread> workers_;
 };

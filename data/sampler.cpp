@@ -114,4 +114,28 @@ std::vector<int64_t> DistributedSampler::indices(int64_t epoch) const {
   return mine;
 }
 
+SamplerBatches::SamplerBatches(SamplerPtr sampler, int64_t batch_size, bool drop_last)
+    : sampler_(std::move(sampler)), batch_size_(batch_size), drop_last_(drop_last) {
+  KILN_CHECK(sampler_ != nullptr, "SamplerBatches: no sampler");
+  KILN_CHECK(batch_size_ >= 1, "SamplerBatches: batch_size must be >= 1, got ", batch_size_);
+}
+
+std::vector<std::vector<int64_t>> SamplerBatches::batches(int64_t epoch) const {
+  std::vector<std::vector<int64_t>> out;
+  const std::vector<int64_t> order = sampler_->indices(epoch);
+  const auto b = static_cast<size_t>(batch_size_);
+  for (size_t start = 0; start < order.size(); start += b) {
+    const size_t end = std::min(order.size(), start + b);
+    if (drop_last_ && end - start < b) break;
+    out.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(start),
+                     order.begin() + static_cast<std::ptrdiff_t>(end));
+  }
+  return out;
+}
+
+int64_t SamplerBatches::size() const {
+  const int64_t n = sampler_->size();
+  return drop_last_ ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;
+}
+
 }  // namespace kiln::data

@@ -83,4 +83,31 @@ class DistributedSampler final : public Sampler {
   int64_t per_rank_;
 };
 
+// Batch samplers: the batches of an epoch, each a list of dataset indices (PyTorch's
+// batch_sampler), for batches that cutting one order into equal pieces cannot make
+// (grouping volumes of similar size, balanced classes per batch). Stateless as samplers.
+class BatchSampler {
+ public:
+  virtual ~BatchSampler() = default;
+  virtual std::vector<std::vector<int64_t>> batches(int64_t epoch) const = 0;
+  // How many batches an epoch has.
+  virtual int64_t size() const = 0;
+};
+using BatchSamplerPtr = std::shared_ptr<const BatchSampler>;
+
+// A sampler's order cut into batches of `batch_size` (the last one shorter, or dropped
+// with drop_last): torch.utils.data.BatchSampler, and what a DataLoader does when given a
+// sampler and a batch size.
+class SamplerBatches final : public BatchSampler {
+ public:
+  SamplerBatches(SamplerPtr sampler, int64_t batch_size, bool drop_last = false);
+  std::vector<std::vector<int64_t>> batches(int64_t epoch) const override;
+  int64_t size() const override;
+
+ private:
+  SamplerPtr sampler_;
+  int64_t batch_size_;
+  bool drop_last_;
+};
+
 }  // namespace kiln::data

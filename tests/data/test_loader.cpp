@@ -26,9 +26,9 @@ namespace {
 using data::Batch;
 using data::DataLoader;
 using data::Sample;
+using std::chrono::seconds;
 using testing::Numbers;
 using testing::path_of;
-using std::chrono::seconds;
 using testing::with_watchdog;
 
 // Adds a random value per sample from its generator, so augmentation shows in the batch.
@@ -256,6 +256,45 @@ TEST(DataLoader, OneEpochAtATimeAndCollateErrors) {
         data::default_collate({Numbers(2).get(0), Numbers(2).get(1)}, {0, 1}, /*pin_memory=*/true);
     EXPECT_EQ(labels_of(pinned), (std::vector<int64_t>{0, 1}));
     EXPECT_EQ(pinned.at("x").is_pinned(), cuda_is_available());
+  });
+}
+
+// A batch sampler makes the batches itself: uneven sizes, any order, any worker count.
+class FixedBatches final : public data::BatchSampler {
+ public:
+  explicit FixedBatches(std::vector<std::vector<int64_t>> batches) : batches_(std::move(batches)) {}
+  std::vector<std::vector<int64_t>> batches(int64_t) const override { return batches_; }
+  int64_t size() const override { return static_cast<int64_t>(batches_.size()); }
+
+ private:
+  std::vector<std::vector<int64_t>> batches_;
+};
+
+TEST(DataLoader, ABatchSamplerMakesTheBatches) {
+  with_watchdog(seconds(60), [] {
+    const auto dataset = std::make_shared<Numbers>(6, /*jitter=*/true);
+    const std::vector<std::vector<int64_t>> wanted = {{3, 1}, {0}, {2, 4, 5}};
+    for (const int64_t workers : {0, 2}) {
+      DataLoader loader(dataset,
+                        {.batch_sampler = std::make_shared<FixedBatches>(wanted), .num_workers = workers});
+      EXPECT_EQ(loader.size(), 3);
+      std::vector<std::vector<int64_t>> got;
+      for (Batch& batch : loader.epoch(0)) got.push_back(labels_of(batch));
+      EXPECT_EQ(got, wanted) << workers << " workers";
+    }
+    // SamplerBatches is what batch_size and a sampler make.
+    const data::SamplerBatches cut(std::make_shared<data::SequentialSampler>(5), 2, /*drop_last=*/true);
+    EXPECT_EQ(cut.batches(0), (std::vector<std::vector<int64_t>>{{0, 1}, {2, 3}}));
+    EXPECT_EQ(cut.size(), 2);
+    EXPECT_KILN_ERROR(
+        DataLoader(dataset, {.batch_size = 4, .batch_sampler = std::make_shared<FixedBatches>(wanted)}),
+        "a batch_sampler makes the batches");
+    EXPECT_KILN_ERROR(
+        DataLoader(dataset, {.shuffle = true, .batch_sampler = std::make_shared<FixedBatches>(wanted)}),
+        "a batch_sampler makes the batches");
+    DataLoader empty(
+        dataset, {.batch_sampler = std::make_shared<FixedBatches>(std::vector<std::vector<int64_t>>{{}})});
+    EXPECT_KILN_ERROR(empty.epoch(0), "empty batch");
   });
 }
 
