@@ -19,6 +19,7 @@
 #include "core/ops/factory.h"
 #include "core/ops/index.h"
 #include "core/ops/interpolate.h"
+#include "core/ops/normalization.h"
 #include "core/ops/inplace.h"
 #include "core/ops/loss.h"
 #include "core/ops/matmul.h"
