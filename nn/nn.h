@@ -7,6 +7,7 @@
 #include "nn/conv.h"
 #include "nn/dropout.h"
 #include "nn/flatten.h"
+#include "nn/normalization.h"
 #include "nn/upsample.h"
 #include "nn/init.h"
 #include "nn/layer.h"

@@ -50,7 +50,8 @@ TEST(NnLinear, SameSeedSameInit) {
 TEST(NnActivation, EachMatchesItsFunctionalOp) {
   const Tensor x = testing::random_nonzero({2, 3, 4}, DType::Float32, 2);
   EXPECT_TRUE(all_equal(nn::ReLU().forward(x), relu(x)));
-  EXPECT_TRUE(all_equal(nn::LeakyReLU(nn::LeakyReLUOptions{.negative_slope = 0.2}).forward(x), leaky_relu(x, 0.2)));
+  EXPECT_TRUE(
+      all_equal(nn::LeakyReLU(nn::LeakyReLUOptions{.negative_slope = 0.2}).forward(x), leaky_relu(x, 0.2)));
   EXPECT_TRUE(all_equal(nn::SiLU().forward(x), silu(x)));
   EXPECT_TRUE(all_equal(nn::Swish().forward(x), silu(x)));
   EXPECT_TRUE(all_equal(nn::Sigmoid().forward(x), sigmoid(x)));
@@ -79,8 +80,10 @@ TEST(NnDropout, ZeroesAFractionScalesTheRestAndIsIdentityInEval) {
   const std::vector<float> y = layer.forward(x).to_vector<float>();
   int64_t zeros_seen = 0;
   for (float v : y) {
-    if (v == 0.0f) ++zeros_seen;
-    else EXPECT_NEAR(v, 1.0 / 0.7, 1e-6);
+    if (v == 0.0f)
+      ++zeros_seen;
+    else
+      EXPECT_NEAR(v, 1.0 / 0.7, 1e-6);
   }
   EXPECT_NEAR(static_cast<double>(zeros_seen) / 100000.0, 0.3, 0.01);
   layer.eval();
@@ -116,13 +119,51 @@ TEST(NnDropout3d, ZeroesWholeChannels) {
 TEST(NnUpsample, ResamplesAsInterpolateAndChecksItsOptionsUpFront) {
   const Tensor x = testing::random_for({1, 2, 3, 4, 2}, DType::Float32, 5);
   nn::Upsample layer({.scale_factor = {2}, .mode = InterpolateMode::Linear});
-  EXPECT_TRUE(all_equal(layer.forward(x),
-                        interpolate(x, {.scale_factor = {2}, .mode = InterpolateMode::Linear})));
+  EXPECT_TRUE(
+      all_equal(layer.forward(x), interpolate(x, {.scale_factor = {2}, .mode = InterpolateMode::Linear})));
   EXPECT_EQ(layer.forward(x).sizes(), (std::vector<int64_t>{1, 2, 6, 8, 4}));
   EXPECT_TRUE(layer.parameters().empty());
   EXPECT_EQ(nn::Upsample({.size = {3, 3, 3}}).to_string(), "Upsample(size=[3, 3, 3], mode='nearest')");
   EXPECT_KILN_ERROR(nn::Upsample({}), "Upsample", "exactly one of size and scale_factor");
   EXPECT_KILN_ERROR(nn::Upsample({.size = {2}, .align_corners = true}), "Upsample", "align_corners");
+}
+
+TEST(NnNormalization, PyTorchsNamesDefaultsAndTheFunctionalOps) {
+  nn::GroupNorm group({.num_groups = 2, .num_channels = 4});
+  nn::LayerNorm layer({.normalized_shape = {3, 2}});
+  nn::InstanceNorm3d plain({.num_features = 4});
+  nn::InstanceNorm3d tracked(
+      {.num_features = 4, .momentum = 0.3, .affine = true, .track_running_stats = true});
+  const auto keys = [](const nn::Module& m) {
+    std::vector<std::string> names;
+    for (const auto& [name, t] : m.state_dict()) names.push_back(name);
+    return names;
+  };
+  // In PyTorch's order too.
+  EXPECT_EQ(keys(group), (std::vector<std::string>{"weight", "bias"}));
+  EXPECT_EQ(keys(layer), (std::vector<std::string>{"weight", "bias"}));
+  EXPECT_TRUE(keys(plain).empty());
+  EXPECT_EQ(keys(tracked), (std::vector<std::string>{"weight", "bias", "running_mean", "running_var",
+                                                     "num_batches_tracked"}));
+  EXPECT_EQ(group.to_string(), "GroupNorm(2, 4, eps=1e-05, affine=True)");
+  const Tensor x = testing::random_for({2, 4, 3, 3, 2}, DType::Float32, 9);
+  EXPECT_TRUE(all_equal(group.forward(x), group_norm(x, 2, group.weight, group.bias)));
+  const Tensor y = testing::random_for({5, 3, 2}, DType::Float32, 10);
+  EXPECT_TRUE(all_equal(layer.forward(y), layer_norm(y, {3, 2}, layer.weight, layer.bias)));
+  EXPECT_TRUE(all_equal(plain.forward(x), instance_norm(x)));
+  // Tracked: training moves the running statistics, eval normalises with them.
+  tracked.forward(x);
+  EXPECT_FALSE(all_equal(tracked.running_mean, zeros({4})));
+  EXPECT_EQ(tracked.num_batches_tracked.item<int64_t>(), 0);
+  tracked.eval();
+  const Tensor before = tracked.running_mean.clone();
+  EXPECT_TRUE(
+      all_equal(tracked.forward(x), instance_norm(x, tracked.running_mean, tracked.running_var,
+                                                  tracked.weight, tracked.bias, /*use_input_stats=*/false)));
+  EXPECT_TRUE(all_equal(tracked.running_mean, before));
+  EXPECT_KILN_ERROR(nn::GroupNorm({.num_groups = 3, .num_channels = 4}), "GroupNorm", "do not split");
+  EXPECT_KILN_ERROR(tracked.forward(zeros({2, 4, 3})), "InstanceNorm3d", "expected [N, 4, 3 spatial dims]");
+  EXPECT_KILN_ERROR(nn::LayerNorm({}), "LayerNorm", "normalized_shape is empty");
 }
 
 TEST(NnFlatten, FlattensTheChosenDims) {
@@ -168,7 +209,8 @@ TEST(NnLoss, ModulesMatchTheFunctionalLossesAndHoldWeightsAsBuffers) {
   const Tensor labels = tensor<int64_t>({0, 2, 1, 2});
   const Tensor weight = tensor<float>({0.5, 2.0, 1.0});
   nn::CrossEntropyLoss ce(nn::CrossEntropyLossOptions{.weight = weight, .label_smoothing = 0.1});
-  EXPECT_TRUE(all_equal(ce(logits, labels), cross_entropy(logits, labels, {.weight = weight, .label_smoothing = 0.1})));
+  EXPECT_TRUE(all_equal(ce(logits, labels),
+                        cross_entropy(logits, labels, {.weight = weight, .label_smoothing = 0.1})));
   ASSERT_EQ(ce.state_dict().size(), 1u);
   EXPECT_EQ(ce.state_dict()[0].first, "weight");
   nn::NLLLoss nll(nn::NLLLossOptions{.weight = weight, .ignore_index = 1});
@@ -177,7 +219,8 @@ TEST(NnLoss, ModulesMatchTheFunctionalLossesAndHoldWeightsAsBuffers) {
 
   const Tensor targets = random_uniform({4, 3}, 0, 1, DType::Float32, 8);
   nn::BCEWithLogitsLoss bce(nn::BCEWithLogitsLossOptions{.pos_weight = weight});
-  EXPECT_TRUE(all_equal(bce(logits, targets), binary_cross_entropy_with_logits(logits, targets, {.pos_weight = weight})));
+  EXPECT_TRUE(all_equal(bce(logits, targets),
+                        binary_cross_entropy_with_logits(logits, targets, {.pos_weight = weight})));
   EXPECT_EQ(bce.named_buffers()[0].first, "pos_weight");
   // The buffers move with the module: the loss then takes float64 inputs.
   bce.to(DType::Float64);
