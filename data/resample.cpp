@@ -32,18 +32,19 @@ Tensor index_tensor(const std::vector<int64_t>& index) {
 Tensor resize(const Tensor& volume, const std::array<int64_t, 3>& size, Interpolation mode) {
   check_volume(volume, "resize");
   for (int axis = 0; axis < 3; ++axis) {
-    KILN_CHECK(size[static_cast<size_t>(axis)] > 0, "resize: sizes must be positive, got [", size[0], ", ", size[1],
-               ", ", size[2], "]");
-    KILN_CHECK(volume.sizes()[static_cast<size_t>(axis) + 1] > 0, "resize: cannot resize the empty volume of shape ",
-               volume.sizes());
+    KILN_CHECK(size[static_cast<size_t>(axis)] > 0, "resize: sizes must be positive, got [", size[0], ", ",
+               size[1], ", ", size[2], "]");
+    KILN_CHECK(volume.sizes()[static_cast<size_t>(axis) + 1] > 0,
+               "resize: cannot resize the empty volume of shape ", volume.sizes());
   }
-  // PyTorch's F.interpolate on a batch of one (core/ops/interpolate.h).
+  // PyTorch's F.interpolate on a batch of one (core/ops/interpolate.h), which blends any
+  // floating dtype (half types in float32); integer volumes become float32 first.
   const bool linear = mode == Interpolation::Linear;
-  const Tensor x = linear ? volume.to(linear_dtype(volume.dtype())) : volume;
-  const Tensor out = interpolate(x.unsqueeze(0), {.size = {size[0], size[1], size[2]},
-                                                  .mode = linear ? InterpolateMode::Linear : InterpolateMode::Nearest})
-                         .squeeze(0);
-  return linear ? out.to(linear_result_dtype(volume.dtype())).contiguous() : out.contiguous();
+  const Tensor x = linear && !volume.is_floating_point() ? volume.to(DType::Float32) : volume;
+  return interpolate(x.unsqueeze(0), {.size = {size[0], size[1], size[2]},
+                                      .mode = linear ? InterpolateMode::Linear : InterpolateMode::Nearest})
+      .squeeze(0)
+      .contiguous();
 }
 
 namespace {

@@ -11,20 +11,33 @@
 
 namespace kiln::nn {
 
+NormState register_norm_state(Module& layer, int64_t channels, bool affine, bool track_running_stats) {
+  NormState state;
+  if (affine) {
+    state.weight = layer.register_parameter("weight", ones({channels}));
+    state.bias = layer.register_parameter("bias", zeros({channels}));
+  }
+  if (track_running_stats) {
+    state.running_mean = layer.register_buffer("running_mean", zeros({channels}));
+    state.running_var = layer.register_buffer("running_var", ones({channels}));
+    state.num_batches_tracked =
+        layer.register_buffer("num_batches_tracked", zeros({}, {.dtype = DType::Int64}));
+  }
+  return state;
+}
+
 BatchNormNd::BatchNormNd(int64_t spatial_dims, const BatchNormOptions& options)
     : spatial_dims_(spatial_dims), options_(options) {
-  KILN_CHECK(options.num_features > 0, type_name(), ": num_features must be positive, got ", options.num_features);
+  KILN_CHECK(options.num_features > 0, type_name(), ": num_features must be positive, got ",
+             options.num_features);
   KILN_CHECK(options.eps > 0, type_name(), ": eps must be positive, got ", options.eps);
-  const int64_t c = options.num_features;
-  if (options.affine) {
-    weight = register_parameter("weight", ones({c}));
-    bias = register_parameter("bias", zeros({c}));
-  }
-  if (options.track_running_stats) {
-    running_mean = register_buffer("running_mean", zeros({c}));
-    running_var = register_buffer("running_var", ones({c}));
-    num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, {.dtype = DType::Int64}));
-  }
+  NormState state =
+      register_norm_state(*this, options.num_features, options.affine, options.track_running_stats);
+  weight = state.weight;
+  bias = state.bias;
+  running_mean = state.running_mean;
+  running_var = state.running_var;
+  num_batches_tracked = state.num_batches_tracked;
 }
 
 void BatchNormNd::reset_running_stats() {
@@ -45,8 +58,10 @@ void BatchNormNd::reset_parameters() {
 // 1d: [N, C] or [N, C, L]; 2d: [N, C, H, W]; 3d: [N, C, D, H, W] (as PyTorch).
 void BatchNormNd::check_input(const Tensor& input) const {
   KILN_CHECK(input.defined(), type_name(), ": undefined input");
-  const bool rank_ok = spatial_dims_ == 1 ? (input.dim() == 2 || input.dim() == 3) : input.dim() == spatial_dims_ + 2;
-  KILN_CHECK(rank_ok, type_name(), ": expected a ", spatial_dims_ == 1 ? "2-d or 3-d" : std::to_string(spatial_dims_ + 2) + "-d",
+  const bool rank_ok =
+      spatial_dims_ == 1 ? (input.dim() == 2 || input.dim() == 3) : input.dim() == spatial_dims_ + 2;
+  KILN_CHECK(rank_ok, type_name(), ": expected a ",
+             spatial_dims_ == 1 ? "2-d or 3-d" : std::to_string(spatial_dims_ + 2) + "-d",
              " input, got shape ", input.sizes());
   KILN_CHECK(input.size(1) == options_.num_features, type_name(), ": expected ", options_.num_features,
              " channels (dim 1), got shape ", input.sizes());
@@ -72,8 +87,10 @@ Tensor BatchNormNd::forward(const Tensor& input) {
 std::string BatchNormNd::extra_repr() const {
   std::ostringstream os;
   os << options_.num_features << ", eps=" << options_.eps << ", momentum=";
-  if (options_.momentum) os << *options_.momentum;
-  else os << "None";
+  if (options_.momentum)
+    os << *options_.momentum;
+  else
+    os << "None";
   os << ", affine=" << (options_.affine ? "True" : "False")
      << ", track_running_stats=" << (options_.track_running_stats ? "True" : "False");
   if (options_.relu) os << ", relu=True";

@@ -36,6 +36,16 @@ using BatchNorm1dOptions = BatchNormOptions;
 using BatchNorm2dOptions = BatchNormOptions;
 using BatchNorm3dOptions = BatchNormOptions;
 
+// The per-channel state of a norm layer, as PyTorch's _NormBase makes it and names it:
+// weight (ones) and bias (zeros) when affine; running_mean (zeros), running_var (ones)
+// and num_batches_tracked (an Int64 scalar) when tracking running statistics; each
+// registered on `layer`, the others left undefined. BatchNormNd and InstanceNormNd
+// (nn/normalization.h) both make theirs here.
+struct NormState {
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+};
+NormState register_norm_state(Module& layer, int64_t channels, bool affine, bool track_running_stats);
+
 // The shared body of BatchNorm1d/2d/3d; `spatial_dims` = 1 for 1d means [N, C] or [N, C, L].
 class BatchNormNd : public Layer {
  public:

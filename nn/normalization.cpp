@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/ops.h"
+#include "nn/batchnorm.h"  // register_norm_state
 
 namespace kiln::nn {
 
@@ -55,17 +56,15 @@ std::string GroupNorm::extra_repr() const {
 
 InstanceNormNd::InstanceNormNd(int64_t spatial_dims, const InstanceNormOptions& options)
     : spatial_dims_(spatial_dims), options_(options) {
-  const int64_t c = options.num_features;
-  KILN_CHECK(c >= 1, type_name(), ": num_features must be >= 1, got ", c);
-  if (options.affine) {
-    weight = register_parameter("weight", ones({c}));
-    bias = register_parameter("bias", zeros({c}));
-  }
-  if (options.track_running_stats) {
-    running_mean = register_buffer("running_mean", zeros({c}));
-    running_var = register_buffer("running_var", ones({c}));
-    num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, {.dtype = DType::Int64}));
-  }
+  KILN_CHECK(options.num_features >= 1, type_name(), ": num_features must be >= 1, got ",
+             options.num_features);
+  NormState state =
+      register_norm_state(*this, options.num_features, options.affine, options.track_running_stats);
+  weight = state.weight;
+  bias = state.bias;
+  running_mean = state.running_mean;
+  running_var = state.running_var;
+  num_batches_tracked = state.num_batches_tracked;
 }
 
 Tensor InstanceNormNd::forward(const Tensor& input) {

@@ -1,10 +1,11 @@
 // interpolate (interpolate.h): per spatial dim, the source taps (indices and weights)
-// computed on the host with PyTorch's coordinate rules, then gathered and blended with
-// core ops, so autograd and both backends come for free.
+// computed on the input's device with PyTorch's coordinate rules, then gathered and
+// blended with core ops, so autograd and both backends come for free.
 #include "core/ops/interpolate.h"
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "core/error.h"
 #include "core/ops/elementwise.h"
@@ -56,52 +57,46 @@ std::vector<Axis> axes_of(const Tensor& input, const InterpolateOptions& o) {
   return axes;
 }
 
-// The two source taps and weights of each output position along one axis.
+// The taps are made on the input's device with core ops (an arange and elementwise
+// arithmetic), so resampling a GPU tensor copies nothing from the host: a host-made index
+// would be a pageable host-to-device copy, which waits for the device, on every call.
+// Every value is rounded as PyTorch rounds it (one IEEE operation per step; the
+// coordinates are >= 0, so the cast to Int64 is their floor).
+
+// The two source taps of each output position along one axis, and their weights.
 struct Taps {
-  std::vector<int64_t> low, high;
-  std::vector<double> low_weight, high_weight;
+  Tensor low, high;                // Int64 [out]
+  Tensor low_weight, high_weight;  // Float64 [out]
 };
 
-Taps linear_taps(const Axis& a, bool align_corners) {
-  Taps t;
-  for (int64_t i = 0; i < a.out; ++i) {
-    double source;
-    if (align_corners) {
-      source = a.out > 1
-                   ? static_cast<double>(i) * static_cast<double>(a.in - 1) / static_cast<double>(a.out - 1)
-                   : 0;
-    } else {
-      source = std::max(0.0, (static_cast<double>(i) + 0.5) * a.scale - 0.5);
-    }
-    const int64_t low = std::min(static_cast<int64_t>(source), a.in - 1);
-    const double lambda = std::min(1.0, source - static_cast<double>(low));
-    t.low.push_back(low);
-    t.high.push_back(std::min(low + 1, a.in - 1));
-    t.low_weight.push_back(1.0 - lambda);
-    t.high_weight.push_back(lambda);
+Taps linear_taps(const Axis& a, bool align_corners, Device device) {
+  const Tensor i = arange(a.out, {.dtype = DType::Float64, .device = device});
+  Tensor source;
+  if (align_corners) {  // i * (in - 1) / (out - 1), the ratio first, as PyTorch
+    source = mul(i, a.out > 1 ? static_cast<double>(a.in - 1) / static_cast<double>(a.out - 1) : 0.0);
+  } else {  // (i + 0.5) * scale - 0.5, clamped at 0
+    source = clamp(sub(mul(add(i, 0.5), a.scale), 0.5), 0.0, std::nullopt);
   }
-  return t;
+  const Tensor low = clamp(source.to(DType::Int64), std::nullopt, a.in - 1);
+  const Tensor lambda = clamp(sub(source, low.to(DType::Float64)), std::nullopt, 1.0);
+  return {.low = low,
+          .high = clamp(add(low, 1), std::nullopt, a.in - 1),
+          .low_weight = add(neg(lambda), 1.0),
+          .high_weight = lambda};
 }
 
 // PyTorch's legacy nearest: floor(i * scale) in float arithmetic, clamped.
-std::vector<int64_t> nearest_taps(const Axis& a) {
-  std::vector<int64_t> index;
-  const auto scale = static_cast<float>(a.scale);
-  for (int64_t i = 0; i < a.out; ++i) {
-    index.push_back(std::min(static_cast<int64_t>(std::floor(static_cast<float>(i) * scale)), a.in - 1));
-  }
-  return index;
+Tensor nearest_taps(const Axis& a, Device device) {
+  const Tensor i = arange(a.out, {.dtype = DType::Float32, .device = device});
+  const Tensor source = mul(i, static_cast<double>(static_cast<float>(a.scale)));
+  return clamp(source.to(DType::Int64), std::nullopt, a.in - 1);
 }
 
-Tensor index_on(const std::vector<int64_t>& index, Device device) {
-  return tensor(index, {static_cast<int64_t>(index.size())}, {.dtype = DType::Int64}).to(device);
-}
-
-// `values` shaped to broadcast along dim `dim` of a rank-`rank` tensor.
-Tensor weights_along(const std::vector<double>& values, int64_t dim, int64_t rank, const Tensor& like) {
-  std::vector<int64_t> sizes(static_cast<size_t>(rank), 1);
-  sizes[static_cast<size_t>(dim)] = static_cast<int64_t>(values.size());
-  return tensor(values, sizes).to(like.device(), like.dtype());
+// `weights` [out] shaped to broadcast along dim `dim` of `like`, in its dtype.
+Tensor along(const Tensor& weights, int64_t dim, const Tensor& like) {
+  std::vector<int64_t> sizes(static_cast<size_t>(like.dim()), 1);
+  sizes[static_cast<size_t>(dim)] = weights.numel();
+  return weights.reshape(sizes).to(like.dtype());
 }
 
 }  // namespace
@@ -117,14 +112,12 @@ Tensor interpolate(const Tensor& input, const InterpolateOptions& options) {
   for (size_t d = 0; d < axes.size(); ++d) {
     const auto dim = static_cast<int64_t>(d) + 2;
     if (!linear) {
-      x = index_select(x, dim, index_on(nearest_taps(axes[d]), x.device()));
+      x = index_select(x, dim, nearest_taps(axes[d], x.device()));
       continue;
     }
-    const Taps t = linear_taps(axes[d], options.align_corners);
-    x = add(
-        mul(index_select(x, dim, index_on(t.low, x.device())), weights_along(t.low_weight, dim, x.dim(), x)),
-        mul(index_select(x, dim, index_on(t.high, x.device())),
-            weights_along(t.high_weight, dim, x.dim(), x)));
+    const Taps t = linear_taps(axes[d], options.align_corners, x.device());
+    x = add(mul(index_select(x, dim, t.low), along(t.low_weight, dim, x)),
+            mul(index_select(x, dim, t.high), along(t.high_weight, dim, x)));
   }
   return widen ? x.to(input.dtype()) : x;
 }
