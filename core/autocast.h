@@ -1,8 +1,8 @@
 // Autocast: mixed precision regions, as torch.autocast.
 //
 // Inside an `AutocastGuard guard(DType::Float16)` (or BFloat16) region, on this thread:
-//  - lower-precision ops (convolution, conv1d/2d/3d, linear, matmul, bmm, einsum) cast
-//    their floating inputs to the autocast dtype and run in it;
+//  - lower-precision ops (convolution, conv1d/2d/3d, conv_transpose*, linear, matmul, bmm,
+//    einsum) cast their floating inputs to the autocast dtype and run in it;
 //  - float32 ops (softmax, log_softmax, every loss, layer/batch-norm-style
 //    normalisations that are not already mixed-precision aware, sum/mean/var/std/norm/
 //    logsumexp reductions, exp, log, pow) cast float16/bfloat16 inputs up to float32

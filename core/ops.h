@@ -13,6 +13,7 @@
 #include "core/ops/activation.h"
 #include "core/ops/batch_norm.h"
 #include "core/ops/conv.h"
+#include "core/ops/conv_transpose.h"
 #include "core/ops/copy.h"
 #include "core/ops/einsum.h"
 #include "core/ops/elementwise.h"

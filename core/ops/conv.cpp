@@ -12,6 +12,7 @@
 #include "core/autograd/node.h"
 #include "core/backend.h"
 #include "core/checked_math.h"
+#include "core/ops/conv_arguments.h"
 #include "core/ops/factory.h"
 
 namespace kiln {
@@ -48,11 +49,7 @@ struct ConvolutionBackward final : Node {
         backend(grad_out.device()).conv_backward_weight(grad_out, input.unpack(*this), params, grad_weight);
       }
     }
-    if (needs_input_grad(2)) {
-      std::vector<int64_t> dims = {0};
-      for (int64_t d = 2; d < grad_out.dim(); ++d) dims.push_back(d);
-      grad_bias = grad_out.sum(dims);
-    }
+    if (needs_input_grad(2)) grad_bias = conv_arguments::channel_bias_grad(grad_out);
     return {grad_input, grad_weight, grad_bias};
   }
   void release_saved() override {
@@ -64,40 +61,9 @@ struct ConvolutionBackward final : Node {
 
 // ---- argument checks --------------------------------------------------------------------
 
-// One value per spatial dim: a single value is repeated for every dim.
-std::vector<int64_t> per_spatial_dim(const std::vector<int64_t>& values, int64_t spatial, const char* op,
-                                     const char* what) {
-  KILN_CHECK(values.size() == 1 || static_cast<int64_t>(values.size()) == spatial, op, ": expected ", what,
-             " to have 1 or ", spatial, " values (one per spatial dim), got ", values);
-  return values.size() == 1 ? std::vector<int64_t>(spatial, values[0]) : values;
-}
-
-void check_tensors(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias) {
-  KILN_CHECK(input.defined() && weight.defined(), op, ": undefined input or weight");
-  KILN_CHECK(input.dtype() == weight.dtype(), op, ": input and weight must have the same dtype, got ",
-             input.dtype(), " and ", weight.dtype());
-  KILN_CHECK(input.is_floating_point(), op, ": expected floating-point input and weight, got ", input.dtype(),
-             ". Hint: convert them first, e.g. x.to(DType::Float32)");
-  KILN_CHECK(input.device() == weight.device(), op, ": input and weight must be on the same device, got ",
-             input.device(), " and ", weight.device());
-  if (!bias.defined()) return;
-  KILN_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), op, ": bias must have shape [",
-             weight.size(0), "] (C_out of weight shape ", weight.sizes(), "), got ", bias.sizes());
-  KILN_CHECK(bias.dtype() == input.dtype(), op, ": bias must have the input's dtype ", input.dtype(),
-             ", got ", bias.dtype());
-  KILN_CHECK(bias.device() == input.device(), op, ": bias must be on the input's device ", input.device(),
-             ", got ", bias.device());
-}
-
 // Shapes of a batched input [N, C_in, s...] and weight [C_out, C_in / groups, k...].
 void check_channels(const char* op, const Tensor& input, const Tensor& weight, int64_t groups) {
-  for (int64_t d = 1; d < input.dim(); ++d) {
-    KILN_CHECK(input.size(d) > 0, op,
-               ": expected an input with non-zero channels and spatial sizes, got shape ", input.sizes());
-  }
-  for (int64_t d = 0; d < weight.dim(); ++d) {
-    KILN_CHECK(weight.size(d) > 0, op, ": expected a weight with non-zero sizes, got shape ", weight.sizes());
-  }
+  conv_arguments::check_nonempty(op, input, weight);
   KILN_CHECK(groups > 0, op, ": groups must be positive, got ", groups);
   const int64_t c_in = input.size(1);
   KILN_CHECK(c_in % groups == 0, op, ": input channels C_in = ", c_in, " (input shape ", input.sizes(),
@@ -115,17 +81,14 @@ std::vector<int64_t> output_sizes(const char* op, const Tensor& input, const Ten
                                   const ConvParams& params) {
   std::vector<int64_t> sizes = {input.size(0), weight.size(0)};
   const size_t spatial = params.stride.size();
-  for (size_t i = 0; i < spatial; ++i) {
-    KILN_CHECK(params.stride[i] > 0, op, ": stride must be positive, got ", params.stride);
-    KILN_CHECK(params.dilation[i] > 0, op, ": dilation must be positive, got ", params.dilation);
-    KILN_CHECK(params.padding[i] >= 0, op, ": padding must be non-negative, got ", params.padding);
-  }
+  conv_arguments::check_geometry(op, params);
   // The parameters are user numbers: every intermediate is checked (Note [Checked sizes]).
   std::vector<int64_t> padded, dilated_kernel;
   for (size_t i = 0; i < spatial; ++i) {
     const int64_t d = static_cast<int64_t>(i) + 2;
     const std::optional<int64_t> twice_padding = checked_mul(2, params.padding[i]);
-    const std::optional<int64_t> pad = twice_padding ? checked_add(input.size(d), *twice_padding) : std::nullopt;
+    const std::optional<int64_t> pad =
+        twice_padding ? checked_add(input.size(d), *twice_padding) : std::nullopt;
     const std::optional<int64_t> reach = checked_mul(params.dilation[i], weight.size(d) - 1);
     KILN_CHECK(pad && reach && *reach < INT64_MAX, op, ": padding ", params.padding, " and dilation ",
                params.dilation, " overflow int64 along spatial dim ", i, " (input shape ", input.sizes(),
@@ -146,29 +109,21 @@ std::vector<int64_t> output_sizes(const char* op, const Tensor& input, const Ten
 // ---- the op -----------------------------------------------------------------------------
 
 // `spatial` = 1, 2 or 3 for the front doors; 0 = as many as the weight has.
-Tensor convolution_impl(const char* op, const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in,
-                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
-                        const std::vector<int64_t>& dilation, int64_t groups, int64_t spatial) {
+Tensor convolution_impl(const char* op, const Tensor& input_in, const Tensor& weight_in,
+                        const Tensor& bias_in, const std::vector<int64_t>& stride,
+                        const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
+                        int64_t groups, int64_t spatial) {
   const Tensor input = autocast_input(input_in, AutocastPolicy::LowerPrecision);
   const Tensor weight = autocast_input(weight_in, AutocastPolicy::LowerPrecision);
   const Tensor bias = autocast_input(bias_in, AutocastPolicy::LowerPrecision);
-  check_tensors(op, input, weight, bias);
-  if (spatial == 0) {
-    KILN_CHECK(weight.dim() >= 3 && weight.dim() <= 5, op,
-               ": expected a weight [C_out, C_in / groups, k...] with 1-3 spatial dims, got shape ",
-               weight.sizes());
-    spatial = weight.dim() - 2;
-  }
-  KILN_CHECK(weight.dim() == spatial + 2, op, ": expected a ", spatial + 2,
-             "-d weight [C_out, C_in / groups, ", spatial, " kernel sizes], got shape ", weight.sizes());
-  KILN_CHECK(input.dim() == spatial + 1 || input.dim() == spatial + 2, op, ": expected a ", spatial + 1,
-             "-d (unbatched) or ", spatial + 2, "-d (batched) input, got shape ", input.sizes());
-  const bool batched = input.dim() == spatial + 2;
+  conv_arguments::check_operands(op, input, weight, bias, weight.defined() ? weight.size(0) : 0);
+  bool batched = false;
+  spatial = conv_arguments::spatial_rank(op, input, weight, spatial, batched);
   const Tensor x = batched ? input : input.unsqueeze(0);
   check_channels(op, x, weight, groups);
-  const ConvParams params{.stride = per_spatial_dim(stride, spatial, op, "stride"),
-                          .padding = per_spatial_dim(padding, spatial, op, "padding"),
-                          .dilation = per_spatial_dim(dilation, spatial, op, "dilation"),
+  const ConvParams params{.stride = conv_arguments::per_spatial_dim(stride, spatial, op, "stride"),
+                          .padding = conv_arguments::per_spatial_dim(padding, spatial, op, "padding"),
+                          .dilation = conv_arguments::per_spatial_dim(dilation, spatial, op, "dilation"),
                           .groups = groups};
   Tensor out = empty(output_sizes(op, x, weight, params), {.dtype = x.dtype(), .device = x.device()});
   Tensor x_contiguous, weight_contiguous;
@@ -178,11 +133,7 @@ Tensor convolution_impl(const char* op, const Tensor& input_in, const Tensor& we
     weight_contiguous = weight.contiguous();
     if (out.numel() > 0) {
       backend(x.device()).conv_forward(x_contiguous, weight_contiguous, params, out);
-      if (bias.defined()) {  // bias viewed as [C_out, 1, ...] broadcasts over N and space
-        std::vector<int64_t> bias_shape(static_cast<size_t>(spatial) + 1, 1);
-        bias_shape[0] = bias.size(0);
-        out.add_(bias.reshape(bias_shape));
-      }
+      if (bias.defined()) conv_arguments::add_channel_bias(out, bias);
     }
   }
   if (autograd::any_requires_grad({&x, &weight, &bias})) {

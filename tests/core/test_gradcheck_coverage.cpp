@@ -42,6 +42,8 @@ const std::map<std::string, std::string> kNotDifferentiable = {
     {"multi_tensor_norm", "optimizer/clipping utility run under no_grad (core/ops/multi_tensor.h)"},
     {"invstd_of", "batch-norm piece (batch_norm_pieces.h): arithmetic on statistics inside batch_norm"},
     {"multi_tensor_norm", "optimizer and clipping kernel (multi_tensor.h), runs with autograd off"},
+    {"channel_bias_grad", "conv piece (conv_arguments.h): the bias gradient inside conv's and conv_transpose's "
+                          "backward, checked through their gradchecks"},
 };
 
 std::set<std::string> declared_ops() {

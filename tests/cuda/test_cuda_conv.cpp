@@ -7,7 +7,9 @@
 // groups, depthwise, batch 1, a 7x7x7 stem and a 1x1x1 downsample; outputs are poisoned
 // (Note [Poisoned outputs]) and one case writes into a strided output through
 // non-contiguous operands. The public ops kiln::conv1d/2d/3d, forward and backward with
-// bias, groups and a non-contiguous input, against the CPU in every floating dtype.
+// bias, groups and a non-contiguous input, against the CPU in every floating dtype; and
+// the transposed convolutions (core/ops/conv_transpose.h: cuDNN's backward-data forward,
+// its forward as the input gradient), the cropped output_padding path included.
 // Tolerance: both devices accumulate K products (K = the reduction length of the pass) in
 // float32 (float64 for float64) but in different orders, and cuDNN's FFT and Winograd
 // algorithms add transform rounding; the dtype's tolerance times max(8, 4 sqrt(K)).
@@ -19,6 +21,8 @@
 #include "core/backend.h"
 #include "core/cudnn.h"
 #include "core/ops/conv.h"
+#include "core/ops/conv_transpose.h"
+#include "core/ops/elementwise.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace kiln {
@@ -254,6 +258,55 @@ TEST(CudaConv, PublicOpsForwardAndBackwardMatchCpu) {
       if (c.bias) {
         EXPECT_TRUE(testing::matches_cpu(gb.grad(), cb.grad(), slack_for(per_output_channel))) << "bias gradient";
       }
+    }
+  }
+}
+
+// kiln::conv_transpose forward and backward on CUDA against the CPU, every floating dtype,
+// a non-contiguous input: MedicalNet's 2x upsampling (kernel 2, stride 2), groups with
+// output_padding, and stride <= output_padding < dilation (the cropped path).
+TEST(CudaConv, TransposedConvolutionMatchesCpu) {
+  KILN_REQUIRE_CUDA();
+  const kiln::testing::ScopedFlag no_tf32(set_allow_tf32_conv, allow_tf32_conv, false);
+  const CudnnModeGuard mode(/*benchmark=*/false, /*deterministic=*/false);
+  struct TransposeCase {
+    std::vector<int64_t> input, weight;  // weight [C_in, C_out / groups, k...]
+    std::vector<int64_t> stride, padding, output_padding, dilation;
+    int64_t groups;
+  };
+  const std::vector<TransposeCase> cases = {
+      {{2, 8, 4, 5, 3}, {8, 4, 2, 2, 2}, {2}, {0}, {0}, {1}, 1},
+      {{2, 6, 5, 4}, {6, 2, 3, 3}, {2, 1}, {1, 0}, {1, 0}, {1, 2}, 3},
+      {{1, 4, 9}, {4, 3, 3}, {1}, {1}, {2}, {3}, 1},
+  };
+  for (DType dtype : testing::kFloatingDTypes) {
+    for (const TransposeCase& c : cases) {
+      SCOPED_TRACE(::testing::PrintToString(c.input) + " * " + ::testing::PrintToString(c.weight) + " " +
+                   std::string(dtype_name(dtype)));
+      const Tensor x = testing::random_for(c.input, dtype, 21), w = testing::random_for(c.weight, dtype, 22);
+      const Tensor b = testing::random_for({c.weight[1] * c.groups}, dtype, 23);
+      const auto run = [&](const Tensor& xi, const Tensor& wi, const Tensor& bi) {
+        return conv_transpose(xi, wi, bi, c.stride, c.padding, c.output_padding, c.groups, c.dilation);
+      };
+      const Tensor cx = x.detach().requires_grad_(true), cw = w.detach().requires_grad_(true);
+      const Tensor cb = b.detach().requires_grad_(true);
+      const Tensor gx = testing::on_device(x, kCuda, /*strided=*/true).detach().requires_grad_(true);
+      const Tensor gw = testing::on_device(w, kCuda).detach().requires_grad_(true);
+      const Tensor gb = testing::on_device(b, kCuda).detach().requires_grad_(true);
+      const Tensor cpu_y = run(cx, cw, cb), gpu_y = run(gx, gw, gb);
+      ASSERT_EQ(gpu_y.sizes(), cpu_y.sizes());
+      const int64_t kernel_volume = product(c.weight, 2);
+      EXPECT_TRUE(testing::matches_cpu(gpu_y, cpu_y, slack_for(c.weight[0] / c.groups * kernel_volume)))
+          << "forward";
+      const Tensor dy = testing::random_for(cpu_y.sizes(), dtype, 24);
+      mul(cpu_y, dy).sum().backward();
+      mul(gpu_y, testing::on_device(dy, kCuda)).sum().backward();
+      EXPECT_TRUE(testing::matches_cpu(gx.grad(), cx.grad(), slack_for(c.weight[1] * kernel_volume)))
+          << "input gradient";
+      const int64_t per_weight = c.input[0] * product(c.input, 2);
+      EXPECT_TRUE(testing::matches_cpu(gw.grad(), cw.grad(), slack_for(per_weight))) << "weight gradient";
+      EXPECT_TRUE(testing::matches_cpu(gb.grad(), cb.grad(), slack_for(product(cpu_y.sizes(), 2) * 2)))
+          << "bias gradient";
     }
   }
 }

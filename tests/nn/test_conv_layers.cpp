@@ -1,5 +1,6 @@
-// Conv1d/2d/3d layers: weight shapes, default init bounds, forward against
-// kiln::convolution with the same options, option expansion and errors; and the dotted
+// Conv1d/2d/3d and ConvTranspose1d/2d/3d layers: weight shapes, default init bounds,
+// forward against kiln::convolution / conv_transpose with the same options, output_size,
+// option expansion and errors; and the dotted
 // names of a small ResNet-style 3D model (Conv3d, BatchNorm3d, Sequential, ModuleList)
 // exactly as PyTorch lists them.
 #include <gtest/gtest.h>
@@ -52,6 +53,63 @@ TEST(NnConv, BadOptions) {
                     "Conv2d", "kernel_size", "1 or 2");
   EXPECT_KILN_ERROR(nn::Conv1d(nn::Conv1dOptions{.in_channels = 3, .out_channels = 4, .kernel_size = {0}}),
                     "Conv1d", "kernel_size");
+}
+
+TEST(NnConvTranspose, WeightShapesInitAndForward) {
+  manual_seed(6);
+  nn::ConvTranspose3d up(nn::ConvTranspose3dOptions{.in_channels = 4,
+                                                    .out_channels = 6,
+                                                    .kernel_size = {3, 2, 3},
+                                                    .stride = {2},
+                                                    .padding = {1, 0, 1},
+                                                    .output_padding = {1, 0, 0},
+                                                    .groups = 2});
+  EXPECT_EQ(up.weight.sizes(), (std::vector<int64_t>{4, 3, 3, 2, 3}));  // [in, out / groups, k...]
+  EXPECT_EQ(up.bias.sizes(), std::vector<int64_t>{6});
+  const double bound = 1.0 / std::sqrt(3.0 * 18.0);  // PyTorch's fan_in: weight.size(1) x prod(k)
+  EXPECT_LE(amax(abs(up.weight)).item<double>(), bound);
+  EXPECT_GT(amax(abs(up.weight)).item<double>(), 0.5 * bound);
+  EXPECT_LE(amax(abs(up.bias)).item<double>(), bound);
+  const Tensor x = random_uniform({2, 4, 3, 4, 2}, -1, 1, DType::Float32, 1);
+  const Tensor y = up.forward(x);
+  EXPECT_EQ(y.sizes(), (std::vector<int64_t>{2, 6, 6, 8, 3}));
+  EXPECT_TRUE(all_equal(y, conv_transpose3d(x, up.weight, up.bias, {2}, {1, 0, 1}, {1, 0, 0}, 2)));
+  EXPECT_EQ(up.type_name(), "ConvTranspose3d");
+  EXPECT_EQ(up.to_string(),
+            "ConvTranspose3d(4, 6, kernel_size=(3, 2, 3), stride=(2, 2, 2), padding=(1, 0, 1), "
+            "output_padding=(1, 0, 0), groups=2)");
+  EXPECT_EQ(up.named_parameters().size(), 2u);
+  EXPECT_KILN_ERROR(up.forward(ones({2, 4, 5})), "ConvTranspose3d", "[2, 4, 5]");
+}
+
+// output_size picks the output_padding: sizes 5..6 are valid for a stride-2 upsampling of 3.
+TEST(NnConvTranspose, OutputSizeChoosesTheOutputPadding) {
+  nn::ConvTranspose2d up(nn::ConvTranspose2dOptions{
+      .in_channels = 2, .out_channels = 2, .kernel_size = {3}, .stride = {2}, .padding = {1}});
+  const Tensor x = random_uniform({1, 2, 3, 3}, -1, 1, DType::Float32, 2);
+  EXPECT_EQ(up.forward(x).sizes(), (std::vector<int64_t>{1, 2, 5, 5}));
+  const Tensor y = up.forward(x, {6, 5});
+  EXPECT_EQ(y.sizes(), (std::vector<int64_t>{1, 2, 6, 5}));
+  EXPECT_TRUE(all_equal(y, conv_transpose2d(x, up.weight, up.bias, {2}, {1}, {1, 0})));
+  EXPECT_EQ(up.forward(x, {1, 2, 6, 6}).sizes(), (std::vector<int64_t>{1, 2, 6, 6}));
+  EXPECT_KILN_ERROR(up.forward(x, {7, 5}), "ConvTranspose2d", "output size of [7, 5]", "range from 5 to 6");
+  EXPECT_KILN_ERROR(up.forward(x, {4, 5}), "range from 5 to 6");
+  EXPECT_KILN_ERROR(up.forward(x, {5}), "2 (spatial) or 4 values");
+}
+
+TEST(NnConvTranspose, OneSpatialDimAndBadOptions) {
+  nn::ConvTranspose1d up(nn::ConvTranspose1dOptions{
+      .in_channels = 2, .out_channels = 3, .kernel_size = {3}, .bias = false, .dilation = {2}});
+  EXPECT_FALSE(up.bias.defined());
+  const Tensor x = random_uniform({2, 2, 5}, -1, 1, DType::Float32, 3);
+  EXPECT_TRUE(all_equal(up.forward(x), conv_transpose1d(x, up.weight, Tensor(), {1}, {0}, {0}, 1, {2})));
+  EXPECT_KILN_ERROR(
+      nn::ConvTranspose3d(nn::ConvTranspose3dOptions{
+          .in_channels = 2, .out_channels = 2, .kernel_size = {2}, .stride = {2}, .output_padding = {2}}),
+      "ConvTranspose3d", "output_padding", "smaller than either the stride");
+  EXPECT_KILN_ERROR(nn::ConvTranspose2d(nn::ConvTranspose2dOptions{
+                        .in_channels = 3, .out_channels = 4, .kernel_size = {3}, .groups = 2}),
+                    "ConvTranspose2d", "groups = 2");
 }
 
 // torchvision-style basic block in 3D: conv-bn-relu-conv-bn plus a downsample branch.

@@ -18,6 +18,17 @@ TEST(NnOptionsOrder, DesignatedInitializersFollowPyTorchsArguments) {
                          .dilation = {1},
                          .groups = 1,
                          .bias = false};
+  // ConvTranspose3d(in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
+  //                 dilation)
+  const ConvTransposeOptions conv_transpose{.in_channels = 2,
+                                            .out_channels = 1,
+                                            .kernel_size = {2},
+                                            .stride = {2},
+                                            .padding = {0},
+                                            .output_padding = {1},
+                                            .groups = 1,
+                                            .bias = false,
+                                            .dilation = {1}};
   // Linear(in_features, out_features, bias)
   const LinearOptions linear{.in_features = 4, .out_features = 2, .bias = false};
   // BatchNorm3d(num_features, eps, momentum, affine, track_running_stats)
@@ -50,6 +61,7 @@ TEST(NnOptionsOrder, DesignatedInitializersFollowPyTorchsArguments) {
   const RegressionLossOptions regression{.reduction = Reduction::Sum};
 
   EXPECT_FALSE(conv.bias);
+  EXPECT_EQ(conv_transpose.output_padding, std::vector<int64_t>{1});
   EXPECT_FALSE(linear.bias);
   EXPECT_FALSE(bn.track_running_stats);
   EXPECT_TRUE(max_pool.ceil_mode);

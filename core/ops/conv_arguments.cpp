@@ -1,0 +1,79 @@
+// Shared argument checks and bias handling of convolution and transposed convolution
+// (conv_arguments.h).
+#include "core/ops/conv_arguments.h"
+
+#include "core/error.h"
+
+namespace kiln::conv_arguments {
+
+std::vector<int64_t> per_spatial_dim(const std::vector<int64_t>& values, int64_t spatial, const char* op,
+                                     const char* what) {
+  KILN_CHECK(values.size() == 1 || static_cast<int64_t>(values.size()) == spatial, op, ": expected ", what,
+             " to have 1 or ", spatial, " values (one per spatial dim), got ", values);
+  return values.size() == 1 ? std::vector<int64_t>(spatial, values[0]) : values;
+}
+
+void check_operands(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias,
+                    int64_t c_out) {
+  KILN_CHECK(input.defined() && weight.defined(), op, ": undefined input or weight");
+  KILN_CHECK(input.dtype() == weight.dtype(), op, ": input and weight must have the same dtype, got ",
+             input.dtype(), " and ", weight.dtype());
+  KILN_CHECK(input.is_floating_point(), op, ": expected floating-point input and weight, got ", input.dtype(),
+             ". Hint: convert them first, e.g. x.to(DType::Float32)");
+  KILN_CHECK(input.device() == weight.device(), op, ": input and weight must be on the same device, got ",
+             input.device(), " and ", weight.device());
+  if (!bias.defined()) return;
+  KILN_CHECK(bias.dim() == 1 && bias.size(0) == c_out, op, ": bias must have shape [", c_out,
+             "] (the output channels of weight shape ", weight.sizes(), "), got ", bias.sizes());
+  KILN_CHECK(bias.dtype() == input.dtype(), op, ": bias must have the input's dtype ", input.dtype(),
+             ", got ", bias.dtype());
+  KILN_CHECK(bias.device() == input.device(), op, ": bias must be on the input's device ", input.device(),
+             ", got ", bias.device());
+}
+
+int64_t spatial_rank(const char* op, const Tensor& input, const Tensor& weight, int64_t spatial,
+                     bool& batched) {
+  if (spatial == 0) {
+    KILN_CHECK(weight.dim() >= 3 && weight.dim() <= 5, op,
+               ": expected a weight with 2 channel dims and 1-3 spatial dims, got shape ", weight.sizes());
+    spatial = weight.dim() - 2;
+  }
+  KILN_CHECK(weight.dim() == spatial + 2, op, ": expected a ", spatial + 2, "-d weight (2 channel dims and ",
+             spatial, " kernel sizes), got shape ", weight.sizes());
+  KILN_CHECK(input.dim() == spatial + 1 || input.dim() == spatial + 2, op, ": expected a ", spatial + 1,
+             "-d (unbatched) or ", spatial + 2, "-d (batched) input, got shape ", input.sizes());
+  batched = input.dim() == spatial + 2;
+  return spatial;
+}
+
+void check_geometry(const char* op, const ConvParams& params) {
+  for (size_t i = 0; i < params.stride.size(); ++i) {
+    KILN_CHECK(params.stride[i] > 0, op, ": stride must be positive, got ", params.stride);
+    KILN_CHECK(params.dilation[i] > 0, op, ": dilation must be positive, got ", params.dilation);
+    KILN_CHECK(params.padding[i] >= 0, op, ": padding must be non-negative, got ", params.padding);
+  }
+}
+
+void check_nonempty(const char* op, const Tensor& input, const Tensor& weight) {
+  for (int64_t d = 1; d < input.dim(); ++d) {
+    KILN_CHECK(input.size(d) > 0, op,
+               ": expected an input with non-zero channels and spatial sizes, got shape ", input.sizes());
+  }
+  for (int64_t d = 0; d < weight.dim(); ++d) {
+    KILN_CHECK(weight.size(d) > 0, op, ": expected a weight with non-zero sizes, got shape ", weight.sizes());
+  }
+}
+
+void add_channel_bias(Tensor& out, const Tensor& bias) {
+  std::vector<int64_t> bias_shape(static_cast<size_t>(out.dim()) - 1, 1);  // [C, 1, ...]
+  bias_shape[0] = bias.size(0);
+  out.add_(bias.reshape(bias_shape));
+}
+
+Tensor channel_bias_grad(const Tensor& grad_out) {
+  std::vector<int64_t> dims = {0};
+  for (int64_t d = 2; d < grad_out.dim(); ++d) dims.push_back(d);
+  return grad_out.sum(dims);
+}
+
+}  // namespace kiln::conv_arguments

@@ -1,0 +1,41 @@
+// Argument checks and bias handling shared by convolution (core/ops/conv.h) and transposed
+// convolution (core/ops/conv_transpose.h): one value per spatial dim, operand dtypes and
+// devices, the batched/unbatched input, and the per-channel bias added to an output and
+// its gradient (grad_out summed over the batch and spatial dims).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/tensor.h"
+
+namespace kiln::conv_arguments {
+
+// One value per spatial dim: a single value is repeated for every dim.
+std::vector<int64_t> per_spatial_dim(const std::vector<int64_t>& values, int64_t spatial, const char* op,
+                                     const char* what);
+
+// Input and weight defined, of one floating dtype and one device; bias undefined or a
+// [c_out] tensor of the same dtype and device.
+void check_operands(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias,
+                    int64_t c_out);
+
+// The number of spatial dims (1-3): `spatial` for a front door, or the weight's for 0.
+// Checks the weight's and input's ranks; `batched` says whether the input has N.
+int64_t spatial_rank(const char* op, const Tensor& input, const Tensor& weight, int64_t spatial,
+                     bool& batched);
+
+// Positive stride and dilation, non-negative padding.
+void check_geometry(const char* op, const ConvParams& params);
+
+// Every size of the input past N, and every size of the weight, positive.
+void check_nonempty(const char* op, const Tensor& input, const Tensor& weight);
+
+// out [N, C, s...] += bias [C] (in place, no autograd: the caller records the node).
+void add_channel_bias(Tensor& out, const Tensor& bias);
+
+// The bias's gradient: grad_out [N, C, s...] summed to [C].
+Tensor channel_bias_grad(const Tensor& grad_out);
+
+}  // namespace kiln::conv_arguments
