@@ -77,6 +77,17 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
   children_.emplace_back(name, std::move(module));
 }
 
+void Module::replace_child(const std::string& name, std::shared_ptr<Module> module) {
+  KILN_CHECK(module != nullptr, type_name(), ": module \"", name, "\" is null");
+  KILN_CHECK(module.get() != this, type_name(), ": a module cannot be its own child");
+  for (auto& child : children_) {
+    if (child.first != name) continue;
+    child.second = std::move(module);
+    return;
+  }
+  KILN_CHECK(false, type_name(), ": no child module named \"", name, "\" to replace");
+}
+
 NamedTensors Module::named_parameters(bool recurse) const {
   NamedTensors out;
   std::set<const TensorImpl*> seen;

@@ -125,6 +125,9 @@ class Module : public std::enable_shared_from_this<Module> {
  protected:
   // For containers: a child registered under `name` (a new name; an empty module is ok).
   void add_child(const std::string& name, std::shared_ptr<Module> module);
+  // The child registered under `name` becomes `module`, in the same place of the order
+  // (PyTorch's `model.fc = new_layer`): how a model swaps its head.
+  void replace_child(const std::string& name, std::shared_ptr<Module> module);
 
  private:
   struct Buffer {

@@ -1,4 +1,5 @@
-// Everything of kiln::nn in one include: Module and containers, layers, losses and init.
+// Everything of kiln::nn in one include: Module and containers, layers, losses, init and
+// the bundled models (nn/models/).
 #pragma once
 
 #include "nn/activation.h"
@@ -14,6 +15,8 @@
 #include "nn/linear.h"
 #include "nn/loss.h"
 #include "nn/mixed_precision.h"
+#include "nn/models/layers.h"
+#include "nn/models/resnet3d.h"
 #include "nn/module.h"
 #include "nn/pooling.h"
 #include "nn/serialize.h"
