@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "core/autograd/checkpoint.h"
 #include "core/autograd/grad_mode.h"
 #include "core/ops/batch_norm.h"
 #include "core/ops/factory.h"
@@ -69,6 +70,13 @@ void BatchNormNd::check_input(const Tensor& input) const {
 
 Tensor BatchNormNd::forward(const Tensor& input) {
   check_input(input);
+  const auto normalize = options_.relu ? batch_norm_relu : batch_norm;
+  if (is_training() && options_.track_running_stats && checkpoint_recomputing()) {
+    // Note [Checkpoint recompute]: the forward already updated the running statistics;
+    // the recompute updates copies (the same arithmetic, so the same values) and drops them.
+    return normalize(input, running_mean.clone(), running_var.clone(), weight, bias, /*training=*/true, 0.0,
+                     options_.eps);
+  }
   double factor = options_.momentum.value_or(0.0);
   if (is_training() && options_.track_running_stats) {
     {
@@ -80,7 +88,6 @@ Tensor BatchNormNd::forward(const Tensor& input) {
   const bool use_batch_stats = is_training() || !options_.track_running_stats;
   // The running statistics are updated in training and read in eval; without tracking
   // there are none.
-  const auto normalize = options_.relu ? batch_norm_relu : batch_norm;
   return normalize(input, running_mean, running_var, weight, bias, use_batch_stats, factor, options_.eps);
 }
 

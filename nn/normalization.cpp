@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "core/autograd/checkpoint.h"
 #include "core/error.h"
 #include "core/ops.h"
 #include "nn/batchnorm.h"  // register_norm_state
@@ -74,8 +75,12 @@ Tensor InstanceNormNd::forward(const Tensor& input) {
   // (num_batches_tracked is a buffer for state-dict compatibility only: PyTorch's
   // instance norm never advances it, and momentum is always a factor.)
   const bool use_input_stats = is_training() || !options_.track_running_stats;
-  return instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, options_.momentum,
-                       options_.eps);
+  // Note [Checkpoint recompute]: the running statistics are updated in the forward only;
+  // the recompute updates copies (the same arithmetic, so the same values), then drops them.
+  const bool recompute = use_input_stats && running_mean.defined() && checkpoint_recomputing();
+  return instance_norm(input, recompute ? running_mean.clone() : running_mean,
+                       recompute ? running_var.clone() : running_var, weight, bias, use_input_stats,
+                       options_.momentum, options_.eps);
 }
 
 std::string InstanceNormNd::extra_repr() const {

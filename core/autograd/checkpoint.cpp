@@ -33,6 +33,15 @@ void restore_rng(const std::vector<std::pair<Device, PhiloxState>>& states) {
   for (const auto& [device, state] : states) default_generator(device).set_state(state);
 }
 
+thread_local int recompute_depth = 0;  // Note [Checkpoint recompute]; nested checkpoints count
+
+struct RecomputeScope {
+  RecomputeScope() { ++recompute_depth; }
+  ~RecomputeScope() { --recompute_depth; }
+  RecomputeScope(const RecomputeScope&) = delete;
+  RecomputeScope& operator=(const RecomputeScope&) = delete;
+};
+
 struct CheckpointBackward final : Node {
   CheckpointFunction fn;
   std::vector<SavedTensor> inputs;
@@ -57,6 +66,7 @@ struct CheckpointBackward final : Node {
     {
       EnableGradGuard enable_grad;
       const AutocastGuard autocast(autocast_at_forward.dtype, autocast_at_forward.enabled);
+      const RecomputeScope recompute;
       outputs = fn(detached);
     }
     restore_rng(rng_now);
@@ -81,6 +91,8 @@ struct CheckpointBackward final : Node {
 };
 
 }  // namespace
+
+bool checkpoint_recomputing() { return recompute_depth > 0; }
 
 std::vector<Tensor> checkpoint(const CheckpointFunction& fn, const std::vector<Tensor>& inputs) {
   KILN_CHECK(static_cast<bool>(fn), "checkpoint: no function given");

@@ -19,4 +19,11 @@ using CheckpointFunction = std::function<std::vector<Tensor>(const std::vector<T
 
 std::vector<Tensor> checkpoint(const CheckpointFunction& fn, const std::vector<Tensor>& inputs);
 
+// Note [Checkpoint recompute]: true on this thread while a checkpoint's backward re-runs
+// its function. A layer whose forward has a side effect beyond its outputs asks this to
+// do it once: BatchNormNd updates its running statistics (and num_batches_tracked) in the
+// forward only, not again in the recompute, which normalises by the same batch statistics
+// (PyTorch's checkpoint applies the momentum twice there).
+bool checkpoint_recomputing();
+
 }  // namespace kiln

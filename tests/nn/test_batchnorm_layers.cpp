@@ -1,7 +1,8 @@
 // BatchNorm1d/2d/3d layers: parameters and buffers as PyTorch's, training forward against
 // kiln::batch_norm, the running statistics by hand (momentum and cumulative average),
 // num_batches_tracked, eval with the running statistics, track_running_stats = false,
-// affine = false, and the rank checks per 1d/2d/3d.
+// affine = false, the rank checks per 1d/2d/3d, and inside a checkpoint (the statistics
+// updated once, gradients as without it).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -106,6 +107,52 @@ TEST(NnBatchNorm, WithoutTrackingOrAffine) {
   const Tensor y = bn.forward(x);
   const auto [m, v] = channel_stats(y);
   EXPECT_TRUE(all_close(m, zeros({2}), {1e-5, 0}));
+}
+
+// Note [Checkpoint recompute]: the recompute in backward normalises by the same batch
+// statistics but leaves the running ones alone, so a checkpointed layer ends a step in
+// the state and with the gradients of a plain one; instance norm likewise.
+TEST(NnBatchNorm, InsideACheckpointTheRunningStatisticsAreUpdatedOnce) {
+  const Tensor x = random_uniform({4, 3, 5, 5, 5}, -2, 3, DType::Float64, 11);
+  const Tensor w = random_uniform({4, 3, 5, 5, 5}, -1, 1, DType::Float64, 12);
+  for (const bool instance : {false, true}) {
+    SCOPED_TRACE(instance ? "InstanceNorm3d" : "BatchNorm3d");
+    std::vector<std::shared_ptr<nn::Layer>> layers;
+    std::vector<Tensor> input_grads;
+    for (int copy = 0; copy < 2; ++copy) {
+      std::shared_ptr<nn::Layer> layer;
+      if (instance) {
+        layer = std::make_shared<nn::InstanceNorm3d>(
+            nn::InstanceNorm3dOptions{.num_features = 3, .affine = true, .track_running_stats = true});
+      } else {
+        layer = std::make_shared<nn::BatchNorm3d>(nn::BatchNorm3dOptions{.num_features = 3, .momentum = std::nullopt});
+      }
+      layer->to(DType::Float64);
+      const Tensor input = x.detach().requires_grad_(true);
+      Tensor y;
+      if (copy == 0) {
+        y = layer->forward(input);
+      } else {
+        y = checkpoint([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{layer->forward(in[0])}; },
+                       {input})[0];
+      }
+      mul(y, w).sum().backward();
+      layers.push_back(layer);
+      input_grads.push_back(input.grad());
+    }
+    EXPECT_TRUE(testing::all_equal(input_grads[1], input_grads[0]));
+    const nn::StateDict plain = layers[0]->state_dict(), checkpointed = layers[1]->state_dict();
+    ASSERT_EQ(plain.size(), checkpointed.size());
+    for (size_t i = 0; i < plain.size(); ++i) {
+      EXPECT_TRUE(testing::all_equal(checkpointed[i].second, plain[i].second)) << plain[i].first;
+    }
+    // Not vacuous: the step moved the running mean off its zeros.
+    EXPECT_GT(abs(layers[0]->state_dict()[2].second).sum().item<double>(), 0.1);
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_TRUE(testing::all_equal(layers[1]->named_parameters()[i].second.grad(),
+                                     layers[0]->named_parameters()[i].second.grad()));
+    }
+  }
 }
 
 TEST(NnBatchNorm, RankChecks) {
