@@ -15,6 +15,7 @@
 #include "nn/linear.h"
 #include "nn/loss.h"
 #include "nn/mixed_precision.h"
+#include "nn/models/densenet3d.h"
 #include "nn/models/layers.h"
 #include "nn/models/resnet3d.h"
 #include "nn/module.h"

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Writes the PyTorch fixtures of tests/nn/models/test_resnet3d.cpp (and of the DenseNet3D
-test): the state-dict names and parameter counts of every ResNet3D depth of both
-families (resnet3d_names.json), and the outputs and gradients of ResNet-18 (MedMNIST
-family) and ResNet-50 (MedicalNet family) 3D for fixed weights and inputs, in float64
-(resnet18_3d.safetensors, resnet50_3d.safetensors).
+"""Writes the PyTorch fixtures of tests/nn/models/test_resnet3d.cpp and test_densenet3d.cpp:
+the state-dict names and parameter counts of every ResNet3D depth of both families
+(resnet3d_names.json) and of every DenseNet3D depth in MONAI's and torchvision's layouts
+(densenet3d_names.json), and the outputs and gradients of ResNet-18 (MedMNIST family),
+ResNet-50 (MedicalNet family) and DenseNet-121 (MONAI) 3D for fixed weights and inputs,
+in float64 (resnet18_3d, resnet50_3d, densenet121_3d .safetensors).
 
 The reference networks are written here from the architectures of Tencent/MedicalNet's
-models/resnet.py and MedMNIST/experiments' MedMNIST3D/models.py (their module names,
-strides, dilations and shortcuts), not imported: neither is a package. MedicalNet's
+models/resnet.py, MedMNIST/experiments' MedMNIST3D/models.py (their module names,
+strides, dilations and shortcuts) and MONAI's monai/networks/nets/densenet.py (and
+torchvision's DenseNet layout), not imported: Kiln's tests need nothing but torch. MedicalNet's
 conv_seg ConvTranspose3d is written without its bias, as Kiln builds it (Note [conv_seg's
 bias] in nn/models/resnet3d.h), so the names here are MedicalNet's less that one key.
 
@@ -17,7 +19,10 @@ u = sqrt(3) (2 integer_hash(i, k) - 1), a hash with mean 0 and variance 1 that l
 uniform (integer arithmetic: both sides get the same bits); the weight is sqrt(2 / fan_in) u for >= 2-d
 tensors (Kaiming's variance), 1 + 0.1 u for norm weights and 0.1 u for biases.
 The input is random (stored); the loss is sum(output * output_weights), output_weights
-stored. The script prints how far PyTorch's own float32 run is from its float64 one: the
+stored. The ResNets run in training mode (batch statistics, running statistics updated);
+DenseNet-121 in eval mode: at 32^3 its last block sees 1^3 maps, whose batch statistics
+over a batch of 2 make float32 meaningless (the tests check its training mode against its
+memory-efficient mode instead). The script prints how far PyTorch's own float32 run is from its float64 one: the
 float32 tolerance the tests use is a small multiple of it.
 
 Needs torch, numpy and safetensors (a virtual environment; Kiln's build never depends on
@@ -26,6 +31,8 @@ them). Run from this folder: python3 make_fixtures.py
 import copy
 import json
 import math
+
+from collections import OrderedDict
 
 import torch
 import torch.nn as nn
@@ -132,6 +139,62 @@ def integer_hash(n, k):
     return h.double() / 2**32
 
 
+class DenseLayer(nn.Module):
+    def __init__(self, cin, growth, bn_size, monai):
+        super().__init__()
+        mods = [("norm1", nn.BatchNorm3d(cin)), ("relu1", nn.ReLU()),
+                ("conv1", nn.Conv3d(cin, bn_size * growth, 1, bias=False)),
+                ("norm2", nn.BatchNorm3d(bn_size * growth)), ("relu2", nn.ReLU()),
+                ("conv2", nn.Conv3d(bn_size * growth, growth, 3, padding=1, bias=False))]
+        self.monai = monai
+        if monai:
+            self.layers = nn.Sequential(OrderedDict(mods))
+        else:
+            for name, m in mods:
+                self.add_module(name, m)
+
+    def forward(self, x):
+        body = self.layers if self.monai else nn.Sequential(*self.children())
+        return torch.cat([x, body(x)], 1)
+
+
+class DenseNet3d(nn.Module):
+    """MONAI's DenseNet layout (monai=True) or torchvision's, with the standard stem."""
+
+    def __init__(self, blocks, monai=True, in_channels=1, classes=2, init=64, growth=32, bn_size=4):
+        super().__init__()
+        f = OrderedDict([("conv0", nn.Conv3d(in_channels, init, 7, 2, 3, bias=False)), ("norm0", nn.BatchNorm3d(init)),
+                         ("relu0", nn.ReLU()), ("pool0", nn.MaxPool3d(3, 2, 1))])
+        c = init
+        for i, n in enumerate(blocks):
+            f[f"denseblock{i + 1}"] = nn.Sequential(OrderedDict(
+                (f"denselayer{j + 1}", DenseLayer(c + j * growth, growth, bn_size, monai)) for j in range(n)))
+            c += n * growth
+            if i + 1 == len(blocks):
+                f["norm5"] = nn.BatchNorm3d(c)
+            else:
+                f[f"transition{i + 1}"] = nn.Sequential(OrderedDict([
+                    ("norm", nn.BatchNorm3d(c)), ("relu", nn.ReLU()), ("conv", nn.Conv3d(c, c // 2, 1, bias=False)),
+                    ("pool", nn.AvgPool3d(2, 2))]))
+                c //= 2
+        self.features = nn.Sequential(f)
+        self.monai = monai
+        if monai:
+            self.class_layers = nn.Sequential(OrderedDict([("relu", nn.ReLU()), ("pool", nn.AdaptiveAvgPool3d(1)),
+                                                           ("flatten", nn.Flatten(1)), ("out", nn.Linear(c, classes))]))
+        else:
+            self.classifier = nn.Linear(c, classes)
+
+    def forward(self, x):
+        y = self.features(x)
+        if self.monai:
+            return self.class_layers(y)
+        return self.classifier(torch.relu(y).mean((2, 3, 4)))
+
+
+DENSE_BLOCKS = {121: (6, 12, 24, 16), 169: (6, 12, 32, 32), 201: (6, 12, 48, 32), 264: (6, 12, 64, 48)}
+
+
 def fill_formula(model):
     """The weights of the module docstring, in place."""
     with torch.no_grad():
@@ -149,7 +212,7 @@ def fill_formula(model):
 def float32_error(model, x, w, y, grad_input):
     """PyTorch's own float32 run against its float64 one: the error float32 itself makes
     on this network, which bounds the tolerance Kiln's float32 run can be held to."""
-    model32 = copy.deepcopy(model).float()
+    model32 = copy.deepcopy(model).float().train(model.training)
     model32.zero_grad()
     x32 = x.detach().float().requires_grad_(True)
     y32 = model32(x32)
@@ -158,8 +221,8 @@ def float32_error(model, x, w, y, grad_input):
     return rel(y32, y), rel(x32.grad, grad_input)
 
 
-def run_fixture(model, input_shape, path, full_grads):
-    model = model.double().train()
+def run_fixture(model, input_shape, path, full_grads, training=True):
+    model = model.double().train(training)
     fill_formula(model)
     g = torch.Generator().manual_seed(20261126)
     x = torch.randn(input_shape, dtype=torch.float64, generator=g).requires_grad_(True)
@@ -183,7 +246,7 @@ def run_fixture(model, input_shape, path, full_grads):
             out["buffer." + n] = b
     save_file({k: v.contiguous() for k, v in out.items()}, path,
               metadata={"parameters": json.dumps(names), "float32_output_error": repr(errors[0]),
-                        "float32_grad_input_error": repr(errors[1])})
+                        "float32_grad_input_error": repr(errors[1]), "training": str(training).lower()})
 
 
 if __name__ == "__main__":
@@ -202,6 +265,17 @@ if __name__ == "__main__":
         "state_dict": list(ResNet3d(50, "MedicalNet").state_dict().keys()),
         "parameters": sum(p.numel() for p in ResNet3d(50, "MedicalNet").parameters()),
     }
+    dense_names = {}
+    for depth, blocks in DENSE_BLOCKS.items():
+        for layout in ("MONAI", "torchvision"):
+            model = DenseNet3d(blocks, monai=layout == "MONAI")
+            dense_names[f"{layout}-{depth}"] = {
+                "state_dict": list(model.state_dict().keys()),
+                "parameters": sum(p.numel() for p in model.parameters()),
+            }
+            print("DenseNet", layout, depth, dense_names[f"{layout}-{depth}"]["parameters"])
+    with open("densenet3d_names.json", "w") as f:
+        json.dump(dense_names, f, separators=(",", ":"))
     with open("resnet3d_names.json", "w") as f:
         json.dump(names, f, separators=(",", ":"))
     for key in ("MedMNIST-18-B", "MedMNIST-34-B", "MedMNIST-50-B", "MedicalNet-18-B", "MedicalNet-50-B"):
@@ -211,4 +285,7 @@ if __name__ == "__main__":
     run_fixture(ResNet3d(50, "MedicalNet", dilated=True), (2, 1, 24, 24, 24), "resnet50_3d.safetensors",
                 ["conv1.weight", "layer1.0.downsample.0.weight", "fc.weight", "layer4.2.bn3.weight",
                  "layer4.2.bn3.running_var"])
+    run_fixture(DenseNet3d(DENSE_BLOCKS[121]), (2, 1, 32, 32, 32), "densenet121_3d.safetensors",
+                ["features.conv0.weight", "features.norm5.weight",
+                 "class_layers.out.weight"], training=False)
     print("torch", torch.__version__)

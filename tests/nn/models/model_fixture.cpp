@@ -62,7 +62,7 @@ void expect_matches_fixture(nn::Layer& model, const std::string& file, DType dty
     reference_names.push_back(name.as_string());
   }
   model.to(dtype);
-  model.train();
+  model.train(fixture.metadata.at("training") == "true");
   fill_formula_weights(model);
   const nn::NamedTensors parameters = model.named_parameters();
   ASSERT_EQ(parameters.size(), reference_names.size());

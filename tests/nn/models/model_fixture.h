@@ -20,7 +20,7 @@ void fill_formula_weights(nn::Module& model);
 // ||actual - expected|| / ||expected|| (both converted to float64 on the CPU).
 double relative_error(const Tensor& actual, const Tensor& expected);
 
-// Loads tests/nn/models/<file>, runs `model` (in training mode, in `dtype`, formula
+// Loads tests/nn/models/<file>, runs `model` (in the fixture's mode, in `dtype`, formula
 // weights) on its input, and checks the output, the input gradient, every parameter's
 // gradient norm and sum, and the full gradients and buffers the fixture holds, each to a
 // relative error of at most `tolerance` (gradients in float32: at least 2e-2, where a
