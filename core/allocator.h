@@ -39,6 +39,10 @@ Allocator& cpu_allocator();
 // peaks, cache hits (allocations without a device malloc) and misses.
 AllocatorStats cpu_memory_stats();
 void reset_peak_cpu_memory_stats();
+// Any device's: the CPU cache's above, or a GPU's caching allocator (torch.cuda.
+// memory_stats and reset_peak_memory_stats). Defined in core/backend.cpp.
+AllocatorStats memory_stats(Device device);
+void reset_peak_memory_stats(Device device);
 // Gives the cached blocks no tensor uses back to the system (torch.cuda.empty_cache's
 // counterpart for the host).
 void empty_cpu_cache();

@@ -47,6 +47,10 @@ std::string cuda_unavailable_reason() {
   return r.cuda_unavailable_reason;
 }
 
+AllocatorStats memory_stats(Device device) { return backend(device).memory_stats(device.index); }
+
+void reset_peak_memory_stats(Device device) { backend(device).reset_peak_memory_stats(device.index); }
+
 Backend& backend(Device device) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);

@@ -102,6 +102,9 @@ class Backend {
   // that has it (CUDA); null otherwise. is_pinned: whether `ptr` lies in such memory.
   virtual Allocator* pinned_allocator() { return nullptr; }
   virtual bool is_pinned(const void* /*ptr*/) const { return false; }
+  // The device allocator's statistics (kiln::memory_stats, core/allocator.h).
+  virtual AllocatorStats memory_stats(int device_index) = 0;
+  virtual void reset_peak_memory_stats(int device_index) = 0;
   // ---- streams and events (core/stream.h is the public face) ----------------------------
   // A backend whose device runs work in queues (CUDA) answers these; the defaults are a
   // device that runs everything at once: one stream (0), events always complete.

@@ -12,6 +12,16 @@ Allocator& CpuBackend::allocator(int device_index) {
   return cpu_allocator();
 }
 
+AllocatorStats CpuBackend::memory_stats(int device_index) {
+  KILN_CHECK(device_index == 0, "cpu: there is one CPU device, asked for cpu:", device_index);
+  return cpu_memory_stats();
+}
+
+void CpuBackend::reset_peak_memory_stats(int device_index) {
+  KILN_CHECK(device_index == 0, "cpu: there is one CPU device, asked for cpu:", device_index);
+  reset_peak_cpu_memory_stats();
+}
+
 void CpuBackend::copy(const Tensor& src, const Tensor& dst, bool /*non_blocking*/) {
   KILN_CHECK(src.device().is_cpu() && dst.device().is_cpu(), "copy: the CPU backend copies between "
              "CPU tensors only, got ", src.device(), " -> ", dst.device());

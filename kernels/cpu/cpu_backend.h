@@ -16,6 +16,8 @@ namespace kiln::cpu {
 class CpuBackend final : public Backend {
  public:
   Allocator& allocator(int device_index) override;
+  AllocatorStats memory_stats(int device_index) override;
+  void reset_peak_memory_stats(int device_index) override;
   void copy(const Tensor& src, const Tensor& dst, bool non_blocking) override;
   void fill(const Tensor& dst, Scalar value) override;
   void arange(const Tensor& dst, Scalar start, Scalar step) override;

@@ -15,6 +15,16 @@ Allocator& CudaBackend::allocator(int device_index) {
   return device_allocator(device_index);
 }
 
+AllocatorStats CudaBackend::memory_stats(int device_index) {
+  check_device_index(device_index);
+  return cuda::memory_stats(device_index);
+}
+
+void CudaBackend::reset_peak_memory_stats(int device_index) {
+  check_device_index(device_index);
+  cuda::reset_peak_memory_stats(device_index);
+}
+
 Allocator* CudaBackend::pinned_allocator() { return &pinned_host_allocator(); }
 
 bool CudaBackend::is_pinned(const void* ptr) const { return cuda::is_pinned(ptr); }

@@ -30,6 +30,8 @@ class CudaBackend final : public Backend {
   int device_count() const override;
   Allocator& allocator(int device_index) override;
   Allocator* pinned_allocator() override;
+  AllocatorStats memory_stats(int device_index) override;
+  void reset_peak_memory_stats(int device_index) override;
   bool is_pinned(const void* ptr) const override;
   void synchronize(int device_index) override;
 

@@ -58,6 +58,16 @@ TEST(CpuAllocator, StatisticsCountLargeBlocksAndTheirPeak) {
   EXPECT_GT(end.reserved_bytes, 0u);  // kept for the next step
 }
 
+// kiln::memory_stats(Device) is the device-agnostic face of the same numbers.
+TEST(CpuAllocator, MemoryStatsOfTheCpuDeviceAreTheCaches) {
+  SKIP_WITHOUT_CPU_CACHE();
+  const Tensor a = empty({kLargeFloats});
+  reset_peak_memory_stats(Device::cpu());
+  EXPECT_EQ(memory_stats(Device::cpu()).peak_allocated_bytes, cpu_memory_stats().allocated_bytes);
+  EXPECT_EQ(memory_stats(Device::cpu()).allocated_bytes, cpu_memory_stats().allocated_bytes);
+  EXPECT_KILN_ERROR(memory_stats(Device{DeviceType::CPU, 1}), "one CPU device");
+}
+
 TEST(CpuAllocator, SmallTensorsBypassTheCache) {
   SKIP_WITHOUT_CPU_CACHE();
   const AllocatorStats before = cpu_memory_stats();

@@ -31,6 +31,19 @@ TEST(CudaRuntime, RoundTripThroughTheDevice) {
   EXPECT_TRUE(testing::all_equal(y.cpu(), x));
 }
 
+// kiln::memory_stats(Device) reads the GPU's caching allocator: a live tensor counts, and
+// the peak resets to what is allocated now.
+TEST(CudaRuntime, MemoryStatsOfTheDevice) {
+  KILN_REQUIRE_CUDA();
+  const AllocatorStats before = memory_stats(testing::kCuda);
+  {
+    const Tensor a = empty({1 << 20}, {.dtype = DType::Float32, .device = testing::kCuda});
+    EXPECT_GE(memory_stats(testing::kCuda).allocated_bytes, before.allocated_bytes + (4u << 20));
+  }
+  reset_peak_memory_stats(testing::kCuda);
+  EXPECT_EQ(memory_stats(testing::kCuda).peak_allocated_bytes, memory_stats(testing::kCuda).allocated_bytes);
+}
+
 TEST(CudaRuntime, DeviceIndexOutOfRangeIsAnError) {
   KILN_REQUIRE_CUDA();
   EXPECT_KILN_ERROR(zeros({2}, {.dtype = DType::Float32, .device = Device::cuda(cuda_device_count())}), "out of range");
