@@ -1,5 +1,6 @@
-// kiln_train_step: times whole training steps of the MedMNIST-style 3D ResNet-18
-// (resnet18_3d.h) on the CPU or a GPU, the end-to-end figure the kernel benchmarks add up to.
+// kiln_train_step: times whole training steps of a bundled 3D model (nn/models/: the
+// MedMNIST-style ResNet-18 or ResNet-50, or DenseNet-121, plain or memory-efficient) on the
+// CPU or a GPU, the end-to-end figure the kernel benchmarks add up to.
 //
 // One step = forward, cross-entropy, backward, Adam (fused), zero_grad (to None): the loop
 // of a real training run, on a fixed random batch. After --warmup untimed steps (the first
@@ -7,10 +8,15 @@
 // a synchronize, so its time is the device's); the program prints one JSON
 // object: each step's seconds, the median, samples/s at the median, and the process's
 // peak resident memory (getrusage, the same measure compare_train_step.py takes of
-// PyTorch's train_step_pytorch.py), and the peaks of the CPU allocator's cache (blocks of
-// 64 KiB and more: allocated by tensors, and reserved from the system).
+// PyTorch's train_step_pytorch.py), the peaks of the CPU allocator's cache (blocks of
+// 64 KiB and more: allocated by tensors, and reserved from the system), and the device
+// allocator's peak over the timed steps (step_peak_allocated_mb: on the CPU the cache's,
+// on a GPU the caching allocator's, PyTorch's torch.cuda.max_memory_allocated).
 //
-//   kiln_train_step [--batch 8] [--side 28] [--steps 3] [--warmup 1] [--classes 11]
+//   kiln_train_step [--model resnet18] (resnet50 | densenet121: DenseNet-121 with the
+//                                       3x3x3 stride-1 stem up to 32^3, the 7x7x7 one above)
+//                   [--memory-efficient 0] (1: DenseNet's memory-efficient mode)
+//                   [--batch 8] [--side 28] [--steps 3] [--warmup 1] [--classes 11]
 //                   [--fuse-bn-relu 1]   (0: batch norm and relu as two ops, to compare)
 //                   [--cuda 0]           (1: on cuda:0, float32, cuDNN benchmark mode on)
 //                   [--tf32 0]           (1: float32 convolutions and products may use TF32)
@@ -28,13 +34,14 @@
 #include <string>
 #include <vector>
 
-#include "bench/train_step/resnet18_3d.h"
 #include "core/cudnn.h"
 #include "kiln/kiln.h"
 
 namespace {
 
 struct Settings {
+  std::string model = "resnet18";
+  int64_t memory_efficient = 0;
   int64_t batch = 8;
   int64_t side = 28;
   int64_t steps = 3;
@@ -50,6 +57,10 @@ Settings parse(int argc, char** argv) {
   Settings settings;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--model" && i + 1 < argc) {
+      settings.model = argv[++i];
+      continue;
+    }
     int64_t* field = flag == "--batch"     ? &settings.batch
                      : flag == "--side"    ? &settings.side
                      : flag == "--steps"   ? &settings.steps
@@ -59,21 +70,44 @@ Settings parse(int argc, char** argv) {
                      : flag == "--cuda"    ? &settings.cuda
                      : flag == "--tf32"    ? &settings.tf32
                      : flag == "--loader"  ? &settings.loader
+                     : flag == "--memory-efficient" ? &settings.memory_efficient
                                            : nullptr;
     const bool is_switch = field == &settings.fuse_bn_relu || field == &settings.cuda || field == &settings.tf32 ||
-                           field == &settings.loader;
+                           field == &settings.loader || field == &settings.memory_efficient;
     const int64_t least = field == &settings.warmup || is_switch ? 0 : 1;
     char* end = nullptr;
     if (field == nullptr || i + 1 == argc || (*field = std::strtoll(argv[i + 1], &end, 10)) < least ||
         *end != 0 || (is_switch && *field > 1)) {
       std::fprintf(stderr,
-                   "usage: kiln_train_step [--batch N] [--side N] [--steps N] [--warmup N] [--classes N] "
-                   "[--fuse-bn-relu 0|1] [--cuda 0|1] [--tf32 0|1] [--loader 0|1]\n");
+                   "usage: kiln_train_step [--model resnet18|resnet50|densenet121] [--memory-efficient 0|1] "
+                   "[--batch N] [--side N] [--steps N] [--warmup N] [--classes N] [--fuse-bn-relu 0|1] "
+                   "[--cuda 0|1] [--tf32 0|1] [--loader 0|1]\n");
       std::exit(2);
     }
     ++i;
   }
+  if (settings.model != "resnet18" && settings.model != "resnet50" && settings.model != "densenet121") {
+    std::fprintf(stderr, "kiln_train_step: --model must be resnet18, resnet50 or densenet121, got %s\n",
+                 settings.model.c_str());
+    std::exit(2);
+  }
   return settings;
+}
+
+// The network of --model, for one input channel.
+std::shared_ptr<kiln::nn::Layer> make_model(const Settings& s) {
+  using namespace kiln::nn::models;
+  const bool fused = s.fuse_bn_relu != 0;
+  if (s.model == "densenet121") {
+    return std::make_shared<DenseNet3d>(DenseNet3dOptions{
+        .depth = 121,
+        .num_classes = s.classes,
+        .stem = s.side <= 32 ? DenseNet3dStem::SmallInput : DenseNet3dStem::Standard,
+        .memory_efficient = s.memory_efficient != 0,
+        .fused_bn_relu = fused});
+  }
+  return std::make_shared<ResNet3d>(
+      ResNet3dOptions{.depth = s.model == "resnet50" ? 50 : 18, .num_classes = s.classes, .fused_bn_relu = fused});
 }
 
 double peak_rss_mb() {
@@ -93,17 +127,16 @@ int run(const Settings& settings) {
   cudnn::set_benchmark(device.is_cuda());
   set_allow_tf32_conv(settings.tf32 != 0);
   set_allow_tf32_matmul(settings.tf32 != 0);
-  bench::ResNet18For3d model(1, settings.classes, settings.fuse_bn_relu != 0);
-  model.to(device);
-  int64_t parameters = 0;
-  for (const Tensor& p : model.parameters()) parameters += p.numel();
-  optim::Adam optimizer(model.parameters(), {.lr = 1e-3});
+  const std::shared_ptr<nn::Layer> model = make_model(settings);
+  model->to(device);
+  const int64_t parameters = nn::parameter_count(*model);
+  optim::Adam optimizer(model->parameters(), {.lr = 1e-3});
 
   const Tensor input = randn({settings.batch, 1, settings.side, settings.side, settings.side}).to(device);
   const Tensor target = randint(0, settings.classes, {settings.batch}).to(device);
 
   const auto train_step = [&](const Tensor& x, const Tensor& y) {
-    const Tensor loss = cross_entropy(model.forward(x), y);
+    const Tensor loss = cross_entropy(model->forward(x), y);
     loss.backward();
     optimizer.step();
     optimizer.zero_grad();
@@ -139,6 +172,7 @@ int run(const Settings& settings) {
     loader_json = text;
   } else {
     for (int64_t step = 0; step < settings.warmup + settings.steps; ++step) {
+      if (step == settings.warmup) reset_peak_memory_stats(device);
       const auto start = std::chrono::steady_clock::now();
       train_step(input, target);
       synchronize(device);
@@ -151,18 +185,19 @@ int run(const Settings& settings) {
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2];
   std::printf(
-      "{\"framework\": \"kiln\", \"device\": \"%s\", \"tf32\": %s, \"batch\": %lld, \"side\": %lld, \"fuse_bn_relu\": %s, \"parameters\": %lld, "
+      "{\"framework\": \"kiln\", \"model\": \"%s\", \"memory_efficient\": %s, \"device\": \"%s\", \"tf32\": %s, \"batch\": %lld, \"side\": %lld, \"fuse_bn_relu\": %s, \"parameters\": %lld, "
       "\"step_s\": [",
-      device.str().c_str(), settings.tf32 != 0 ? "true" : "false", static_cast<long long>(settings.batch), static_cast<long long>(settings.side),
+      settings.model.c_str(), settings.memory_efficient != 0 ? "true" : "false", device.str().c_str(), settings.tf32 != 0 ? "true" : "false", static_cast<long long>(settings.batch), static_cast<long long>(settings.side),
       settings.fuse_bn_relu != 0 ? "true" : "false", static_cast<long long>(parameters));
   for (size_t i = 0; i < seconds.size(); ++i) std::printf("%s%.4f", i ? ", " : "", seconds[i]);
   const AllocatorStats cache = cpu_memory_stats();
   std::printf(
       "], \"median_s\": %.4f, \"samples_per_s\": %.3f, \"peak_rss_mb\": %.1f, "
-      "\"cpu_cache_peak_allocated_mb\": %.1f, \"cpu_cache_peak_reserved_mb\": %.1f%s}\n",
+      "\"cpu_cache_peak_allocated_mb\": %.1f, \"cpu_cache_peak_reserved_mb\": %.1f, \"step_peak_allocated_mb\": %.1f%s}\n",
       median, static_cast<double>(settings.batch) / median, peak_rss_mb(),
       static_cast<double>(cache.peak_allocated_bytes) / (1 << 20),
-      static_cast<double>(cache.peak_reserved_bytes) / (1 << 20), loader_json.c_str());
+      static_cast<double>(cache.peak_reserved_bytes) / (1 << 20),
+      static_cast<double>(memory_stats(device).peak_allocated_bytes) / (1 << 20), loader_json.c_str());
   return 0;
 }
 

@@ -79,11 +79,14 @@ class DenseLayer3d : public Layer {
 
   // The growth_rate new channels from the block's feature maps so far.
   Tensor new_features(const std::vector<Tensor>& features) {
+    // Note [Memory-efficient DenseNet]: everything up to conv2's input, recomputed in
+    // backward in the memory-efficient mode.
     const auto bottleneck = [this](const std::vector<Tensor>& maps) {
-      return std::vector<Tensor>{conv1_->forward(act1_->forward(norm1_->forward(cat(maps, 1))))};
+      const Tensor b = conv1_->forward(act1_->forward(norm1_->forward(cat(maps, 1))));
+      return std::vector<Tensor>{act2_->forward(norm2_->forward(b))};
     };
     const Tensor b = memory_efficient_ ? checkpoint(bottleneck, features)[0] : bottleneck(features)[0];
-    Tensor y = conv2_->forward(act2_->forward(norm2_->forward(b)));
+    const Tensor y = conv2_->forward(b);
     return dropout_ ? dropout_->forward(y) : y;
   }
   // MONAI's _DenseLayer: [x, new_features(x)] concatenated.

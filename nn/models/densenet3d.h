@@ -16,19 +16,21 @@
 // Convs have no bias; Kaiming normal (fan_in) convs, BN 1 / 0, Linear bias 0, as MONAI.
 //
 // Note [Memory-efficient DenseNet] (Pleiss et al., "Memory-Efficient Implementation of
-// DenseNets"): in a plain dense block, layer l's batch norm keeps its input, the
-// concatenation of l earlier feature maps, and its ReLU and 1x1x1 conv keep two more maps
-// of that width, so a block of L layers keeps O(L^2) channels of activations for
-// backward, though each layer adds only growth_rate. With memory_efficient, each layer
-// runs "concatenate, norm1, relu1, conv1" under checkpoint (core/autograd/checkpoint.h):
-// only the list of the block's feature maps (kept anyway: they are the block's output) and
-// the bottleneck's output are kept; backward recomputes the concatenation, the batch norm
-// (by the same batch statistics, its running statistics updated once: Note [Checkpoint
-// recompute]) and the ReLU, which costs one more pass of the cheap part of each layer.
-// The gradients are bit-identical to the plain mode's (test). Pleiss et al. also share one
-// buffer across layers for the concatenations; the checkpoint allocates each layer's
-// concatenation in the recompute and frees it when its backward is done, which the
-// caching allocator turns into the same reuse.
+// DenseNets"): in a plain dense block, layer l's norm1 keeps its input, the concatenation
+// of every earlier feature map, and its ReLU's output (conv1's input) is as wide, so a
+// block of L layers keeps O(L^2) channels of activations for backward although each
+// layer adds only growth_rate. With memory_efficient, each layer runs "concatenate, norm1,
+// relu1, conv1, norm2, relu2" under checkpoint (core/autograd/checkpoint.h): only the
+// list of the block's feature maps (kept anyway: they make the block's output) and
+// conv2's input (bn_size x growth_rate channels) stay; backward recomputes the rest, one
+// more pass of each layer's 1x1x1 conv and elementwise ops, never of its 3x3x3 conv. The
+// batch norms are recomputed with the same batch statistics and update their running
+// statistics once (Note [Checkpoint recompute]), so gradients and state are bit-identical
+// to the plain mode's (test). torchvision's memory_efficient stops the checkpoint at
+// conv1, which keeps the bottleneck's output for norm2 too (2 x bn_size x growth_rate
+// channels per layer, not 1). Pleiss et al. also share one buffer among the layers'
+// concatenations; here each recompute allocates its concatenation and frees it when its
+// backward is done, which the caching allocator turns into the same reuse.
 //
 //   auto model = std::make_shared<nn::models::DenseNet3d>(nn::models::DenseNet3dOptions{.depth = 121});
 #pragma once

@@ -115,9 +115,8 @@ def integer_hash(n, k):
 class DenseLayer(nn.Module):
     """MONAI's _DenseLayer (modules under `layers`) or torchvision's (directly on the layer).
     Called with the block's feature maps so far, as torchvision's memory-efficient
-    DenseNet: with memory_efficient, "concatenate, norm1, relu1, conv1" runs under
-    torch.utils.checkpoint, so the concatenation is not kept (the PyTorch equivalent of
-    Kiln's memory-efficient mode)."""
+    DenseNet: with memory_efficient, "concatenate, norm1, relu1, conv1, norm2, relu2" runs
+    under torch.utils.checkpoint (the PyTorch equivalent of Kiln's memory-efficient mode)."""
 
     def __init__(self, cin, growth, bn_size, monai, memory_efficient=False):
         super().__init__()
@@ -136,14 +135,17 @@ class DenseLayer(nn.Module):
         return getattr(self.layers, name) if self.monai else getattr(self, name)
 
     def bottleneck(self, *features):
-        return self.module("conv1")(self.module("relu1")(self.module("norm1")(torch.cat(features, 1))))
+        """Everything up to conv2's input: what the memory-efficient mode recomputes (Kiln's
+        Note [Memory-efficient DenseNet]; torchvision's checkpoint stops at conv1)."""
+        b = self.module("conv1")(self.module("relu1")(self.module("norm1")(torch.cat(features, 1))))
+        return self.module("relu2")(self.module("norm2")(b))
 
     def forward(self, features):
         if self.memory_efficient and torch.is_grad_enabled():
             b = torch.utils.checkpoint.checkpoint(self.bottleneck, *features, use_reentrant=False)
         else:
             b = self.bottleneck(*features)
-        return self.module("conv2")(self.module("relu2")(self.module("norm2")(b)))
+        return self.module("conv2")(b)
 
 
 class DenseBlock(nn.ModuleDict):
