@@ -17,6 +17,8 @@
 #include "data/nifti.h"
 #include "data/npy.h"
 #include "data/npz.h"
+#include "data/pickle.h"
+#include "data/pth.h"
 #include "data/prefetcher.h"
 #include "data/resample.h"
 #include "data/sampler.h"

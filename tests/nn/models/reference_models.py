@@ -62,19 +62,19 @@ class Block(nn.Module):
 
 class ResNet3d(nn.Module):
     def __init__(self, depth, family, in_channels=1, classes=2, shortcut_type="B", segmentation=False,
-                 dilated=None):
+                 dilated=None, width=64):
         super().__init__()
         medicalnet = family == "MedicalNet"
         bottleneck = depth >= 50
         if dilated is None:
             dilated = medicalnet and segmentation
         stages = [(1, 1), (2, 1), (1, 2), (1, 4)] if dilated else [(1, 1), (2, 1), (2, 1), (2, 1)]
-        self.conv1 = conv(in_channels, 64, 7 if medicalnet else 3, 2 if medicalnet else 1)
-        self.bn1 = nn.BatchNorm3d(64)
+        self.conv1 = conv(in_channels, width, 7 if medicalnet else 3, 2 if medicalnet else 1)
+        self.bn1 = nn.BatchNorm3d(width)
         self.maxpool = nn.MaxPool3d(3, 2, 1) if medicalnet else None
-        width, shortcut_name = 64, "downsample" if medicalnet else "shortcut"
+        base, shortcut_name = width, "downsample" if medicalnet else "shortcut"
         for n, (blocks, (stride, dilation)) in enumerate(zip(BLOCKS[depth], stages)):
-            planes = 64 << n
+            planes = base << n
             layer = []
             for b in range(blocks):
                 layer.append(Block(bottleneck, width, planes, stride if b == 0 else 1, dilation, shortcut_name,
