@@ -32,9 +32,14 @@ for program in "${PROGRAMS[@]}"; do
   strip -o "$BUNDLE/$program" "$BUILD/bin/$program"
 done
 xz -T0 -6 "$BUNDLE"/*
-# Shared libraries the programs need that the GPU machine lacks: Debian's Google Benchmark.
+# Shared libraries the programs need that the GPU machine may lack (it has no Debian
+# packages): every library they load but the C and C++ runtimes (Google Benchmark, the
+# NIfTI library, libcurl and what it loads, ...). gpu-check.sh puts them on the programs'
+# path only, never on Python's.
 mkdir -p "$BUNDLE/lib"
-ldd "$BUILD/bin/kiln_bench" | awk '/libbenchmark/ {print $3}' | xargs -r cp -L -t "$BUNDLE/lib"
+for program in "${PROGRAMS[@]}"; do ldd "$BUILD/bin/$program"; done | awk '/=> \// {print $3}' | sort -u |
+  grep -vE '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
+  xargs -r cp -L -t "$BUNDLE/lib"
 # ctest's files (they name the programs by absolute path: gpu-check.sh makes that path lead
 # to the GPU machine's checkout), so the suite runs there as `make test` runs it here.
 (cd "$BUILD" && find . \( -name CTestTestfile.cmake -o -name '*_include.cmake' -o -name '*_tests.cmake' \) \

@@ -9,7 +9,9 @@
 #      bounds);
 #   2. the CUDA benchmarks (each reports its fraction of the copy peak or of cuBLAS's rate
 #      measured in the same run), alone on the GPU;
-#   3. the 3D ResNet-18 training step beside PyTorch on the same GPU, and the demo.
+#   3. the 3D ResNet-18 training step beside PyTorch on the same GPU, and the demo;
+#   4. (models) the bundled models' training steps (ResNet-18/50, DenseNet-121 plain and
+#      memory-efficient) beside PyTorch's same networks: samples/s and peak memory.
 #
 # Logs and a summary go to $OUT (default gpu-results/), at most 8 files, the summary table
 # printed last. Every phase has a time limit, so the whole run ends inside 10 minutes
@@ -17,12 +19,15 @@
 # The sanitizers' shards stop at their limit: memcheck over every CUDA test needs longer
 # than one lease allows, so each run says how many tests finished under them.
 #
-# Usage: scripts/gpu-check.sh [phases]   (any of "tests bench train demo"; default all)
+# Usage: scripts/gpu-check.sh [phases]   (any of "tests cputests bench train demo models";
+#        default "tests bench train demo models"). "tests" runs the GPU's tests and the
+#        sanitizers over SANITIZE_SUITES (default: every CUDA suite); "cputests" the rest of
+#        the suite (CI runs it too, on every change).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
 OUT=${OUT:-$REPO/gpu-results}
-PHASES=${1:-tests bench train demo}
+PHASES=${1:-tests bench train demo models}
 mkdir -p "$OUT"
 SUMMARY=$OUT/summary.txt
 : >"$SUMMARY"
@@ -64,7 +69,10 @@ for root in roots:
 print(":".join(sorted(dirs)))
 PY
 )
-export LD_LIBRARY_PATH=$BUILD/lib:$WHEEL_LIBS:${LD_LIBRARY_PATH:-}
+# Kiln's programs find the bundle's libraries first; Python keeps the machine's own.
+PYTHON_LD_LIBRARY_PATH=$WHEEL_LIBS:${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=$BUILD/lib:$PYTHON_LD_LIBRARY_PATH
+python3() { LD_LIBRARY_PATH=$PYTHON_LD_LIBRARY_PATH command python3 "$@"; }
 SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 
 {
@@ -81,8 +89,8 @@ note "== $(head -3 "$OUT/env.txt" | tail -1)"
 
 # --- 1. Tests and sanitizers, side by side --------------------------------------------------
 # (CublasLoader's tests need a process of their own: cuBLAS not yet loaded.)
-CUDA_SUITES='Cuda*:CudnnApi*:PinnedPool*'
-RACE_SUITES='CudaBatchNorm*:CudaMultiTensor*:CudaOptim*:CudaSoftmax*:CudaReduce*:CudaMatmul*:CudaPool*'
+CUDA_SUITES=${SANITIZE_SUITES:-'Cuda*:CudnnApi*:PinnedPool*'}
+RACE_SUITES=${RACE_SUITES:-'CudaBatchNorm*:CudaMultiTensor*:CudaOptim*:CudaSoftmax*:CudaReduce*:CudaMatmul*:CudaPool*'}
 sanitize() {  # tool shards shard filter [options]
   KILN_CUDA_NO_CACHING=1 GTEST_TOTAL_SHARDS=$2 GTEST_SHARD_INDEX=$3 timeout -s INT 180 stdbuf -oL \
     "$SANITIZER" --tool "$1" --error-exitcode 86 --print-limit 30 ${5:-} \
@@ -105,9 +113,11 @@ if has_phase tests; then
     for shard in $(seq 0 9); do sanitize memcheck 10 "$shard" "$CUDA_SUITES" "--report-api-errors no" & done
     for shard in 0 1 2; do sanitize racecheck 3 "$shard" "$RACE_SUITES" & done
   fi
-  OMP_NUM_THREADS=1 timeout 180 ctest --test-dir "$BUILD" -j3 --timeout 170 \
-    --output-on-failure -E "$GPU_TESTS|^(fuzz|install)\.|marked_loops" >>"$OUT/ctest.log" 2>&1
-  note "ctest, the rest: exit $? at $((SECONDS - start)) s"
+  if has_phase cputests; then
+    OMP_NUM_THREADS=1 timeout 180 ctest --test-dir "$BUILD" -j3 --timeout 170 \
+      --output-on-failure -E "$GPU_TESTS|^(fuzz|install)\.|marked_loops" >>"$OUT/ctest.log" 2>&1
+    note "ctest, the rest: exit $? at $((SECONDS - start)) s"
+  fi
   note "ctest: $(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed' "$OUT/ctest.log") passed, \
 $(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*\*\*\*(Failed|Timeout|Exception|Not Run)' "$OUT/ctest.log") failed"
   grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*\*\*\*(Failed|Timeout|Exception|Not Run)' "$OUT/ctest.log" | head -40 |
@@ -134,7 +144,8 @@ if has_phase bench; then
   # Google Benchmark runs cases in registration order, so each family group is its own run,
   # most wanted first (the targets: elementwise >= 90% of the copy peak; reductions,
   # softmax, batch-norm statistics >= 85%; fused Adam >= 85%), each with a time limit.
-  bench_group() {  # seconds filter
+  bench_group() {  # seconds filter   (BENCH_ONLY=regex: only the groups whose filter matches)
+    if [ -n "${BENCH_ONLY:-}" ] && ! [[ "$2" =~ $BENCH_ONLY ]]; then return; fi
     timeout -s INT "$1" stdbuf -oL "$BUILD/bin/kiln_bench" --benchmark_filter="$2" --benchmark_min_time=0.05 \
       --benchmark_counters_tabular=true >>"$OUT/bench.txt" 2>&1
     note "bench $2: exit $? at $((SECONDS - start)) s"
@@ -155,7 +166,7 @@ if has_phase train; then
   for batch in 8 32; do
     for tf32 in 0 1; do
       timeout 25 "$BUILD/bin/kiln_train_step" --cuda 1 --tf32 $tf32 --batch $batch --steps 10 --warmup 3 2>&1
-      timeout 25 python3 bench/train_step/train_step_pytorch.py --cuda 1 --tf32 $tf32 --batch $batch --steps 10 \
+      timeout 25 env LD_LIBRARY_PATH="$PYTHON_LD_LIBRARY_PATH" python3 bench/train_step/train_step_pytorch.py --cuda 1 --tf32 $tf32 --batch $batch --steps 10 \
         --warmup 3 2>&1
     done
   done >"$OUT/train_step.jsonl"
@@ -178,6 +189,41 @@ for batch, tf32 in sorted({(b, t) for b, t, _ in rows}):
     k, p = rows.get((batch, tf32, "kiln")), rows.get((batch, tf32, "pytorch"))
     ratio = f"{k / p:.2f}" if k and p else "-"
     print(f"train step b{batch} tf32 {tf32}: kiln {k} s, pytorch {p} s, kiln/pytorch {ratio}")
+PY
+fi
+# --- 4. The bundled models beside PyTorch --------------------------------------------------
+# Same networks (tests/nn/models/reference_models.py is PyTorch's), batch, float32 with TF32
+# on both sides, cuDNN benchmark mode; samples/s and the device allocator's peak over the
+# timed steps (Kiln's caching allocator, torch.cuda.max_memory_allocated).
+if has_phase models; then
+  start=$SECONDS
+  : >"$OUT/models.jsonl"
+  for config in "resnet18 28 32 0" "resnet18 64 8 0" "resnet50 64 8 0" "densenet121 28 16 0" "densenet121 28 16 1" \
+      "densenet121 64 8 0" "densenet121 64 8 1"; do
+    read -r model side batch efficient <<<"$config"
+    args=(--cuda 1 --tf32 1 --model "$model" --side "$side" --batch "$batch" --memory-efficient "$efficient"
+          --steps 5 --warmup 2)
+    timeout 60 "$BUILD/bin/kiln_train_step" "${args[@]}" >>"$OUT/models.jsonl" 2>&1
+    timeout 60 env LD_LIBRARY_PATH="$PYTHON_LD_LIBRARY_PATH" python3 bench/train_step/train_step_pytorch.py "${args[@]}" >>"$OUT/models.jsonl" 2>&1
+  done
+  note "models: $((SECONDS - start)) s"
+  python3 - "$OUT/models.jsonl" <<'PY' | tee -a "$SUMMARY"
+import json, sys
+rows = {}
+for line in open(sys.argv[1]):
+    try:
+        r = json.loads(line)
+    except ValueError:
+        print("  ", line.rstrip()[:200]); continue
+    key = (r["model"], r["side"], r["batch"], r["memory_efficient"])
+    rows.setdefault(key, {})[r["framework"].split()[0]] = r
+print("| model | side | batch | mem-eff | kiln samples/s | pytorch samples/s | kiln/pytorch time | kiln peak MB | pytorch peak MB |")
+print("|---|---|---|---|---|---|---|---|---|")
+for key, r in rows.items():
+    k, p = r.get("kiln"), r.get("pytorch")
+    ratio = f"{k['median_s'] / p['median_s']:.2f}" if k and p else "-"
+    print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {k and k['samples_per_s']} | {p and p['samples_per_s']} | "
+          f"{ratio} | {k and k['step_peak_allocated_mb']} | {p and p['step_peak_allocated_mb']} |")
 PY
 fi
 if has_phase demo; then
