@@ -38,8 +38,10 @@ xz -T0 -6 "$BUNDLE"/*
 # path only, never on Python's.
 mkdir -p "$BUNDLE/lib"
 for program in "${PROGRAMS[@]}"; do ldd "$BUILD/bin/$program"; done | awk '/=> \// {print $3}' | sort -u |
-  grep -vE '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
+  grep -vE '/(libc|libm|libdl|librt|libresolv|libpthread|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
+  grep -vE '/lib(cudnn|cublas|cudart|cuda|nccl|nvrtc)[^/]*\.so' |  # the machine's own (PyTorch's wheels)
   xargs -r cp -L -t "$BUNDLE/lib"
+tar -C "$BUNDLE" -cJf "$BUNDLE/lib.tar.xz" lib && rm -rf "$BUNDLE/lib"
 # ctest's files (they name the programs by absolute path: gpu-check.sh makes that path lead
 # to the GPU machine's checkout), so the suite runs there as `make test` runs it here.
 (cd "$BUILD" && find . \( -name CTestTestfile.cmake -o -name '*_include.cmake' -o -name '*_tests.cmake' \) \

@@ -56,7 +56,7 @@ for packed in .gpu-bundle/*.xz; do
 done
 wait
 chmod +x "$BUILD"/bin/*
-rm -rf "$BUILD/lib" && cp -r .gpu-bundle/lib "$BUILD/lib"
+rm -rf "$BUILD/lib" && tar -C "$BUILD" -xJf .gpu-bundle/lib.tar.xz
 
 # cuDNN, cuBLAS and NCCL from PyTorch's wheels (the machine has no system copies).
 WHEEL_LIBS=$(python3 - <<'PY'

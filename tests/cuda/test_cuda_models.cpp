@@ -7,10 +7,14 @@
 // float32, training mode: the output to 1e-3 relative, the input's and every parameter's
 // gradient to 2e-2 (a ReLU whose input lies within rounding of 0 may flip between two
 // float32 runs and move a batch-norm bias's gradient by one term of its sum, ~1e-3 per
-// flip: tests/nn/models/model_fixture.cpp). Autocast float16 and bfloat16 on the GPU
-// against the CPU's float32, in eval mode (no flips through batch statistics): the output
-// to 2e-2 (float16) and 8e-2 (bfloat16), the input gradient to 1e-1 and 2e-1: the half
-// types' rounding through 18-121 layers, far below what a wrong kernel gives.
+// flip: tests/nn/models/model_fixture.cpp); ResNet-50's gradients to 5e-2, as they cancel
+// through 50 layers of batch norm (PyTorch's own float32 run is 2.6% off its float64 one
+// on such a network: make_fixtures.py). DenseNet-121 uses the small-input stem at 32^3 so
+// its last block's batch statistics span 4^3 x 2 values (at 1^3 x 2 they make float32
+// meaningless, on any framework). Autocast float16 and bfloat16 on the GPU against the
+// CPU's float32, in eval mode: the output to 2e-2 (float16) and 8e-2 (bfloat16), the input
+// gradient to 1e-1 and 2e-1 (ResNet-50's: 2.5e-1 and 5e-1, for the same cancellation):
+// the half types' rounding through 18-121 layers, far below what a wrong kernel gives.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -33,6 +37,7 @@ struct ModelCase {
   std::string name;
   std::function<std::shared_ptr<nn::Layer>()> make;
   std::vector<int64_t> input;
+  double gradient_scale = 1.0;  // how much looser its gradients' tolerances are
 };
 
 std::vector<ModelCase> model_cases() {
@@ -47,9 +52,13 @@ std::vector<ModelCase> model_cases() {
                                                            .family = ResNet3dFamily::MedicalNet,
                                                            .head = ResNet3dHead::Segmentation});
        },
-       {2, 1, 24, 24, 24}},
+       {2, 1, 24, 24, 24},
+       2.5},
       {"DenseNet-121 memory-efficient",
-       [] { return std::make_shared<DenseNet3d>(DenseNet3dOptions{.depth = 121, .memory_efficient = true}); },
+       [] {
+         return std::make_shared<DenseNet3d>(
+             DenseNet3dOptions{.depth = 121, .stem = DenseNet3dStem::SmallInput, .memory_efficient = true});
+       },
        {2, 1, 32, 32, 32}},
   };
 }
@@ -61,7 +70,8 @@ struct ModelRun {
 
 // One forward and backward of a fresh model (formula weights) on `device`, optionally
 // under autocast, the loss sum(output * w).
-ModelRun run(const ModelCase& c, Device device, bool training, const Tensor& x, std::optional<DType> autocast) {
+ModelRun run(const ModelCase& c, Device device, bool training, const Tensor& x,
+             std::optional<DType> autocast) {
   const std::shared_ptr<nn::Layer> model = c.make();
   testing::fill_formula_weights(*model);
   model->to(device);
@@ -89,10 +99,11 @@ TEST(CudaModels, Float32TrainingStepMatchesCpu) {
     const ModelRun cpu = run(c, Device::cpu(), true, x, std::nullopt);
     const ModelRun gpu = run(c, kCuda, true, x, std::nullopt);
     EXPECT_LE(relative_error(gpu.output, cpu.output), 1e-3);
-    EXPECT_LE(relative_error(gpu.input_grad, cpu.input_grad), 2e-2);
+    const double tolerance = 2e-2 * c.gradient_scale;
+    EXPECT_LE(relative_error(gpu.input_grad, cpu.input_grad), tolerance);
     ASSERT_EQ(gpu.grads.size(), cpu.grads.size());
     for (size_t i = 0; i < cpu.grads.size(); ++i) {
-      EXPECT_LE(relative_error(gpu.grads[i].second, cpu.grads[i].second), 2e-2) << cpu.grads[i].first;
+      EXPECT_LE(relative_error(gpu.grads[i].second, cpu.grads[i].second), tolerance) << cpu.grads[i].first;
     }
   }
 }
@@ -107,7 +118,7 @@ TEST(CudaModels, AutocastFloat16AndBFloat16StayNearTheCpusFloat32) {
       const ModelRun gpu = run(c, kCuda, false, x, dtype);
       const bool f16 = dtype == DType::Float16;
       EXPECT_LE(relative_error(gpu.output, reference.output), f16 ? 2e-2 : 8e-2);
-      EXPECT_LE(relative_error(gpu.input_grad, reference.input_grad), f16 ? 1e-1 : 2e-1);
+      EXPECT_LE(relative_error(gpu.input_grad, reference.input_grad), (f16 ? 1e-1 : 2e-1) * c.gradient_scale);
     }
   }
 }
