@@ -13,6 +13,7 @@
 #include "nn/init.h"
 #include "nn/layer.h"
 #include "nn/linear.h"
+#include "nn/load_report.h"
 #include "nn/loss.h"
 #include "nn/mixed_precision.h"
 #include "nn/models/densenet3d.h"

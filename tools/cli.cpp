@@ -21,8 +21,11 @@ const Subcommand kSubcommands[] = {
     {"info", "", "Kiln's version and build, its libraries' versions, and the GPUs it sees", run_info},
     {"inspect", "FILE",
      "what a file holds: a safetensors file's tensors and metadata, an .npy/.npz file's arrays, a .nii/.nii.gz scan's "
-     "geometry",
+     "geometry, a PyTorch checkpoint's (.pth/.pt/.ckpt) tensors and other entries",
      run_inspect},
+    {"convert", "IN.pth OUT.safetensors [--all]",
+     "a PyTorch checkpoint's weights as a safetensors file, read without Python and without running its code",
+     run_convert},
     {"data", "download FLAG [--size 28|64] [--root DIR] [--url URL]",
      "fetch a MedMNIST 3D dataset where Kiln looks for it (resumable, MD5-checked)", run_data},
 };

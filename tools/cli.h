@@ -19,6 +19,7 @@
 #include "data/npy.h"
 #include "data/nifti.h"
 #include "data/npz.h"
+#include "data/pth.h"
 #include "kiln/build_info.h"
 
 namespace kiln::tools {
@@ -41,6 +42,12 @@ std::string format_inspect(const std::string& path, const safetensors::Header& h
 std::string format_inspect(const std::string& path, const data::npy::Header& header);
 std::string format_inspect(const std::string& path, const std::vector<data::npz::Array>& arrays);
 std::string format_inspect(const std::string& path, const data::nifti::Header& header);
+std::string format_inspect(const std::string& path, const data::pth::Checkpoint& checkpoint);
+
+// `kiln convert IN.pth OUT.safetensors [--all]`: a PyTorch checkpoint's state dict (or,
+// with --all, every tensor in it) as a safetensors file, the checkpoint's other entries
+// (epoch, arch, ...) as its metadata; the line saying what was written.
+int run_convert(const std::vector<std::string>& args, std::ostream& out);
 
 // `kiln data download FLAG [--size 28|64] [--root DIR] [--url URL]`: a MedMNIST 3D file,
 // fetched to where MedMnist3d looks for it, MD5-checked; the progress bar's line.

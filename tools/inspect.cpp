@@ -5,7 +5,9 @@
 // as, shape, memory order and bytes; for *.npz, each array's header (npz::File::arrays,
 // which inflates only the headers); for *.nii and *.nii.gz, the NIfTI header
 // (data::nifti::read_header, checked without reading the voxels): version, datatype,
-// dims, spacing, scaling, the affine with its source and the orientation.
+// dims, spacing, scaling, the affine with its source and the orientation; for *.pth, *.pt
+// and *.ckpt, a PyTorch checkpoint (data::pth::load, which runs none of its code): its
+// format, every tensor by path with dtype, shape and bytes, and its other entries.
 #include <algorithm>
 #include <sstream>
 
@@ -125,6 +127,36 @@ std::string format_inspect(const std::string& path, const data::nifti::Header& h
   return os.str();
 }
 
+std::string format_inspect(const std::string& path, const data::pth::Checkpoint& checkpoint) {
+  std::ostringstream os;
+  os << path << ": PyTorch checkpoint (" << checkpoint.format << " format), " << checkpoint.tensors.size()
+     << " tensors\n";
+  if (!checkpoint.others.empty()) {
+    os << "other entries:\n";
+    for (const auto& [key, value] : checkpoint.others) os << "  " << printable(key) << " = " << printable(value) << "\n";
+  }
+  size_t name_width = 4, dtype_width = 5, shape_width = 5;
+  for (const auto& [name, t] : checkpoint.tensors) {
+    name_width = std::max(name_width, display_width(printable(name)));
+    dtype_width = std::max(dtype_width, std::string(dtype_name(t.dtype())).size());
+    shape_width = std::max(shape_width, shape_text(t.sizes()).size());
+  }
+  int64_t elements = 0, bytes = 0;
+  if (!checkpoint.tensors.empty()) {
+    os << "tensors:\n  " << pad_right("name", name_width) << "  " << pad_right("dtype", dtype_width) << "  "
+       << pad_right("shape", shape_width) << "  bytes\n";
+  }
+  for (const auto& [name, t] : checkpoint.tensors) {
+    const int64_t nbytes = t.numel() * static_cast<int64_t>(itemsize(t.dtype()));
+    os << "  " << pad_right(printable(name), name_width) << "  " << pad_right(std::string(dtype_name(t.dtype())), dtype_width)
+       << "  " << pad_right(shape_text(t.sizes()), shape_width) << "  " << nbytes << "\n";
+    elements += t.numel();
+    bytes += nbytes;
+  }
+  os << "total: " << elements << " elements, " << bytes << " bytes (" << human_bytes(static_cast<uint64_t>(bytes)) << ")\n";
+  return os.str();
+}
+
 int run_inspect(const std::vector<std::string>& args, std::ostream& out) {
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
     out << "usage: kiln inspect FILE\n";
@@ -140,6 +172,8 @@ int run_inspect(const std::vector<std::string>& args, std::ostream& out) {
     out << format_inspect(path, data::npz::File(path).arrays());
   } else if (path.ends_with(".nii") || path.ends_with(".nii.gz")) {
     out << format_inspect(path, data::nifti::read_header(path));
+  } else if (path.ends_with(".pth") || path.ends_with(".pt") || path.ends_with(".ckpt")) {
+    out << format_inspect(path, data::pth::load(path));
   } else {
     out << format_inspect(path, safetensors::read_header(path));
   }

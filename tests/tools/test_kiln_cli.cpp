@@ -124,6 +124,55 @@ TEST(KilnCli, InspectShowsNiftiGeometry) {
   EXPECT_EQ(bad.err.rfind("kiln: NIfTI file '" + folder.file("bad.nii") + "': is not a readable", 0), 0u) << bad.err;
 }
 
+TEST(KilnCli, InspectListsAPyTorchCheckpointWithoutRunningIt) {
+  const std::string pth = std::string(KILN_SOURCE_DIR) + "/tests/data/pth/";
+  const CliResult good = run_cli({"inspect", pth + "checkpoint_zip.pth"});
+  EXPECT_EQ(good.code, 0);
+  EXPECT_EQ(good.out.rfind(pth + "checkpoint_zip.pth: PyTorch checkpoint (zip format), 18 tensors\nother entries:\n"
+                                 "  epoch = 7\n",
+                           0),
+            0u)
+      << good.out;
+  EXPECT_NE(good.out.find("  state_dict.transposed      float32   [4, 3]  48\n"), std::string::npos) << good.out;
+  const CliResult hostile = run_cli({"inspect", pth + "hostile_os_system.pth"});
+  EXPECT_EQ(hostile.code, 1);
+  EXPECT_NE(hostile.err.find("refused global"), std::string::npos) << hostile.err;
+}
+
+// `kiln convert`: the state dict under 'state_dict' as safetensors, the other entries as
+// metadata; --all keeps every tensor by its path; errors exit 1 or 2.
+TEST(KilnCli, ConvertWritesTheStateDictAsSafetensors) {
+  const std::string pth = std::string(KILN_SOURCE_DIR) + "/tests/data/pth/";
+  const testing::TempFolder folder;
+  const CliResult good = run_cli({"convert", pth + "checkpoint_legacy.pth", folder.file("w.safetensors")});
+  ASSERT_EQ(good.code, 0) << good.err;
+  EXPECT_EQ(good.out.rfind("wrote 17 tensors (", 0), 0u) << good.out;
+  EXPECT_NE(good.out.find("from its 'state_dict' entry; 14 other entries kept as metadata"), std::string::npos);
+  const safetensors::Loaded written = safetensors::load(folder.file("w.safetensors"));
+  EXPECT_EQ(written.tensors.size(), 17u);
+  EXPECT_EQ(written.metadata.at("pth.epoch"), "7");
+  EXPECT_EQ(written.metadata.at("state_dict_under"), "state_dict");
+  EXPECT_EQ(written.metadata.at("source_format"), "pth legacy");
+  const data::pth::Checkpoint original = data::pth::load(pth + "checkpoint_legacy.pth");
+  const safetensors::NamedTensors weights = data::pth::state_dict(original);
+  for (size_t i = 0; i < weights.size(); ++i) {
+    bool found = false;
+    for (const auto& [name, t] : written.tensors) {
+      if (name != weights[i].first) continue;
+      found = true;
+      EXPECT_TRUE(testing::all_equal(t, weights[i].second)) << name;
+    }
+    EXPECT_TRUE(found) << weights[i].first;
+  }
+  const CliResult all = run_cli({"convert", pth + "checkpoint_zip.pth", folder.file("all.safetensors"), "--all"});
+  ASSERT_EQ(all.code, 0) << all.err;
+  EXPECT_EQ(safetensors::load(folder.file("all.safetensors")).tensors.size(), 18u);
+  EXPECT_EQ(run_cli({"convert", pth + "checkpoint_zip.pth"}).code, 2);
+  EXPECT_EQ(run_cli({"convert", pth + "checkpoint_zip.pth", folder.file("x.bin")}).code, 1);
+  EXPECT_EQ(run_cli({"convert", pth + "hostile_eval_legacy.pth", folder.file("h.safetensors")}).code, 1);
+  EXPECT_FALSE(std::filesystem::exists(folder.file("h.safetensors")));
+}
+
 TEST(KilnCli, UsageErrorsExitWith2) {
   const CliResult none = run_cli({"inspect"});
   EXPECT_EQ(none.code, 2);
