@@ -222,6 +222,10 @@ Tensor materialize(const std::string& file, const std::string& path, const Tenso
   KILN_CHECK(*last < s.view_numel, file, ": tensor '", path, "' (offset ", t.offset, ", sizes ", t.sizes,
              ", strides ", t.strides, ") reaches element ", *last, " of storage ", s.key, ", which has ",
              s.view_numel, " elements");
+  KILN_CHECK(*numel <= s.view_numel, file, ": tensor '", path, "' has ", *numel,
+             " elements, more than its storage's ", s.view_numel,
+             " (an expanded view, with a zero stride): each tensor loads as its own copy, so this is "
+             "refused");
   return as_strided(storage, t.sizes, t.strides, s.offset + t.offset).contiguous();
 }
 
@@ -230,6 +234,18 @@ Checkpoint assemble(const std::string& file, std::string format, const pickle::D
   Walk walk{.file = file, .tensors = {}, .others = {}, .paths = {}, .visits = 0};
   walk.visit(*doc.root(), "", 0);
   Checkpoint out{.format = std::move(format), .tensors = {}, .others = std::move(walk.others)};
+  // Each tensor is its own copy: references to one storage repeated (through the memo) may
+  // not make the copies outgrow the storages by more than kMaxCopies.
+  int64_t stored = 0, copied = 0;
+  for (const auto& [key, ref] : storages.declared) stored += ref.numel;
+  for (const auto& [path, t] : walk.tensors) {
+    std::optional<int64_t> numel = 1;  // (a count that overflows is materialize's to report)
+    for (int64_t size : t->sizes) numel = numel ? checked_mul(*numel, size) : std::nullopt;
+    if (numel && *numel > 0) copied = checked_add(copied, *numel).value_or(INT64_MAX);
+  }
+  KILN_CHECK(copied <= kMaxCopies * stored + (int64_t{1} << 20), file, ": its ", walk.tensors.size(),
+             " tensors would copy ", copied, " elements out of storages of ", stored,
+             " (one storage referenced again and again?)");
   for (const auto& [path, t] : walk.tensors) {
     out.tensors.emplace_back(path, materialize(file, path, *t, storages.loaded.at(t->storage.key)));
   }

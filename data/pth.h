@@ -24,7 +24,10 @@
 // type and count per key; tensor sizes and strides non-negative, their element count and
 // furthest element computed with overflow checks and inside the storage (or view); in the
 // legacy format the magic number, the protocol version, the declared counts equal to
-// the pickled ones, and every byte of every storage inside the file. Walking the object
+// the pickled ones, and every byte of every storage inside the file. As each tensor loads
+// as its own copy, a tensor may not have more elements than its storage (an expanded
+// view), and all of them together at most kMaxCopies times the storages' elements: a
+// small file cannot make the reader allocate without bound. Walking the object
 // is bounded in depth (kMaxDepth) and in visits (kMaxVisits), so nesting bombs and shared-
 // reference bombs are errors. Dict keys must be strings or ints. Every violation is a
 // kiln::Error naming the file.
@@ -43,6 +46,7 @@ namespace kiln::data::pth {
 
 inline constexpr int kMaxDepth = 200;
 inline constexpr int64_t kMaxVisits = 1'000'000;
+inline constexpr int64_t kMaxCopies = 4;  // the tensors' elements at most 4x their storages' (+ 1 Mi)
 
 struct Checkpoint {
   std::string format;  // "zip" or "legacy"

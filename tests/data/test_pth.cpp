@@ -40,6 +40,12 @@ std::span<const uint8_t> span_of(const std::string& bytes) {
   return {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()};
 }
 
+// A literal's bytes, zeros included.
+template <size_t N>
+std::string bytes(const char (&literal)[N]) {
+  return std::string(literal, N - 1);
+}
+
 std::string other(const pth::Checkpoint& c, const std::string& path) {
   for (const auto& [p, text] : c.others) {
     if (p == path) return text;
@@ -160,6 +166,23 @@ TEST(Pth, HandMadeTensorsLoadAndLyingOnesAreRefused) {
   EXPECT_KILN_ERROR(load_zip(unknown_type, floats(6)), "refused global torch.QUIntStorage");
 }
 
+// Each tensor loads as its own copy, so a small file may not make the reader allocate
+// without bound: an expanded view (stride 0) and one storage referenced again and again
+// through the memo are refused.
+TEST(Pth, CopiesMayNotOutgrowTheStorages) {
+  EXPECT_KILN_ERROR(load_zip(tensor_pickle(6, 0, {1 << 20}, {0}), floats(6)), "made.pth", "tensor 'w'",
+                    "more than its storage's 6", "expanded view");
+  std::string pickle = tensor_pickle(1 << 20, 0, {1 << 20}, {1});
+  pickle.replace(pickle.find("tRs."), 4,
+                 bytes("tRq\x00"
+                       "s"));  // memoize the tensor; no STOP yet
+  pickle += "(";
+  for (int i = 0; i < 6; ++i) pickle += unicode("copy" + std::to_string(i)) + bytes("h\x00");
+  pickle += "u.";
+  EXPECT_KILN_ERROR(load_zip(pickle, floats(1 << 20)),
+                    "its 7 tensors would copy 7340032 elements out of storages of 1048576");
+}
+
 TEST(Pth, EveryTruncationOfAPickleIsAnError) {
   const std::string pickle = tensor_pickle(6, 0, {6}, {1});
   for (size_t n = 0; n + 1 < pickle.size(); ++n) {
@@ -171,12 +194,6 @@ TEST(Pth, EveryTruncationOfAPickleIsAnError) {
     SCOPED_TRACE(n);
     EXPECT_THROW(pth::load_from_bytes(span_of(legacy.substr(0, n)), "cut.pth"), Error);
   }
-}
-
-// A literal's bytes, zeros included.
-template <size_t N>
-std::string bytes(const char (&literal)[N]) {
-  return std::string(literal, N - 1);
 }
 
 TEST(Pth, HostilePicklesAreRefused) {
