@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Kiln's and PyTorch's 3D ResNet-18 training step, interleaved in one run, and the ratio.
+"""Kiln's and PyTorch's training step of a bundled 3D model (--model, default the ResNet-18),
+interleaved in one run, and the ratio.
 
 Each round runs kiln_train_step and then train_step_pytorch.py once per batch size, each in
 its own process with the same thread count (OMP_NUM_THREADS and MKL_NUM_THREADS; torch
@@ -42,6 +43,9 @@ def main():
     parser.add_argument("--batches", default="8,32")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--model", default="resnet18", help="resnet18, resnet50 or densenet121")
+    parser.add_argument("--side", type=int, default=28)
+    parser.add_argument("--memory-efficient", type=int, choices=(0, 1), default=0)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     args = parser.parse_args()
 
@@ -56,7 +60,9 @@ def main():
     for round_index in range(args.rounds):
         for batch in batches:
             for name, command in programs.items():
-                result = run(command + ["--batch", str(batch), "--steps", str(args.steps)], args.threads)
+                result = run(command + ["--batch", str(batch), "--steps", str(args.steps), "--model", args.model,
+                                        "--side", str(args.side), "--memory-efficient", str(args.memory_efficient)],
+                             args.threads)
                 results[(name, batch)].append(result)
                 print(f"round {round_index + 1} {name} batch {batch}: {json.dumps(result)}", file=sys.stderr)
 
