@@ -1,6 +1,6 @@
 // convolution and conv1d/conv2d/conv3d: argument checks, the backend's product plus the
-// bias, and a backward node that calls the backend's backward-input and backward-weight
-// kernels (conv.h; Note [Convolution layout] in core/backend.h). Under autocast the
+// bias, and the backward node that calls the backend's backward-input and backward-weight
+// kernels (conv_arguments.h; Note [Convolution layout] in core/backend.h). Under autocast the
 // operands are cast to the autocast dtype first (core/autocast.h).
 #include "core/ops/conv.h"
 
@@ -17,47 +17,6 @@
 
 namespace kiln {
 namespace {
-
-using autograd::Node;
-using autograd::SavedTensor;
-
-// d(conv)/d(input) is a convolution with the weight and d/d(weight) one with the input,
-// so the node saves the weight only when the input needs a gradient and the input only
-// when the weight does (both as the contiguous tensors the forward kernel read). The
-// bias's gradient needs nothing saved: it is grad_out summed over N and the spatial dims.
-struct ConvolutionBackward final : Node {
-  SavedTensor input, weight;
-  std::vector<int64_t> input_sizes, weight_sizes;
-  ConvParams params;
-  std::string op;
-
-  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
-    const Tensor grad_out = g[0].contiguous();
-    const TensorOptions options{.dtype = grad_out.dtype(), .device = grad_out.device()};
-    Tensor grad_input, grad_weight, grad_bias;
-    if (needs_input_grad(0)) {
-      grad_input = empty(input_sizes, options);
-      if (grad_input.numel() > 0) {
-        backend(grad_out.device()).conv_backward_input(grad_out, weight.unpack(*this), params, grad_input);
-      }
-    }
-    if (needs_input_grad(1)) {
-      if (grad_out.numel() == 0) {  // an empty batch adds nothing to the weight
-        grad_weight = zeros(weight_sizes, options);
-      } else {
-        grad_weight = empty(weight_sizes, options);
-        backend(grad_out.device()).conv_backward_weight(grad_out, input.unpack(*this), params, grad_weight);
-      }
-    }
-    if (needs_input_grad(2)) grad_bias = conv_arguments::channel_bias_grad(grad_out);
-    return {grad_input, grad_weight, grad_bias};
-  }
-  void release_saved() override {
-    input.release();
-    weight.release();
-  }
-  std::string name() const override { return op; }
-};
 
 // ---- argument checks --------------------------------------------------------------------
 
@@ -136,16 +95,11 @@ Tensor convolution_impl(const char* op, const Tensor& input_in, const Tensor& we
       if (bias.defined()) conv_arguments::add_channel_bias(out, bias);
     }
   }
-  if (autograd::any_requires_grad({&x, &weight, &bias})) {
-    auto node = std::make_shared<ConvolutionBackward>();
-    if (weight.requires_grad()) node->input = SavedTensor(x_contiguous);
-    if (x.requires_grad()) node->weight = SavedTensor(weight_contiguous);
-    node->input_sizes = x.sizes();
-    node->weight_sizes = weight.sizes();
-    node->params = params;
-    node->op = op;
-    autograd::record(node, {x, weight, bias}, {out});
-  }
+  auto node = std::make_shared<conv_arguments::ConvolutionBackward>();
+  node->params = params;
+  node->transposed = false;
+  node->op = op;
+  conv_arguments::record_backward(std::move(node), x, x_contiguous, weight, weight_contiguous, bias, out);
   return batched ? out : out.squeeze(0);
 }
 

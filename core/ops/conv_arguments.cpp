@@ -2,7 +2,9 @@
 // (conv_arguments.h).
 #include "core/ops/conv_arguments.h"
 
+#include "core/autograd/grad_mode.h"
 #include "core/error.h"
+#include "core/ops/factory.h"
 
 namespace kiln::conv_arguments {
 
@@ -74,6 +76,55 @@ Tensor channel_bias_grad(const Tensor& grad_out) {
   std::vector<int64_t> dims = {0};
   for (int64_t d = 2; d < grad_out.dim(); ++d) dims.push_back(d);
   return grad_out.sum(dims);
+}
+
+std::vector<Tensor> ConvolutionBackward::apply(std::vector<Tensor>&& g) {
+  const Tensor grad_out = g[0].contiguous();
+  const TensorOptions options{.dtype = grad_out.dtype(), .device = grad_out.device()};
+  Backend& device = backend(grad_out.device());
+  Tensor grad_input, grad_weight, grad_bias;
+  if (needs_input_grad(0)) {
+    grad_input = empty(input_sizes, options);
+    if (grad_input.numel() > 0) {
+      const Tensor w = weight.unpack(*this);
+      if (transposed) {
+        device.conv_forward(grad_out, w, params, grad_input);
+      } else {
+        device.conv_backward_input(grad_out, w, params, grad_input);
+      }
+    }
+  }
+  if (needs_input_grad(1)) {
+    if (grad_out.numel() == 0) {  // an empty batch adds nothing to the weight
+      grad_weight = zeros(weight_sizes, options);
+    } else {
+      grad_weight = empty(weight_sizes, options);
+      const Tensor x = input.unpack(*this);
+      if (transposed) {
+        device.conv_backward_weight(x, grad_out, params, grad_weight);
+      } else {
+        device.conv_backward_weight(grad_out, x, params, grad_weight);
+      }
+    }
+  }
+  if (needs_input_grad(2)) grad_bias = channel_bias_grad(grad_out);
+  return {grad_input, grad_weight, grad_bias};
+}
+
+void ConvolutionBackward::release_saved() {
+  input.release();
+  weight.release();
+}
+
+void record_backward(std::shared_ptr<ConvolutionBackward> node, const Tensor& x, const Tensor& x_contiguous,
+                     const Tensor& weight, const Tensor& weight_contiguous, const Tensor& bias,
+                     const Tensor& out) {
+  if (!autograd::any_requires_grad({&x, &weight, &bias})) return;
+  if (weight.requires_grad()) node->input = autograd::SavedTensor(x_contiguous);
+  if (x.requires_grad()) node->weight = autograd::SavedTensor(weight_contiguous);
+  node->input_sizes = x.sizes();
+  node->weight_sizes = weight.sizes();
+  autograd::record(node, {x, weight, bias}, {out});
 }
 
 }  // namespace kiln::conv_arguments

@@ -1,7 +1,8 @@
 // conv_transpose and conv_transpose1d/2d/3d: argument checks, the output size, and the
 // forward and backward passes as the backend's convolution passes with the roles swapped
-// (Note [Transposed convolution as a convolution's gradient] in conv_transpose.h). Under
-// autocast the operands are cast to the autocast dtype first, as for convolution.
+// (Note [Transposed convolution as a convolution's gradient] in conv_transpose.h; the
+// backward node is convolution's, conv_arguments.h). Under autocast the operands are cast
+// to the autocast dtype first, as for convolution.
 #include "core/ops/conv_transpose.h"
 
 #include <algorithm>
@@ -20,45 +21,6 @@
 
 namespace kiln {
 namespace {
-
-using autograd::Node;
-using autograd::SavedTensor;
-
-// y = backward_input(x, W), so dx = forward(dy, W) and dW = backward_weight(x, dy): the
-// node saves W when x needs a gradient and x when W does.
-struct ConvTransposeBackward final : Node {
-  SavedTensor input, weight;
-  std::vector<int64_t> input_sizes, weight_sizes;
-  ConvParams params;
-  std::string op;
-
-  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
-    const Tensor grad_out = g[0].contiguous();
-    const TensorOptions options{.dtype = grad_out.dtype(), .device = grad_out.device()};
-    Tensor grad_input, grad_weight, grad_bias;
-    if (needs_input_grad(0)) {
-      grad_input = empty(input_sizes, options);
-      if (grad_input.numel() > 0) {
-        backend(grad_out.device()).conv_forward(grad_out, weight.unpack(*this), params, grad_input);
-      }
-    }
-    if (needs_input_grad(1)) {
-      if (grad_out.numel() == 0) {  // an empty batch adds nothing to the weight
-        grad_weight = zeros(weight_sizes, options);
-      } else {
-        grad_weight = empty(weight_sizes, options);
-        backend(grad_out.device()).conv_backward_weight(input.unpack(*this), grad_out, params, grad_weight);
-      }
-    }
-    if (needs_input_grad(2)) grad_bias = conv_arguments::channel_bias_grad(grad_out);
-    return {grad_input, grad_weight, grad_bias};
-  }
-  void release_saved() override {
-    input.release();
-    weight.release();
-  }
-  std::string name() const override { return op; }
-};
 
 // ---- argument checks --------------------------------------------------------------------
 
@@ -130,16 +92,11 @@ Tensor conv_transpose_direct(const char* op, const Tensor& x, const Tensor& weig
       if (bias.defined()) conv_arguments::add_channel_bias(out, bias);
     }
   }
-  if (autograd::any_requires_grad({&x, &weight, &bias})) {
-    auto node = std::make_shared<ConvTransposeBackward>();
-    if (weight.requires_grad()) node->input = SavedTensor(x_contiguous);
-    if (x.requires_grad()) node->weight = SavedTensor(weight_contiguous);
-    node->input_sizes = x.sizes();
-    node->weight_sizes = weight.sizes();
-    node->params = params;
-    node->op = op;
-    autograd::record(node, {x, weight, bias}, {out});
-  }
+  auto node = std::make_shared<conv_arguments::ConvolutionBackward>();
+  node->params = params;
+  node->transposed = true;
+  node->op = op;
+  conv_arguments::record_backward(std::move(node), x, x_contiguous, weight, weight_contiguous, bias, out);
   return out;
 }
 

@@ -10,8 +10,10 @@
 #include "core/error.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
+#include "nn/flatten.h"
 #include "nn/init.h"
 #include "nn/linear.h"
+#include "nn/pooling.h"
 
 namespace kiln::nn::models {
 
@@ -27,6 +29,13 @@ std::shared_ptr<Conv3d> conv3d_no_bias(int64_t in_channels, int64_t out_channels
                                                 .dilation = std::move(dilation),
                                                 .groups = groups,
                                                 .bias = false});
+}
+
+std::shared_ptr<Sequential> pool_flatten_linear(int64_t in_features, int64_t classes) {
+  return std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<Layer>>{
+      std::make_shared<AdaptiveAvgPool3d>(AdaptiveAvgPool3dOptions{.output_size = {1}}),
+      std::make_shared<Flatten>(),
+      std::make_shared<Linear>(LinearOptions{.in_features = in_features, .out_features = classes})});
 }
 
 std::shared_ptr<BatchNorm3d> batch_norm3d(int64_t channels, bool fused_relu) {

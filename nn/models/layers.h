@@ -19,6 +19,7 @@
 
 #include "core/generator.h"
 #include "nn/batchnorm.h"
+#include "nn/container.h"
 #include "nn/conv.h"
 #include "nn/module.h"
 
@@ -29,6 +30,9 @@ std::shared_ptr<Conv3d> conv3d_no_bias(int64_t in_channels, int64_t out_channels
                                        std::vector<int64_t> kernel_size, std::vector<int64_t> stride = {1},
                                        std::vector<int64_t> padding = {0},
                                        std::vector<int64_t> dilation = {1}, int64_t groups = 1);
+// AdaptiveAvgPool3d(1), Flatten, Linear(in_features, classes): the classifier the guides
+// put in place of a segmentation head (ResNet3d::replace_head).
+std::shared_ptr<Sequential> pool_flatten_linear(int64_t in_features, int64_t classes);
 // BatchNorm3d with PyTorch's defaults; fused_relu: relu(bn(x)) in one kernel (Kiln's
 // BatchNormOptions::relu), the same parameters and names.
 std::shared_ptr<BatchNorm3d> batch_norm3d(int64_t channels, bool fused_relu = false);

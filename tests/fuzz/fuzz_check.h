@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -28,6 +29,16 @@ inline void expect_refusal(const char* harness, const Error& error, std::string_
   if (!std::string_view(error.what()).starts_with(prefix)) {
     fail(harness, "an error that is not the reader's refusal of its input", error.what());
   }
+}
+
+// The same for a reader over other readers (a container and what it holds), each of which
+// names the input its own way: any of `prefixes` will do.
+inline void expect_refusal(const char* harness, const Error& error,
+                           std::initializer_list<std::string_view> prefixes) {
+  for (std::string_view prefix : prefixes) {
+    if (std::string_view(error.what()).starts_with(prefix)) return;
+  }
+  fail(harness, "an error that is not a reader's refusal of its input", error.what());
 }
 
 // Same dtype, shape and element bytes (compared in C order).

@@ -23,14 +23,6 @@ namespace {
 constexpr const char* kHarness = "fuzz_npz";
 constexpr std::string_view kSource = "<fuzz>";
 
-void expect_refusal(const kiln::Error& e) {
-  const std::string_view what = e.what();
-  for (const std::string prefix : {"zip: <fuzz>: ", "npy: <fuzz>/", "npz: <fuzz> "}) {
-    if (what.starts_with(prefix)) return;
-  }
-  kiln::fuzz::fail(kHarness, "an error that is not a reader's refusal of its input", e.what());
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -45,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
   } catch (const kiln::Error& e) {
-    expect_refusal(e);
+    kiln::fuzz::expect_refusal(kHarness, e, {"zip: <fuzz>: ", "npy: <fuzz>/", "npz: <fuzz> "});
   }
   return 0;
 }

@@ -21,12 +21,6 @@ namespace {
 
 constexpr const char* kHarness = "fuzz_pth";
 
-void expect_refusal(const kiln::Error& e) {
-  const std::string_view what = e.what();
-  if (what.starts_with("<fuzz>") || what.starts_with("zip: <fuzz>: ")) return;
-  kiln::fuzz::fail(kHarness, "an error that is not a reader's refusal of its input", e.what());
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -46,7 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       kiln::fuzz::fail(kHarness, "a state dict larger than the checkpoint", "");
     }
   } catch (const kiln::Error& e) {
-    expect_refusal(e);
+    kiln::fuzz::expect_refusal(kHarness, e, {"<fuzz>", "zip: <fuzz>: "});
   }
   return 0;
 }

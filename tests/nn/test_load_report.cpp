@@ -57,11 +57,7 @@ TEST(LoadReport, MedicalNetCheckpointIntoAClassifier) {
                   .family = ResNet3dFamily::MedicalNet,
                   .widen_factor = 1.0 / 16,
                   .head = ResNet3dHead::Segmentation});
-  model.replace_head(std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Layer>>{
-      std::make_shared<nn::AdaptiveAvgPool3d>(nn::AdaptiveAvgPool3dOptions{.output_size = {1}}),
-      std::make_shared<nn::Flatten>(),
-      std::make_shared<nn::Linear>(
-          nn::LinearOptions{.in_features = model.feature_channels(), .out_features = 2})}));
+  model.replace_head(nn::models::pool_flatten_linear(model.feature_channels(), 2));
   const nn::LoadReport report = nn::load_state_dict_mapped(model, checkpoint, {.drop = {"conv_seg.*"}});
   const size_t conv_seg_keys = 14;  // 0.weight, 0.bias, BNs 1 and 4 (5 entries each), 3.weight, 6.weight
   EXPECT_EQ(report.given, checkpoint.size());

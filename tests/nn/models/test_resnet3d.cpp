@@ -166,11 +166,7 @@ TEST(ResNet3d, ReplacingTheSegmentationHeadByAClassifier) {
                   .family = ResNet3dFamily::MedicalNet,
                   .widen_factor = 1.0 / 8,
                   .head = ResNet3dHead::Segmentation});
-  model.replace_head(std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Layer>>{
-      std::make_shared<nn::AdaptiveAvgPool3d>(nn::AdaptiveAvgPool3dOptions{.output_size = {1}}),
-      std::make_shared<nn::Flatten>(),
-      std::make_shared<nn::Linear>(
-          nn::LinearOptions{.in_features = model.feature_channels(), .out_features = 2})}));
+  model.replace_head(nn::models::pool_flatten_linear(model.feature_channels(), 2));
   const nn::StateDict state = model.state_dict();
   EXPECT_EQ(state.back().first, "conv_seg.2.bias");
   EXPECT_EQ(model.forward(testing::random_uniform({2, 1, 16, 16, 16}, -1, 1, DType::Float32, 5)).sizes(),
