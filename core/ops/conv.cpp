@@ -8,9 +8,6 @@
 #include <string>
 
 #include "core/autocast.h"
-#include "core/autograd/grad_mode.h"
-#include "core/autograd/node.h"
-#include "core/backend.h"
 #include "core/checked_math.h"
 #include "core/ops/conv_arguments.h"
 #include "core/ops/factory.h"
@@ -84,22 +81,8 @@ Tensor convolution_impl(const char* op, const Tensor& input_in, const Tensor& we
                           .padding = conv_arguments::per_spatial_dim(padding, spatial, op, "padding"),
                           .dilation = conv_arguments::per_spatial_dim(dilation, spatial, op, "dilation"),
                           .groups = groups};
-  Tensor out = empty(output_sizes(op, x, weight, params), {.dtype = x.dtype(), .device = x.device()});
-  Tensor x_contiguous, weight_contiguous;
-  {
-    NoGradGuard no_grad;
-    x_contiguous = x.contiguous();
-    weight_contiguous = weight.contiguous();
-    if (out.numel() > 0) {
-      backend(x.device()).conv_forward(x_contiguous, weight_contiguous, params, out);
-      if (bias.defined()) conv_arguments::add_channel_bias(out, bias);
-    }
-  }
-  auto node = std::make_shared<conv_arguments::ConvolutionBackward>();
-  node->params = params;
-  node->transposed = false;
-  node->op = op;
-  conv_arguments::record_backward(std::move(node), x, x_contiguous, weight, weight_contiguous, bias, out);
+  const Tensor out = conv_arguments::convolve(op, x, weight, bias, params, output_sizes(op, x, weight, params),
+                                              /*transposed=*/false);
   return batched ? out : out.squeeze(0);
 }
 

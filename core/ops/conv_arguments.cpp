@@ -3,6 +3,7 @@
 #include "core/ops/conv_arguments.h"
 
 #include "core/autograd/grad_mode.h"
+#include "core/autograd/node.h"
 #include "core/error.h"
 #include "core/ops/factory.h"
 
@@ -78,6 +79,23 @@ Tensor channel_bias_grad(const Tensor& grad_out) {
   return grad_out.sum(dims);
 }
 
+namespace {
+
+struct ConvolutionBackward final : autograd::Node {
+  autograd::SavedTensor input, weight;
+  std::vector<int64_t> input_sizes, weight_sizes;
+  ConvParams params;
+  bool transposed = false;
+  std::string op;
+
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override;
+  void release_saved() override {
+    input.release();
+    weight.release();
+  }
+  std::string name() const override { return op; }
+};
+
 std::vector<Tensor> ConvolutionBackward::apply(std::vector<Tensor>&& g) {
   const Tensor grad_out = g[0].contiguous();
   const TensorOptions options{.dtype = grad_out.dtype(), .device = grad_out.device()};
@@ -111,20 +129,37 @@ std::vector<Tensor> ConvolutionBackward::apply(std::vector<Tensor>&& g) {
   return {grad_input, grad_weight, grad_bias};
 }
 
-void ConvolutionBackward::release_saved() {
-  input.release();
-  weight.release();
-}
+}  // namespace
 
-void record_backward(std::shared_ptr<ConvolutionBackward> node, const Tensor& x, const Tensor& x_contiguous,
-                     const Tensor& weight, const Tensor& weight_contiguous, const Tensor& bias,
-                     const Tensor& out) {
-  if (!autograd::any_requires_grad({&x, &weight, &bias})) return;
-  if (weight.requires_grad()) node->input = autograd::SavedTensor(x_contiguous);
-  if (x.requires_grad()) node->weight = autograd::SavedTensor(weight_contiguous);
-  node->input_sizes = x.sizes();
-  node->weight_sizes = weight.sizes();
-  autograd::record(node, {x, weight, bias}, {out});
+Tensor convolve(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                const ConvParams& params, const std::vector<int64_t>& out_sizes, bool transposed) {
+  Tensor out = empty(out_sizes, {.dtype = x.dtype(), .device = x.device()});
+  Tensor x_contiguous, weight_contiguous;
+  {
+    NoGradGuard no_grad;
+    x_contiguous = x.contiguous();
+    weight_contiguous = weight.contiguous();
+    if (out.numel() > 0) {
+      if (transposed) {
+        backend(x.device()).conv_backward_input(x_contiguous, weight_contiguous, params, out);
+      } else {
+        backend(x.device()).conv_forward(x_contiguous, weight_contiguous, params, out);
+      }
+      if (bias.defined()) add_channel_bias(out, bias);
+    }
+  }
+  if (autograd::any_requires_grad({&x, &weight, &bias})) {
+    auto node = std::make_shared<ConvolutionBackward>();
+    if (weight.requires_grad()) node->input = autograd::SavedTensor(x_contiguous);
+    if (x.requires_grad()) node->weight = autograd::SavedTensor(weight_contiguous);
+    node->input_sizes = x.sizes();
+    node->weight_sizes = weight.sizes();
+    node->params = params;
+    node->transposed = transposed;
+    node->op = op;
+    autograd::record(node, {x, weight, bias}, {out});
+  }
+  return out;
 }
 
 }  // namespace kiln::conv_arguments

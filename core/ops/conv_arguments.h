@@ -1,16 +1,13 @@
 // What convolution (core/ops/conv.h) and transposed convolution (core/ops/
 // conv_transpose.h) share: argument checks (one value per spatial dim, operand dtypes and
 // devices, the batched/unbatched input), the per-channel bias added to an output and its
-// gradient (grad_out summed over the batch and spatial dims), and the backward node that
-// runs the backend's convolution passes for either.
+// gradient (grad_out summed over the batch and spatial dims), and the pass itself with
+// the backward node that runs the backend's convolution passes for either.
 #pragma once
 
 #include <cstdint>
-#include <memory>
-#include <string>
 #include <vector>
 
-#include "core/autograd/node.h"
 #include "core/backend.h"
 #include "core/tensor.h"
 
@@ -42,31 +39,15 @@ void add_channel_bias(Tensor& out, const Tensor& bias);
 // The bias's gradient: grad_out [N, C, s...] summed to [C].
 Tensor channel_bias_grad(const Tensor& grad_out);
 
-// The backward of y = conv(x, W) (+ b), or of y = conv_transpose(x, W) (+ b), which is the
-// convolution's backward-input pass (Note [Transposed convolution as a convolution's
-// gradient] in core/ops/conv_transpose.h):
+// out [out_sizes] = conv(x, W) + b, or conv_transpose(x, W) + b, by the backend's pass
+// (forward, or backward-input: Note [Transposed convolution as a convolution's gradient]
+// in core/ops/conv_transpose.h) on contiguous operands, with its backward node recorded:
 //                 convolution                        transposed
 //   dx   backward_input(dy, W)                forward(dy, W)
 //   dW   backward_weight(dy, input = x)       backward_weight(grad_out = x, input = dy)
 //   db   dy summed over N and space           the same
-// It saves W only when x needs a gradient and x only when W does (the contiguous tensors
-// the forward read).
-struct ConvolutionBackward final : autograd::Node {
-  autograd::SavedTensor input, weight;
-  std::vector<int64_t> input_sizes, weight_sizes;
-  ConvParams params;
-  bool transposed = false;
-  std::string op;
-
-  std::vector<Tensor> apply(std::vector<Tensor>&& g) override;
-  void release_saved() override;
-  std::string name() const override { return op; }
-};
-
-// Records `node` (params, op and transposed set) for out = f(x, weight, bias) when any of
-// them requires grad, saving what its backward needs.
-void record_backward(std::shared_ptr<ConvolutionBackward> node, const Tensor& x, const Tensor& x_contiguous,
-                     const Tensor& weight, const Tensor& weight_contiguous, const Tensor& bias,
-                     const Tensor& out);
+// The node saves W only when x needs a gradient and x only when W does.
+Tensor convolve(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                const ConvParams& params, const std::vector<int64_t>& out_sizes, bool transposed);
 
 }  // namespace kiln::conv_arguments

@@ -10,9 +10,6 @@
 #include <string>
 
 #include "core/autocast.h"
-#include "core/autograd/grad_mode.h"
-#include "core/autograd/node.h"
-#include "core/backend.h"
 #include "core/checked_math.h"
 #include "core/ops/conv_arguments.h"
 #include "core/ops/elementwise.h"
@@ -78,28 +75,6 @@ std::vector<int64_t> output_sizes(const char* op, const Tensor& input, const Ten
 
 // ---- the op -----------------------------------------------------------------------------
 
-// The backend's pass (output_padding < stride in every dim), with its backward node.
-Tensor conv_transpose_direct(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias,
-                             const ConvParams& params, const std::vector<int64_t>& out_sizes) {
-  Tensor out = empty(out_sizes, {.dtype = x.dtype(), .device = x.device()});
-  Tensor x_contiguous, weight_contiguous;
-  {
-    NoGradGuard no_grad;
-    x_contiguous = x.contiguous();
-    weight_contiguous = weight.contiguous();
-    if (out.numel() > 0) {
-      backend(x.device()).conv_backward_input(x_contiguous, weight_contiguous, params, out);
-      if (bias.defined()) conv_arguments::add_channel_bias(out, bias);
-    }
-  }
-  auto node = std::make_shared<conv_arguments::ConvolutionBackward>();
-  node->params = params;
-  node->transposed = true;
-  node->op = op;
-  conv_arguments::record_backward(std::move(node), x, x_contiguous, weight, weight_contiguous, bias, out);
-  return out;
-}
-
 // stride <= output_padding < dilation somewhere: the full output (no padding), cropped by
 // `padding` on each side, zeros appended where the requested size runs past it.
 Tensor conv_transpose_cropped(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias,
@@ -107,8 +82,9 @@ Tensor conv_transpose_cropped(const char* op, const Tensor& x, const Tensor& wei
   const std::vector<int64_t> padding = params.padding;
   std::fill(params.padding.begin(), params.padding.end(), 0);
   const std::vector<int64_t> no_output_padding(padding.size(), 0);
-  Tensor out = conv_transpose_direct(op, x, weight, Tensor(), params,
-                                     output_sizes(op, x, weight, params, no_output_padding));
+  Tensor out =
+      conv_arguments::convolve(op, x, weight, Tensor(), params,
+                               output_sizes(op, x, weight, params, no_output_padding), /*transposed=*/true);
   for (size_t i = 0; i < padding.size(); ++i) {
     const int64_t d = static_cast<int64_t>(i) + 2;
     const int64_t kept = std::clamp<int64_t>(out.size(d) - padding[i], 0, out_sizes[d]);
@@ -153,7 +129,8 @@ Tensor conv_transpose_impl(const char* op, const Tensor& input_in, const Tensor&
   const std::vector<int64_t> out_sizes = output_sizes(op, x, weight, params, output_padding);
   bool within_stride = true;
   for (size_t i = 0; i < output_padding.size(); ++i) within_stride &= output_padding[i] < params.stride[i];
-  const Tensor out = within_stride ? conv_transpose_direct(op, x, weight, bias, params, out_sizes)
+  // Within the stride the backend's pass gives the output directly.
+  const Tensor out = within_stride ? conv_arguments::convolve(op, x, weight, bias, params, out_sizes, true)
                                    : conv_transpose_cropped(op, x, weight, bias, params, out_sizes);
   return batched ? out : out.squeeze(0);
 }

@@ -44,6 +44,7 @@ const std::map<std::string, std::string> kNotDifferentiable = {
     {"multi_tensor_norm", "optimizer and clipping kernel (multi_tensor.h), runs with autograd off"},
     {"channel_bias_grad", "conv piece (conv_arguments.h): the bias gradient inside conv's and conv_transpose's "
                           "backward, checked through their gradchecks"},
+    {"convolve", "conv piece (conv_arguments.h): the pass of conv and conv_transpose, checked through their gradchecks"},
 };
 
 std::set<std::string> declared_ops() {
