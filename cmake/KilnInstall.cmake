@@ -19,9 +19,9 @@ set(KILN_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/Kiln)
 # The libraries, in the order a static link needs them (each before what it uses). The
 # umbrella `kiln` carries the others, so users name only Kiln::kiln; the rest are exported
 # because it links them, as Kiln::core, Kiln::cpu, ... (EXPORT_NAME drops the prefix).
-set(KILN_INSTALLED_LIBRARIES kiln kiln_train kiln_data kiln_nn kiln_optim kiln_cpu kiln_kernels kiln_core)
+set(KILN_INSTALLED_LIBRARIES kiln kiln_train kiln_dist kiln_data kiln_nn kiln_optim kiln_cpu kiln_kernels kiln_core)
 if(KILN_WITH_CUDA)
-  list(INSERT KILN_INSTALLED_LIBRARIES 6 kiln_cuda)
+  list(INSERT KILN_INSTALLED_LIBRARIES 7 kiln_cuda)
 endif()
 foreach(library IN LISTS KILN_INSTALLED_LIBRARIES)
   string(REGEX REPLACE "^kiln_" "" export_name ${library})
@@ -32,6 +32,7 @@ install(TARGETS ${KILN_INSTALLED_LIBRARIES} EXPORT KilnTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${KILN_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/core ${PROJECT_SOURCE_DIR}/nn ${PROJECT_SOURCE_DIR}/optim ${PROJECT_SOURCE_DIR}/data
+                  ${PROJECT_SOURCE_DIR}/dist
                   ${PROJECT_SOURCE_DIR}/train ${PROJECT_SOURCE_DIR}/kiln
         DESTINATION ${KILN_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
 

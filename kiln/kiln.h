@@ -14,6 +14,7 @@
 #include "core/safetensors.h"
 #include "core/stream.h"
 #include "data/data.h"
+#include "dist/tcp_store.h"
 #include "kiln/build_info.h"
 #include "kiln/init.h"
 #include "nn/nn.h"
