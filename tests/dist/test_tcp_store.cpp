@@ -33,6 +33,12 @@ std::unique_ptr<TCPStore> client(uint16_t port, std::chrono::milliseconds timeou
   return std::make_unique<TCPStore>(TCPStoreOptions{.port = port, .timeout = timeout});
 }
 
+// A port nothing listens on: one the system handed out, closed again.
+uint16_t free_port() {
+  const dist::Socket probe = dist::Socket::listen("127.0.0.1", 0);
+  return probe.port();
+}
+
 TEST(TCPStore, SetGetAddCompareSetDelete) {
   testing::with_watchdog(kLimit, [] {
     auto server = master();
@@ -109,12 +115,7 @@ TEST(TCPStore, ACounterIsExactUnderConcurrentAdds) {
 
 TEST(TCPStore, ClientsMayStartBeforeTheServerAndTheMasterWaitsForWorldSize) {
   testing::with_watchdog(kLimit, [] {
-    // A free port: listen on 0, note it, close it.
-    uint16_t port = 0;
-    {
-      const dist::Socket probe = dist::Socket::listen("127.0.0.1", 0);
-      port = probe.port();
-    }
+    const uint16_t port = free_port();
     std::atomic<bool> connected{false};
     std::thread early([&] {
       auto c = client(port);
