@@ -42,7 +42,15 @@ std::string_view kind_name(Value::Kind kind) {
   return "?";
 }
 
+void Document::charge(size_t bytes) {
+  used_ += bytes;
+  KILN_CHECK(used_ <= budget_, name_, ": the pickle builds more than ", budget_,
+             " bytes of values, far more than its file holds: refused (the same large value built again and "
+             "again through the memo?)");
+}
+
 Value* Document::make(Value::Kind kind) {
+  charge(sizeof(Value) + sizeof(std::unique_ptr<Value>));
   arena_.push_back(std::make_unique<Value>());
   arena_.back()->kind = kind;
   return arena_.back().get();
@@ -106,6 +114,7 @@ class Machine {
   }
   std::string take_string(uint64_t n) {
     if (n > bytes_.size() - pos_) fail("a string of ", n, " bytes runs past the stream's end");
+    doc_.charge(static_cast<size_t>(n));
     const uint8_t* p = take(static_cast<size_t>(n));
     return std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(n));
   }
@@ -154,11 +163,13 @@ class Machine {
   Value* long_integer(size_t n);
   Value* tuple(std::vector<Value*> items) {
     Value* t = make(Value::Kind::Tuple);
+    doc_.charge(items.size() * sizeof(Value*));
     t->items = std::move(items);
     return t;
   }
   void memo_put(uint64_t index) {
     if (memo_.size() >= kMaxMemo && !memo_.contains(index)) fail("more than ", kMaxMemo, " memo entries");
+    if (!memo_.contains(index)) doc_.charge(64);  // a hash-map node
     memo_[index] = top();
   }
   Value* memo_get(uint64_t index) {
@@ -168,6 +179,12 @@ class Machine {
   }
   void global(const std::string& module, const std::string& name) {
     if (!is_allowed_global(module, name)) {
+      if (module == "torch" || module.starts_with("torch.")) {
+        fail("refused global ", module, ".", name,
+             ": not one of the types a state dict of float, int, uint8 and bool tensors needs, which is all "
+             "Kiln "
+             "reads");
+      }
       fail("refused global ", module, ".", name,
            ": only what a state dict needs is allowed (tensors, storages, OrderedDict); this file may try to "
            "run "
@@ -181,10 +198,12 @@ class Machine {
   void set_items(Value* dict, const std::vector<Value*>& items) {
     if (dict->kind != Value::Kind::Dict) fail("SETITEM(S) on a ", kind_name(dict->kind), ", not a dict");
     if (items.size() % 2 != 0) fail("SETITEMS with an odd number of values");
+    doc_.charge(items.size() * sizeof(Value*));
     for (size_t i = 0; i < items.size(); i += 2) dict->entries.emplace_back(items[i], items[i + 1]);
   }
   void append(Value* list, const std::vector<Value*>& items) {
     if (list->kind != Value::Kind::List) fail("APPEND(S) on a ", kind_name(list->kind), ", not a list");
+    doc_.charge(items.size() * sizeof(Value*));
     list->items.insert(list->items.end(), items.begin(), items.end());
   }
   Value* reduce(const Value& callable, const Value& args);
@@ -199,7 +218,8 @@ class Machine {
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, Value*> memo_;
 
-  friend Document kiln::data::pickle::unpickle(std::span<const uint8_t>, std::string, const PersistentLoad&);
+  friend Document kiln::data::pickle::unpickle(std::span<const uint8_t>, std::string, const PersistentLoad&,
+                                               size_t);
 };
 
 Value* Machine::long_integer(size_t n) {
@@ -238,6 +258,8 @@ Value* Machine::rebuild_tensor(const Value& args, bool v2) {
   if (args.items[1]->kind != Value::Kind::Int)
     fail("a tensor's storage offset is a ", kind_name(args.items[1]->kind));
   Value* t = make(Value::Kind::Tensor);
+  doc_.charge(sizeof(TensorRef) + storage.storage->key.size() + storage.storage->type_name.size() +
+              storage.storage->location.size() + 2 * sizeof(int64_t) * args.items[2]->items.size());
   t->tensor = std::make_unique<TensorRef>();
   t->tensor->storage = *storage.storage;
   t->tensor->offset = args.items[1]->integer;
@@ -266,6 +288,7 @@ Value* Machine::reduce(const Value& callable, const Value& args) {
       }
       dict->entries.emplace_back(pair->items[0], pair->items[1]);
     }
+    doc_.charge(dict->entries.size() * sizeof(dict->entries[0]));
     return dict;
   }
   if (name == "_rebuild_tensor_v2" || name == "_rebuild_tensor")
@@ -283,6 +306,7 @@ Value* Machine::reduce(const Value& callable, const Value& args) {
     }
     Value* bytes = make(Value::Kind::Bytes);
     const std::string& utf8 = args.items[0]->text;
+    doc_.charge(utf8.size());
     for (size_t i = 0; i < utf8.size(); ++i) {  // code points below 256, from UTF-8
       const auto c = static_cast<uint8_t>(utf8[i]);
       if (c < 0x80) {
@@ -519,9 +543,11 @@ void Machine::run() {
 
 }  // namespace
 
-Document unpickle(std::span<const uint8_t> bytes, std::string name, const PersistentLoad& persistent_load) {
+Document unpickle(std::span<const uint8_t> bytes, std::string name, const PersistentLoad& persistent_load,
+                  size_t max_value_bytes) {
   Document doc;
   doc.name_ = std::move(name);
+  doc.budget_ = max_value_bytes != 0 ? max_value_bytes : (size_t{64} << 20) + 32 * bytes.size();
   Machine machine(bytes, doc, persistent_load);
   machine.run();
   KILN_CHECK(!machine.stack_.empty(), doc.name_, ": STOP with an empty stack (opcode at byte ",

@@ -24,9 +24,12 @@
 // Bounds: every length is checked against the bytes left; the stack, the mark stack and
 // the memo are bounded (kMaxStack, kMaxMemo); values live in an arena owned by the
 // Document, so self-references (a list appended into itself through the memo) are no
-// leak and no crash; walks over the tree (pth.cpp) limit their depth and their total
-// visits, so a nesting or a "billion laughs" of shared references is an error, not a hang.
-// Every problem is a kiln::Error naming the stream and the byte offset of the opcode.
+// leak and no crash; everything the values hold (the values themselves, their strings,
+// items and entries, REDUCE's results) is charged to a byte budget the caller sets from
+// the size of the file, so a small stream that builds the same large value again and
+// again through the memo is refused, not followed into exhausted memory; walks over the tree (pth.cpp) limit
+// their depth and their total visits, so a nesting or a "billion laughs" of shared references is an error,
+// not a hang. Every problem is a kiln::Error naming the stream and the byte offset of the opcode.
 #pragma once
 
 #include <cstdint>
@@ -116,21 +119,26 @@ class Document {
  public:
   Value* root() const { return root_; }
   Value* make(Value::Kind kind);
+  // Counts `bytes` against the budget; past it, a kiln::Error naming the stream.
+  void charge(size_t bytes);
   // What messages call the stream ("resnet.pth: data.pkl").
   const std::string& name() const { return name_; }
   // Where the stream's STOP was: the byte after it (the legacy format reads on from there).
   size_t end() const { return end_; }
 
  private:
-  friend Document unpickle(std::span<const uint8_t>, std::string, const PersistentLoad&);
+  friend Document unpickle(std::span<const uint8_t>, std::string, const PersistentLoad&, size_t);
   std::string name_;
+  size_t budget_ = 0, used_ = 0;
   std::vector<std::unique_ptr<Value>> arena_;
   Value* root_ = nullptr;
   size_t end_ = 0;
 };
 
 // Reads one pickle from the start of `bytes` (trailing bytes are left for the caller).
+// At most `max_value_bytes` of values (Document::charge) are built; the default allows
+// 64 MiB and 32 bytes per byte of the stream.
 Document unpickle(std::span<const uint8_t> bytes, std::string name,
-                  const PersistentLoad& persistent_load = {});
+                  const PersistentLoad& persistent_load = {}, size_t max_value_bytes = 0);
 
 }  // namespace kiln::data::pickle

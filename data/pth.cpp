@@ -131,9 +131,10 @@ int64_t storage_bytes(const std::string& file, const StorageRef& ref) {
 struct Walk {
   std::string file;
   std::vector<std::pair<std::string, const TensorRef*>> tensors;
+  std::vector<std::string> roots;  // each tensor's top-level entry
   std::vector<std::pair<std::string, std::string>> others;
   std::set<std::string> paths;
-  int64_t visits = 0;
+  int64_t visits = 0, bytes = 0;
 
   static std::string join(const std::string& path, const std::string& key) {
     return path.empty() ? key : path + "." + key;
@@ -143,22 +144,33 @@ struct Walk {
     const auto result = std::to_chars(text, text + sizeof text, v);
     return std::string(text, result.ptr);
   }
+  // A leaf's text, cut at kMaxLeafText bytes.
+  static std::string cut(std::string text) {
+    if (text.size() <= kMaxLeafText) return text;
+    const size_t n = text.size();
+    text.resize(kMaxLeafText);
+    return text + "... (" + std::to_string(n) + " bytes)";
+  }
   std::string key_text(const Value& key, const std::string& path) {
-    if (key.kind == Value::Kind::String) return key.text;
     if (key.kind == Value::Kind::Int) return std::to_string(key.integer);
-    KILN_CHECK(false, file, ": a dict under '", path, "' has a ", pickle::kind_name(key.kind),
-               " key; only str and int keys are read");
-    return {};
+    KILN_CHECK(key.kind == Value::Kind::String, file, ": a dict under '", path, "' has a ",
+               pickle::kind_name(key.kind), " key; only str and int keys are read");
+    KILN_CHECK(key.text.size() <= kMaxKeyBytes, file, ": a dict under '", path, "' has a key of ",
+               key.text.size(), " bytes (at most ", kMaxKeyBytes, " are read)");
+    return key.text;
   }
   void leaf(const std::string& path, std::string text) {
-    add_path(path);
+    add_path(path, text.size());
     others.emplace_back(path, std::move(text));
   }
-  void add_path(const std::string& path) {
+  void add_path(const std::string& path, size_t more) {
+    bytes += static_cast<int64_t>(path.size() + more);
+    KILN_CHECK(bytes <= kMaxWalkBytes, file, ": its entries' names and values come to more than ",
+               kMaxWalkBytes, " bytes (the same entries referenced again and again?)");
     KILN_CHECK(paths.insert(path).second, file, ": two entries are named '", path, "'");
   }
 
-  void visit(const Value& v, const std::string& path, int depth) {
+  void visit(const Value& v, const std::string& path, int depth, const std::string& root) {
     KILN_CHECK(++visits <= kMaxVisits, file, ": the object has more than ", kMaxVisits,
                " entries counting shared ones each time (a reference bomb?)");
     KILN_CHECK(depth <= kMaxDepth, file, ": the object nests deeper than ", kMaxDepth, " levels at '", path,
@@ -166,17 +178,22 @@ struct Walk {
     switch (v.kind) {
       case Value::Kind::Dict:
         if (v.entries.empty()) leaf(path, "{}");
-        for (const auto& [key, value] : v.entries) visit(*value, join(path, key_text(*key, path)), depth + 1);
+        for (const auto& [key, value] : v.entries) {
+          const std::string name = key_text(*key, path);
+          visit(*value, join(path, name), depth + 1, depth == 0 ? name : root);
+        }
         return;
       case Value::Kind::List:
       case Value::Kind::Tuple:
         if (v.items.empty()) leaf(path, v.kind == Value::Kind::List ? "[]" : "()");
-        for (size_t i = 0; i < v.items.size(); ++i)
-          visit(*v.items[i], join(path, std::to_string(i)), depth + 1);
+        for (size_t i = 0; i < v.items.size(); ++i) {
+          visit(*v.items[i], join(path, std::to_string(i)), depth + 1, root);
+        }
         return;
       case Value::Kind::Tensor:
-        add_path(path);
+        add_path(path, 0);
         tensors.emplace_back(path, v.tensor.get());
+        roots.push_back(root);
         return;
       case Value::Kind::None:
         return leaf(path, "None");
@@ -189,13 +206,13 @@ struct Walk {
       case Value::Kind::Float:
         return leaf(path, number(v.number));
       case Value::Kind::String:
-        return leaf(path, "'" + v.text + "'");
+        return leaf(path, cut("'" + v.text + "'"));
       case Value::Kind::Bytes:
         return leaf(path, "<" + std::to_string(v.text.size()) + " bytes>");
       case Value::Kind::Global:
         return leaf(path, "<" + v.module + "." + v.name + ">");
       case Value::Kind::Storage:
-        return leaf(path, "<storage " + v.storage->key + ">");
+        return leaf(path, cut("<storage " + v.storage->key + ">"));
     }
   }
 };
@@ -230,31 +247,45 @@ Tensor materialize(const std::string& file, const std::string& path, const Tenso
 }
 
 Checkpoint assemble(const std::string& file, std::string format, const pickle::Document& doc,
-                    const Storages& storages) {
-  Walk walk{.file = file, .tensors = {}, .others = {}, .paths = {}, .visits = 0};
-  walk.visit(*doc.root(), "", 0);
-  Checkpoint out{.format = std::move(format), .tensors = {}, .others = std::move(walk.others)};
+                    const Storages& storages, int64_t file_bytes) {
+  Walk walk{.file = file, .tensors = {}, .roots = {}, .others = {}, .paths = {}, .visits = 0, .bytes = 0};
+  walk.visit(*doc.root(), "", 0, "");
+  Checkpoint out{.format = std::move(format),
+                 .tensors = {},
+                 .others = std::move(walk.others),
+                 .tensor_roots = std::move(walk.roots)};
   // Each tensor is its own copy: references to one storage repeated (through the memo) may
-  // not make the copies outgrow the storages by more than kMaxCopies.
-  int64_t stored = 0, copied = 0;
-  for (const auto& [key, ref] : storages.declared) stored += ref.numel;
+  // not make the copies outgrow the file by more than kMaxGrowth.
+  int64_t copied = 0;
   for (const auto& [path, t] : walk.tensors) {
     std::optional<int64_t> numel = 1;  // (a count that overflows is materialize's to report)
     for (int64_t size : t->sizes) numel = numel ? checked_mul(*numel, size) : std::nullopt;
-    if (numel && *numel > 0) copied = checked_add(copied, *numel).value_or(INT64_MAX);
+    const std::optional<int64_t> nbytes =
+        numel ? checked_mul(*numel, static_cast<int64_t>(itemsize(t->storage.dtype))) : std::nullopt;
+    if (nbytes && *nbytes > 0) copied = checked_add(copied, *nbytes).value_or(INT64_MAX);
   }
-  KILN_CHECK(copied <= kMaxCopies * stored + (int64_t{1} << 20), file, ": its ", walk.tensors.size(),
-             " tensors would copy ", copied, " elements out of storages of ", stored,
-             " (one storage referenced again and again?)");
-  for (const auto& [path, t] : walk.tensors) {
+  const int64_t limit = kMaxGrowth * file_bytes + (int64_t{64} << 20);
+  KILN_CHECK(copied <= limit, file, ": its ", walk.tensors.size(), " tensors would copy ", copied,
+             " bytes out of a file of ", file_bytes, " (one storage referenced again and again?)");
+  for (size_t i = 0; i < walk.tensors.size(); ++i) {
+    const auto& [path, t] = walk.tensors[i];
     out.tensors.emplace_back(path, materialize(file, path, *t, storages.loaded.at(t->storage.key)));
   }
   return out;
 }
 
+// The budget of the unpickler's values and of the storages, from the file's size.
+size_t value_budget(int64_t file_bytes) { return (size_t{64} << 20) + 32 * static_cast<size_t>(file_bytes); }
+
+void check_inflation(const std::string& file, int64_t storage_bytes_so_far, int64_t file_bytes) {
+  KILN_CHECK(storage_bytes_so_far <= kMaxInflation * file_bytes + (int64_t{64} << 20), file,
+             ": its storages hold ", storage_bytes_so_far, " bytes or more, from a file of ", file_bytes,
+             " (deflated far beyond what PyTorch writes): refused");
+}
+
 // ---- zip ------------------------------------------------------------------------------
 
-Checkpoint load_zip(const zip::Archive& archive) {
+Checkpoint load_zip(const zip::Archive& archive, int64_t file_bytes) {
   const std::string& file = archive.name();
   std::string prefix;
   const zip::Entry* pickle_entry = nullptr;
@@ -279,7 +310,9 @@ Checkpoint load_zip(const zip::Archive& archive) {
   const std::vector<uint8_t> pickle_bytes = archive.read(*pickle_entry);
   const pickle::Document doc = pickle::unpickle(
       pickle_bytes, file + ": " + pickle_entry->name,
-      [&](pickle::Document& d, const Value& id) { return storages.resolve(d, id, /*legacy=*/false); });
+      [&](pickle::Document& d, const Value& id) { return storages.resolve(d, id, /*legacy=*/false); },
+      value_budget(file_bytes));
+  int64_t stored = 0;
   for (const auto& [key, ref] : storages.declared) {
     const zip::Entry* entry = archive.find(prefix + "data/" + key);
     KILN_CHECK(entry != nullptr, file, ": storage ", key, " (", ref.type_name, " of ", ref.numel,
@@ -287,18 +320,27 @@ Checkpoint load_zip(const zip::Archive& archive) {
     const int64_t bytes = storage_bytes(file, ref);
     KILN_CHECK(entry->size == bytes, file, ": storage ", key, " holds ", entry->size, " bytes, but its ",
                ref.numel, " ", ref.type_name, " elements need ", bytes);
+    stored = checked_add(stored, bytes).value_or(INT64_MAX);
+    check_inflation(file, stored, file_bytes);
     const std::vector<uint8_t> data = archive.read(*entry);
     storages.loaded.emplace(key, storage_from_bytes(ref, data.data(), big_endian));
   }
-  return assemble(file, "zip", doc, storages);
+  return assemble(file, "zip", doc, storages, file_bytes);
 }
 
 // ---- legacy ---------------------------------------------------------------------------
 
 Checkpoint load_legacy(std::span<const uint8_t> bytes, const std::string& file) {
+  const auto file_bytes = static_cast<int64_t>(bytes.size());
+  // A pickle of protocol 2 or later starts with PROTO (0x80): anything else is some other
+  // kind of file.
+  KILN_CHECK(
+      bytes.size() >= 2 && bytes[0] == 0x80, file,
+      ": not a PyTorch checkpoint (neither a zip archive nor a legacy pickle stream of protocol 2 or later)");
   size_t at = 0;
   const auto next = [&](const char* what, const pickle::PersistentLoad& resolve = {}) {
-    pickle::Document doc = pickle::unpickle(bytes.subspan(at), file + ": " + what, resolve);
+    pickle::Document doc =
+        pickle::unpickle(bytes.subspan(at), file + ": " + what, resolve, value_budget(file_bytes));
     at += doc.end();
     return doc;
   };
@@ -353,7 +395,7 @@ Checkpoint load_legacy(std::span<const uint8_t> bytes, const std::string& file) 
     KILN_CHECK(storages.loaded.contains(key), file, ": storage ", key,
                " is used but its data is not in the file");
   }
-  return assemble(file, "legacy", doc, storages);
+  return assemble(file, "legacy", doc, storages, file_bytes);
 }
 
 bool is_zip(std::span<const uint8_t> head) {
@@ -363,7 +405,7 @@ bool is_zip(std::span<const uint8_t> head) {
 }  // namespace
 
 Checkpoint load_from_bytes(std::span<const uint8_t> bytes, std::string_view name) {
-  if (is_zip(bytes)) return load_zip(zip::Archive(bytes, name));
+  if (is_zip(bytes)) return load_zip(zip::Archive(bytes, name), static_cast<int64_t>(bytes.size()));
   return load_legacy(bytes, std::string(name));
 }
 
@@ -371,7 +413,7 @@ Checkpoint load(const std::string& path) {
   const FileSource source(path, "pth");
   uint8_t head[4] = {0, 0, 0, 0};
   if (source.size() >= 4) source.read(0, head, 4);
-  if (is_zip(head)) return load_zip(zip::Archive(path));
+  if (is_zip(head)) return load_zip(zip::Archive(path), source.size());
   std::vector<uint8_t> bytes(static_cast<size_t>(source.size()));
   if (!bytes.empty()) source.read(0, bytes.data(), source.size());
   return load_legacy(bytes, path);
@@ -379,10 +421,13 @@ Checkpoint load(const std::string& path) {
 
 safetensors::NamedTensors state_dict(const Checkpoint& checkpoint, std::string* found_under) {
   for (const char* key : {"state_dict", "model_state_dict", "model", "state", "net", "weights"}) {
-    const std::string prefix = std::string(key) + ".";
+    const size_t skip = std::string_view(key).size() + 1;  // "key."
     safetensors::NamedTensors under;
-    for (const auto& [name, tensor] : checkpoint.tensors) {
-      if (name.starts_with(prefix)) under.emplace_back(name.substr(prefix.size()), tensor);
+    for (size_t i = 0; i < checkpoint.tensors.size(); ++i) {
+      if (i < checkpoint.tensor_roots.size() && checkpoint.tensor_roots[i] == key &&
+          checkpoint.tensors[i].first.size() > skip) {
+        under.emplace_back(checkpoint.tensors[i].first.substr(skip), checkpoint.tensors[i].second);
+      }
     }
     if (under.empty()) continue;
     if (found_under) *found_under = key;

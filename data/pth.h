@@ -24,10 +24,13 @@
 // type and count per key; tensor sizes and strides non-negative, their element count and
 // furthest element computed with overflow checks and inside the storage (or view); in the
 // legacy format the magic number, the protocol version, the declared counts equal to
-// the pickled ones, and every byte of every storage inside the file. As each tensor loads
-// as its own copy, a tensor may not have more elements than its storage (an expanded
-// view), and all of them together at most kMaxCopies times the storages' elements: a
-// small file cannot make the reader allocate without bound. Walking the object
+// the pickled ones, and every byte of every storage inside the file. Memory stays bounded
+// by the file's size: the unpickler's values by a byte budget (data/pickle.h); the walk
+// by kMaxWalkBytes, with keys of at most kMaxKeyBytes and leaf texts cut at kMaxLeafText;
+// the storages (a zip member may be deflated) at kMaxInflation times the file; and, as
+// each tensor loads as its own copy, a tensor may not have more elements than its
+// storage (an expanded view), and all of them together at most kMaxGrowth times the
+// file's bytes. Walking the object
 // is bounded in depth (kMaxDepth) and in visits (kMaxVisits), so nesting bombs and shared-
 // reference bombs are errors. Dict keys must be strings or ints. Every violation is a
 // kiln::Error naming the file.
@@ -46,7 +49,11 @@ namespace kiln::data::pth {
 
 inline constexpr int kMaxDepth = 200;
 inline constexpr int64_t kMaxVisits = 1'000'000;
-inline constexpr int64_t kMaxCopies = 4;  // the tensors' elements at most 4x their storages' (+ 1 Mi)
+inline constexpr size_t kMaxKeyBytes = 4096;         // one dict key
+inline constexpr size_t kMaxLeafText = 256;          // a leaf's text is cut there ("... (N bytes)")
+inline constexpr int64_t kMaxWalkBytes = 256 << 20;  // the paths and texts the walk builds
+inline constexpr int64_t kMaxGrowth = 4;             // tensors' bytes at most 4x the file's (+ 64 MiB)
+inline constexpr int64_t kMaxInflation = 64;         // storages' bytes at most 64x the file's (+ 64 MiB)
 
 struct Checkpoint {
   std::string format;  // "zip" or "legacy"
@@ -55,15 +62,19 @@ struct Checkpoint {
   safetensors::NamedTensors tensors;
   // Every other leaf, by path, as Python would print it ("epoch" -> "7", "arch" -> "'resnet50'").
   std::vector<std::pair<std::string, std::string>> others;
+  // For each tensor, the key of the top-level dict entry it lies under ("" when the object
+  // is not a dict): what state_dict() selects by, never a prefix of the flattened path.
+  std::vector<std::string> tensor_roots;
 };
 
 Checkpoint load(const std::string& path);
 // A checkpoint in memory (tests, fuzzing); `name` is what messages call it.
 Checkpoint load_from_bytes(std::span<const uint8_t> bytes, std::string_view name);
 
-// The model weights in a checkpoint: the tensors under the first of "state_dict",
-// "model_state_dict", "model", "state", "net", "weights" that holds tensors, keys relative
-// to it, or every tensor when the object itself is the state dict. `found_under` gets the
+// The model weights in a checkpoint: the tensors under the first top-level entry named
+// "state_dict", "model_state_dict", "model", "state", "net" or "weights" that holds
+// tensors, keys relative to it; or every tensor when there is none (the object itself is
+// the state dict: a key "model.weight" of a plain state dict is not an entry "model"). `found_under` gets the
 // key used ("" for the top level).
 safetensors::NamedTensors state_dict(const Checkpoint& checkpoint, std::string* found_under = nullptr);
 

@@ -167,20 +167,68 @@ TEST(Pth, HandMadeTensorsLoadAndLyingOnesAreRefused) {
 }
 
 // Each tensor loads as its own copy, so a small file may not make the reader allocate
-// without bound: an expanded view (stride 0) and one storage referenced again and again
-// through the memo are refused.
-TEST(Pth, CopiesMayNotOutgrowTheStorages) {
+// without bound: an expanded view (stride 0), one storage referenced again and again
+// through the memo, and a pickle that builds the same large value again and again are
+// refused.
+TEST(Pth, CopiesAndValuesMayNotOutgrowTheFile) {
   EXPECT_KILN_ERROR(load_zip(tensor_pickle(6, 0, {1 << 20}, {0}), floats(6)), "made.pth", "tensor 'w'",
                     "more than its storage's 6", "expanded view");
+  // A 4 MiB storage referenced 31 times: 124 MiB of copies from a 4 MiB file.
   std::string pickle = tensor_pickle(1 << 20, 0, {1 << 20}, {1});
   pickle.replace(pickle.find("tRs."), 4,
                  bytes("tRq\x00"
                        "s"));  // memoize the tensor; no STOP yet
   pickle += "(";
-  for (int i = 0; i < 6; ++i) pickle += unicode("copy" + std::to_string(i)) + bytes("h\x00");
+  for (int i = 0; i < 30; ++i) pickle += unicode("copy" + std::to_string(i)) + bytes("h\x00");
   pickle += "u.";
   EXPECT_KILN_ERROR(load_zip(pickle, floats(1 << 20)),
-                    "its 7 tensors would copy 7340032 elements out of storages of 1048576");
+                    "its 31 tensors would copy 130023424 bytes out of a file of");
+  // OrderedDict(list of 200000 pairs) called again and again on one memoized list.
+  std::string bomb = bytes("\x80\x02K\x01K\x02\x86q\x00](");  // the pair (1, 2), then a list of it
+  for (int i = 0; i < 200000; ++i) bomb += bytes("h\x00");
+  bomb += bytes("eq\x01\x63\x63ollections\nOrderedDict\nq\x02");
+  for (int i = 0; i < 100; ++i) bomb += bytes("h\x02h\x01\x85R0");  // OrderedDict((list,)); POP
+  bomb += "N.";
+  EXPECT_KILN_ERROR(load_zip(bomb, ""), "made.pth", "builds more than", "bytes of values");
+}
+
+// The weights are a real top-level entry, never a prefix of a flattened key: a plain
+// state dict whose module has children named `model` and `head` is all weights.
+TEST(Pth, StateDictIsATopLevelEntryNotAKeyPrefix) {
+  std::string pickle = tensor_pickle(6, 0, {6}, {1});
+  pickle.replace(pickle.find(unicode("w")), unicode("w").size(), unicode("model.weight"));
+  pickle.replace(pickle.find("tRs."), 4,
+                 bytes("tRq\x00"
+                       "s"));
+  pickle += unicode("head.weight") + bytes(
+                                         "h\x00"
+                                         "s.");
+  const pth::Checkpoint c = load_zip(pickle, floats(6));
+  std::string under = "?";
+  const safetensors::NamedTensors weights = pth::state_dict(c, &under);
+  EXPECT_EQ(under, "");
+  ASSERT_EQ(weights.size(), 2u);
+  EXPECT_EQ(weights[0].first, "model.weight");
+  EXPECT_EQ(weights[1].first, "head.weight");
+}
+
+TEST(Pth, KeysAndTextsAreBounded) {
+  std::string long_key = tensor_pickle(6, 0, {6}, {1});
+  long_key.replace(long_key.find(unicode("w")), unicode("w").size(), unicode(std::string(5000, 'k')));
+  EXPECT_KILN_ERROR(load_zip(long_key, floats(6)), "a key of 5000 bytes");
+  const std::string text = bytes("\x80\x02}") + unicode("note") + unicode(std::string(1000, 'x')) + "s.";
+  const pth::Checkpoint c = load_zip(text, "");
+  ASSERT_EQ(c.others.size(), 1u);
+  EXPECT_EQ(c.others[0].second.size(), 256u + std::string("... (1002 bytes)").size());
+  EXPECT_TRUE(c.others[0].second.ends_with("... (1002 bytes)"));
+}
+
+TEST(Pth, FilesOfAnotherKindAreNotCheckpoints) {
+  for (const std::string& content :
+       {std::string("hello, world\n"), std::string("\x93NUMPY", 6), std::string("{}")}) {
+    EXPECT_KILN_ERROR(pth::load_from_bytes(span_of(content), "other.bin"), "other.bin",
+                      "not a PyTorch checkpoint");
+  }
 }
 
 TEST(Pth, EveryTruncationOfAPickleIsAnError) {
