@@ -322,7 +322,17 @@ Checkpoint load_zip(const zip::Archive& archive, int64_t file_bytes) {
                ref.numel, " ", ref.type_name, " elements need ", bytes);
     stored = checked_add(stored, bytes).value_or(INT64_MAX);
     check_inflation(file, stored, file_bytes);
-    const std::vector<uint8_t> data = archive.read(*entry);
+    if (!big_endian && pickle::find_storage_type(ref.type_name)->file_element_size ==
+                           static_cast<int64_t>(itemsize(ref.dtype))) {
+      // The member's bytes are the tensor's: inflated (or copied) straight into it.
+      Tensor storage = empty({ref.numel}, {.dtype = ref.dtype, .device = Device::cpu()});
+      zip::MemberReader reader(archive, *entry, file + "/" + entry->name);
+      if (bytes > 0) reader.read(0, storage.data_ptr(), bytes);
+      reader.finish();
+      storages.loaded.emplace(key, storage);
+      continue;
+    }
+    const std::vector<uint8_t> data = archive.read(*entry);  // to swap or widen
     storages.loaded.emplace(key, storage_from_bytes(ref, data.data(), big_endian));
   }
   return assemble(file, "zip", doc, storages, file_bytes);

@@ -6,7 +6,6 @@
 #include <optional>
 #include <sstream>
 
-#include "core/checked_math.h"
 #include "core/ops/conv.h"
 #include "core/ops/conv_transpose.h"
 #include "core/ops/factory.h"
@@ -121,17 +120,18 @@ Tensor ConvTransposeNd::forward(const Tensor& input, const std::vector<int64_t>&
   for (int64_t i = 0; i < spatial; ++i) {
     const size_t d = static_cast<size_t>(i);
     const int64_t in = input.size(input.dim() - spatial + i);
-    // User numbers: checked (Note [Checked sizes]); padding <= 2^62 fits 2 x padding.
-    const std::optional<int64_t> strided = checked_mul(in - 1, o.stride[d]);
-    const std::optional<int64_t> reach = checked_mul(o.dilation[d], o.kernel_size[d] - 1);
-    const std::optional<int64_t> full = strided && reach ? checked_add(*strided, *reach) : std::nullopt;
-    KILN_CHECK(full && o.padding[d] < (int64_t{1} << 62), type_name(), ": the output size overflows int64");
-    const int64_t smallest = *full - 2 * o.padding[d] + 1;
+    const std::optional<int64_t> smallest =
+        conv_transpose_output_size(in, o.kernel_size[d], o.stride[d], o.padding[d], o.dilation[d], 0);
+    KILN_CHECK(smallest, type_name(), ": the output size overflows int64");
     const int64_t wanted = output_size[static_cast<size_t>(given - spatial + i)];
-    KILN_CHECK(wanted >= smallest && wanted < smallest + o.stride[d], type_name(), ": requested an output size of ",
-               output_size, ", but valid sizes along spatial dim ", i, " range from ", smallest, " to ",
-               smallest + o.stride[d] - 1, " (for an input of shape ", input.sizes(), ")");
-    padding_for_size[d] = wanted - smallest;
+    // (wanted - smallest in unsigned arithmetic: exact once wanted >= smallest, never overflowing.)
+    KILN_CHECK(wanted >= *smallest &&
+                   static_cast<uint64_t>(wanted) - static_cast<uint64_t>(*smallest) < static_cast<uint64_t>(o.stride[d]),
+               type_name(),
+               ": requested an output size of ", output_size, ", but valid sizes along spatial dim ", i,
+               " range from ", *smallest, " to ", *smallest + o.stride[d] - 1, " (for an input of shape ",
+               input.sizes(), ")");
+    padding_for_size[d] = wanted - *smallest;
   }
   return conv_transpose(input, weight, bias, o.stride, o.padding, padding_for_size, o.groups, o.dilation);
 }

@@ -37,7 +37,6 @@ std::vector<int64_t> output_sizes(const char* op, const Tensor& input, const Ten
                                   const ConvParams& params) {
   std::vector<int64_t> sizes = {input.size(0), weight.size(0)};
   const size_t spatial = params.stride.size();
-  conv_arguments::check_geometry(op, params);
   // The parameters are user numbers: every intermediate is checked (Note [Checked sizes]).
   std::vector<int64_t> padded, dilated_kernel;
   for (size_t i = 0; i < spatial; ++i) {
@@ -77,12 +76,10 @@ Tensor convolution_impl(const char* op, const Tensor& input_in, const Tensor& we
   spatial = conv_arguments::spatial_rank(op, input, weight, spatial, batched);
   const Tensor x = batched ? input : input.unsqueeze(0);
   check_channels(op, x, weight, groups);
-  const ConvParams params{.stride = conv_arguments::per_spatial_dim(stride, spatial, op, "stride"),
-                          .padding = conv_arguments::per_spatial_dim(padding, spatial, op, "padding"),
-                          .dilation = conv_arguments::per_spatial_dim(dilation, spatial, op, "dilation"),
-                          .groups = groups};
-  const Tensor out = conv_arguments::convolve(op, x, weight, bias, params, output_sizes(op, x, weight, params),
-                                              /*transposed=*/false);
+  const ConvParams params = conv_arguments::make_params(op, stride, padding, dilation, groups, spatial);
+  const Tensor out =
+      conv_arguments::convolve(op, x, weight, bias, params, output_sizes(op, x, weight, params),
+                               /*transposed=*/false);
   return batched ? out : out.squeeze(0);
 }
 

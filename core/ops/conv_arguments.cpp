@@ -49,12 +49,19 @@ int64_t spatial_rank(const char* op, const Tensor& input, const Tensor& weight, 
   return spatial;
 }
 
-void check_geometry(const char* op, const ConvParams& params) {
+ConvParams make_params(const char* op, const std::vector<int64_t>& stride,
+                       const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
+                       int64_t groups, int64_t spatial) {
+  ConvParams params{.stride = per_spatial_dim(stride, spatial, op, "stride"),
+                    .padding = per_spatial_dim(padding, spatial, op, "padding"),
+                    .dilation = per_spatial_dim(dilation, spatial, op, "dilation"),
+                    .groups = groups};
   for (size_t i = 0; i < params.stride.size(); ++i) {
     KILN_CHECK(params.stride[i] > 0, op, ": stride must be positive, got ", params.stride);
     KILN_CHECK(params.dilation[i] > 0, op, ": dilation must be positive, got ", params.dilation);
     KILN_CHECK(params.padding[i] >= 0, op, ": padding must be non-negative, got ", params.padding);
   }
+  return params;
 }
 
 void check_nonempty(const char* op, const Tensor& input, const Tensor& weight) {

@@ -27,8 +27,11 @@ void check_operands(const char* op, const Tensor& input, const Tensor& weight, c
 int64_t spatial_rank(const char* op, const Tensor& input, const Tensor& weight, int64_t spatial,
                      bool& batched);
 
-// Positive stride and dilation, non-negative padding.
-void check_geometry(const char* op, const ConvParams& params);
+// The ConvParams of an op's arguments, one value per spatial dim, checked: positive stride
+// and dilation, non-negative padding.
+ConvParams make_params(const char* op, const std::vector<int64_t>& stride,
+                       const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
+                       int64_t groups, int64_t spatial);
 
 // Every size of the input past N, and every size of the weight, positive.
 void check_nonempty(const char* op, const Tensor& input, const Tensor& weight);

@@ -55,20 +55,17 @@ std::vector<int64_t> output_sizes(const char* op, const Tensor& input, const Ten
   for (size_t i = 0; i < params.stride.size(); ++i) {
     const int64_t d = static_cast<int64_t>(i) + 2;
     // The parameters are user numbers: every intermediate is checked (Note [Checked sizes]).
-    const std::optional<int64_t> strided = checked_mul(input.size(d) - 1, params.stride[i]);
-    const std::optional<int64_t> reach = checked_mul(params.dilation[i], weight.size(d) - 1);
-    const std::optional<int64_t> twice_padding = checked_mul(2, params.padding[i]);
-    std::optional<int64_t> size = strided && reach ? checked_add(*strided, *reach) : std::nullopt;
-    if (size) size = checked_add(*size, output_padding[i] + 1);
-    KILN_CHECK(size && twice_padding, op, ": the output size overflows int64 along spatial dim ", i,
-               " (input shape ", input.sizes(), ", weight shape ", weight.sizes(), ", stride ", params.stride,
-               ", dilation ", params.dilation, ", padding ", params.padding, ")");
-    KILN_CHECK(*size > *twice_padding, op, ": the output would be empty along spatial dim ", i, ": (",
-               input.size(d), " - 1) x stride ", params.stride[i], " - 2 x padding ", params.padding[i],
-               " + dilation ", params.dilation[i], " x (", weight.size(d), " - 1) + output_padding ",
-               output_padding[i], " + 1 = ", *size - *twice_padding, " (input shape ", input.sizes(),
-               ", weight shape ", weight.sizes(), ")");
-    sizes.push_back(*size - *twice_padding);
+    const std::optional<int64_t> size =
+        conv_transpose_output_size(input.size(d), weight.size(d), params.stride[i], params.padding[i],
+                                   params.dilation[i], output_padding[i]);
+    KILN_CHECK(size, op, ": the output size overflows int64 along spatial dim ", i, " (input shape ",
+               input.sizes(), ", weight shape ", weight.sizes(), ", stride ", params.stride, ", dilation ",
+               params.dilation, ", padding ", params.padding, ")");
+    KILN_CHECK(*size > 0, op, ": the output would be empty along spatial dim ", i, ": (", input.size(d),
+               " - 1) x stride ", params.stride[i], " - 2 x padding ", params.padding[i], " + dilation ",
+               params.dilation[i], " x (", weight.size(d), " - 1) + output_padding ", output_padding[i],
+               " + 1 = ", *size, " (input shape ", input.sizes(), ", weight shape ", weight.sizes(), ")");
+    sizes.push_back(*size);
   }
   return sizes;
 }
@@ -118,11 +115,7 @@ Tensor conv_transpose_impl(const char* op, const Tensor& input_in, const Tensor&
   conv_arguments::check_operands(op, input, weight, bias, checked_mul(weight.size(1), groups).value_or(-1));
   const Tensor x = batched ? input : input.unsqueeze(0);
   check_channels(op, x, weight, groups);
-  const ConvParams params{.stride = conv_arguments::per_spatial_dim(stride, spatial, op, "stride"),
-                          .padding = conv_arguments::per_spatial_dim(padding, spatial, op, "padding"),
-                          .dilation = conv_arguments::per_spatial_dim(dilation, spatial, op, "dilation"),
-                          .groups = groups};
-  conv_arguments::check_geometry(op, params);
+  const ConvParams params = conv_arguments::make_params(op, stride, padding, dilation, groups, spatial);
   const std::vector<int64_t> output_padding =
       conv_arguments::per_spatial_dim(output_padding_in, spatial, op, "output_padding");
   check_output_padding(op, output_padding, params);
@@ -136,6 +129,17 @@ Tensor conv_transpose_impl(const char* op, const Tensor& input_in, const Tensor&
 }
 
 }  // namespace
+
+std::optional<int64_t> conv_transpose_output_size(int64_t input, int64_t kernel, int64_t stride,
+                                                  int64_t padding, int64_t dilation, int64_t output_padding) {
+  const std::optional<int64_t> strided = checked_mul(input - 1, stride);
+  const std::optional<int64_t> reach = checked_mul(dilation, kernel - 1);
+  const std::optional<int64_t> twice_padding = checked_mul(2, padding);
+  std::optional<int64_t> size = strided && reach ? checked_add(*strided, *reach) : std::nullopt;
+  if (size) size = checked_add(*size, output_padding + 1);
+  if (!size || !twice_padding) return std::nullopt;
+  return checked_add(*size, -*twice_padding);
+}
 
 Tensor conv_transpose(const Tensor& input, const Tensor& weight, const Tensor& bias,
                       const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,

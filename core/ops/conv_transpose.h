@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/tensor.h"
@@ -46,5 +47,12 @@ Tensor conv_transpose3d(const Tensor& input, const Tensor& weight, const Tensor&
                         const std::vector<int64_t>& stride = {1}, const std::vector<int64_t>& padding = {0},
                         const std::vector<int64_t>& output_padding = {0}, int64_t groups = 1,
                         const std::vector<int64_t>& dilation = {1});
+
+// The output size along one spatial dim, (input - 1) stride - 2 padding + dilation
+// (kernel - 1) + output_padding + 1, computed with overflow checks: nullopt when a step
+// does not fit int64. It may be 0 or less (the op refuses that); nn::ConvTransposeNd's
+// forward(input, output_size) derives its output_padding from it.
+std::optional<int64_t> conv_transpose_output_size(int64_t input, int64_t kernel, int64_t stride,
+                                                  int64_t padding, int64_t dilation, int64_t output_padding);
 
 }  // namespace kiln

@@ -185,7 +185,7 @@ bool resnet3d_uses_bottleneck(int64_t depth) { return depth >= 50; }
 
 ResNet3d::ResNet3d(const ResNet3dOptions& options) : options_(options) {
   check_options(options);
-  blocks_per_layer_ = resnet3d_blocks(options.depth);
+  const std::vector<int64_t> blocks_per_layer = resnet3d_blocks(options.depth);
   bottleneck_ = resnet3d_uses_bottleneck(options.depth);
   const bool medicalnet = options.family == ResNet3dFamily::MedicalNet;
   const bool dilated =
@@ -196,7 +196,7 @@ ResNet3d::ResNet3d(const ResNet3dOptions& options) : options_(options) {
   for (size_t i = 0; i < 4; ++i) {
     const int64_t planes = widened(int64_t{64} << i, options.widen_factor);
     layers_.push_back(register_module("layer" + std::to_string(i + 1),
-                                      make_layer(planes, blocks_per_layer_[i], stages_[i])));
+                                      make_layer(planes, blocks_per_layer[i], stages_[i])));
   }
   feature_channels_ = in_planes_;
   build_head();

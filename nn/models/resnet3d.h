@@ -100,7 +100,6 @@ class ResNet3d : public Layer {
 
   ResNet3dOptions options_;
   bool bottleneck_ = false;
-  std::vector<int64_t> blocks_per_layer_;
   std::vector<Stage> stages_;
   int64_t in_planes_ = 0, feature_channels_ = 0;
   std::shared_ptr<Conv3d> conv1_;
