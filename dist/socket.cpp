@@ -158,18 +158,53 @@ uint16_t Socket::port() const {
   return ntohs(reinterpret_cast<sockaddr_in*>(&address)->sin_port);
 }
 
+std::string Socket::local_host() const {
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  KILN_CHECK(::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) == 0,
+             "socket: getsockname: ", system_error());
+  char host[NI_MAXHOST] = "?";
+  ::getnameinfo(reinterpret_cast<sockaddr*>(&address), length, host, sizeof host, nullptr, 0, NI_NUMERICHOST);
+  return host;
+}
+
+void Socket::set_buffer_sizes(int bytes) const {
+  // Best effort: the kernel caps the sizes at net.core.{w,r}mem_max and doubles them.
+  ::setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+  ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+}
+
+size_t Socket::send_some(const void* data, size_t n) const {
+  while (true) {
+    const ssize_t sent = ::send(fd_, data, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (sent >= 0) return static_cast<size_t>(sent);
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    KILN_CHECK(false, "socket: sending to ", peer_, " failed: ", system_error(),
+               " (the peer closed the connection or died)");
+  }
+}
+
+size_t Socket::recv_some(void* data, size_t n) const {
+  while (true) {
+    const ssize_t got = ::recv(fd_, data, n, MSG_DONTWAIT);
+    if (got > 0) return static_cast<size_t>(got);
+    KILN_CHECK(got != 0 || n == 0, "socket: ", peer_, " closed the connection");
+    if (got == 0) return 0;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    KILN_CHECK(false, "socket: receiving from ", peer_, " failed: ", system_error(),
+               " (the peer closed the connection or died)");
+  }
+}
+
 void Socket::send_all(const void* data, size_t n, Deadline deadline) const {
   const auto* p = static_cast<const char*>(data);
   while (n > 0) {
-    const ssize_t sent = ::send(fd_, p, n, MSG_NOSIGNAL);
-    if (sent > 0) {
-      p += sent;
-      n -= static_cast<size_t>(sent);
-      continue;
-    }
-    KILN_CHECK(sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR), "socket: sending to ",
-               peer_, " failed: ", system_error(), " (the peer closed the connection or died)");
-    KILN_CHECK(errno == EINTR || wait_ready(fd_, POLLOUT, deadline), "socket: sending to ", peer_,
+    const size_t sent = send_some(p, n);
+    p += sent;
+    n -= sent;
+    KILN_CHECK(n == 0 || sent > 0 || wait_ready(fd_, POLLOUT, deadline), "socket: sending to ", peer_,
                " timed out (the peer stopped reading)");
   }
 }
@@ -177,16 +212,10 @@ void Socket::send_all(const void* data, size_t n, Deadline deadline) const {
 void Socket::recv_all(void* data, size_t n, Deadline deadline) const {
   auto* p = static_cast<char*>(data);
   while (n > 0) {
-    const ssize_t got = ::recv(fd_, p, n, 0);
-    if (got > 0) {
-      p += got;
-      n -= static_cast<size_t>(got);
-      continue;
-    }
-    KILN_CHECK(got != 0, "socket: ", peer_, " closed the connection");
-    KILN_CHECK(errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR, "socket: receiving from ", peer_,
-               " failed: ", system_error());
-    KILN_CHECK(errno == EINTR || wait_ready(fd_, POLLIN, deadline), "socket: receiving from ", peer_,
+    const size_t got = recv_some(p, n);
+    p += got;
+    n -= got;
+    KILN_CHECK(n == 0 || got > 0 || wait_ready(fd_, POLLIN, deadline), "socket: receiving from ", peer_,
                " timed out (the peer sent nothing)");
   }
 }

@@ -48,7 +48,20 @@ class Socket {
   bool valid() const { return fd_ >= 0; }
   int fd() const { return fd_; }
   uint16_t port() const;                             // the local port
+  std::string local_host() const;                    // the local address, numeric
   const std::string& peer() const { return peer_; }  // "host:port", for messages
+  // Names the peer in messages from now on ("rank 2 (10.0.0.3:41234)").
+  void set_peer_name(std::string name) { peer_ = std::move(name); }
+  // Asks for kernel send and receive buffers of `bytes` each (SO_SNDBUF/SO_RCVBUF): the
+  // collectives stream megabytes and want the window to stay open.
+  void set_buffer_sizes(int bytes) const;
+  // Closes the connection now; the peer sees it closed.
+  void close();
+
+  // As much as the kernel takes or has right now, without waiting: the bytes moved, 0
+  // when it would block. A closed peer or a system error is an error.
+  size_t send_some(const void* data, size_t n) const;
+  size_t recv_some(void* data, size_t n) const;
 
   // Exactly n bytes, or an error (timeout, peer closed, system error).
   void send_all(const void* data, size_t n, Deadline deadline) const;
@@ -64,7 +77,6 @@ class Socket {
 
  private:
   Socket(int fd, std::string peer) : fd_(fd), peer_(std::move(peer)) {}
-  void close();
   int fd_ = -1;
   std::string peer_;
 };

@@ -375,6 +375,15 @@ void TCPStore::wait(const std::vector<std::string>& keys, std::chrono::milliseco
              " ms; still missing ", missing.size(), " of ", keys.size(), " keys: ", quoted_list(missing));
 }
 
+bool TCPStore::check(const std::vector<std::string>& keys) {
+  Writer out;
+  out.u8(static_cast<uint8_t>(Op::Wait)).i64(static_cast<int64_t>(keys.size()));
+  for (const std::string& k : keys) out.str(k);
+  out.i64(0);  // answered at once: Ok when all are set, Timeout otherwise
+  const std::string answer = request(out.bytes, std::chrono::milliseconds(0));
+  return static_cast<Status>(Reader{answer}.u8()) == Status::Ok;
+}
+
 bool TCPStore::delete_key(const std::string& key) {
   const std::string answer = request(Writer().u8(static_cast<uint8_t>(Op::Delete)).str(key).bytes, timeout_);
   Reader in{answer};

@@ -10,6 +10,7 @@
 //                                     key is absent and `expected` is empty); returns the
 //                                     value now stored
 //   wait(keys)                        returns once every key is set
+//   check(keys)                       whether every key is set, without waiting
 //   delete_key(key), num_keys()
 // Every call that waits has a timeout (the store's, 10 minutes unless set, or the call's);
 // a timeout is a kiln::Error naming the keys still missing, so a rank that never arrived
@@ -63,12 +64,17 @@ class TCPStore {
   std::string compare_set(const std::string& key, const std::string& expected, const std::string& desired);
   void wait(const std::vector<std::string>& keys);
   void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout);
+  // Whether every key is set, without waiting.
+  bool check(const std::vector<std::string>& keys);
   bool delete_key(const std::string& key);
   int64_t num_keys();
 
   std::chrono::milliseconds timeout() const { return timeout_; }
   void set_timeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
   uint16_t port() const { return port_; }
+  // This process's address on the interface that reaches the server: the address other
+  // ranks can reach it by.
+  std::string local_host() const { return socket_.local_host(); }
 
  private:
   class Server;
