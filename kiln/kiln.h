@@ -14,6 +14,8 @@
 #include "core/safetensors.h"
 #include "core/stream.h"
 #include "data/data.h"
+#include "dist/init_process_group.h"
+#include "dist/launcher.h"
 #include "dist/process_group.h"
 #include "dist/process_group_ring.h"
 #include "dist/rendezvous.h"

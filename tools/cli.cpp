@@ -28,6 +28,10 @@ const Subcommand kSubcommands[] = {
      run_convert},
     {"data", "download FLAG [--size 28|64] [--root DIR] [--url URL]",
      "fetch a MedMNIST 3D dataset where Kiln looks for it (resumable, MD5-checked)", run_data},
+    {"launch", "--nproc-per-node N|gpu [--nnodes M --node-rank R --master-addr A --master-port P] [--] PROGRAM ARGS",
+     "start a distributed job's ranks on this machine, as torchrun (output prefixed by rank; one failing rank stops "
+     "all)",
+     run_launch},
 };
 
 void print_help(std::ostream& out) {

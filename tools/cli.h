@@ -52,6 +52,11 @@ int run_convert(const std::vector<std::string>& args, std::ostream& out);
 // `kiln data download FLAG [--size 28|64] [--root DIR] [--url URL]`: a MedMNIST 3D file,
 // fetched to where MedMnist3d looks for it, MD5-checked; the progress bar's line.
 int run_data(const std::vector<std::string>& args, std::ostream& out);
+
+// `kiln launch --nproc-per-node N|gpu [--nnodes M --node-rank R --master-addr A
+// --master-port P] [--] PROGRAM ARGS...`: the ranks of this machine (dist/launcher.h),
+// their output prefixed with "[rank N] "; the first failing rank's exit status.
+int run_launch(const std::vector<std::string>& args, std::ostream& out);
 std::string format_progress(int64_t done, int64_t total);
 
 
