@@ -27,6 +27,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+constexpr auto kFailureWindow = std::chrono::milliseconds(250);  // Note [Which failure]
+
 // The launcher's signal handler writes the signal's number here (Note: self-pipe).
 int g_signal_pipe[2] = {-1, -1};
 
@@ -196,7 +198,8 @@ LaunchResult launch(const LaunchOptions& o) {
   SignalForwarding signals(o.forward_signals);
   std::vector<Rank> ranks;
   LaunchResult result;
-  std::optional<Clock::time_point> kill_at;  // set once the job is being torn down
+  std::optional<Clock::time_point> first_failure_at;  // when the first failed rank was reaped
+  std::optional<Clock::time_point> kill_at;           // set once the job is being torn down
   const auto tear_down = [&] {
     if (kill_at) return;
     kill_at = Clock::now() + o.kill_grace;
@@ -240,17 +243,27 @@ LaunchResult launch(const LaunchOptions& o) {
         all_exited = false;
         continue;
       }
-      if (result.failed_rank < 0 && *r.status != 0) {
-        result.failed_rank = r.rank;
-        result.exit_code = exit_code_of(*r.status);
-        result.failure = describe_exit(r.rank, *r.status);
-        tear_down();
+      if (*r.status != 0 && !first_failure_at) first_failure_at = Clock::now();
+    }
+    // Note [Which failure]: when one rank crashes its peers fail too, a moment later, and
+    // may even be reaped first (a dying process closes its sockets before it can be
+    // reaped). So failures are collected for a moment before one is reported: a rank
+    // killed by a signal is the likely cause, otherwise the lowest failed rank.
+    if (first_failure_at && !kill_at && Clock::now() - *first_failure_at >= kFailureWindow) {
+      const Rank* chosen = nullptr;
+      for (const Rank& r : ranks) {
+        if (!r.status || *r.status == 0) continue;
+        if (chosen == nullptr || (WIFSIGNALED(*r.status) && !WIFSIGNALED(*chosen->status))) chosen = &r;
       }
+      result.failed_rank = chosen->rank;
+      result.exit_code = exit_code_of(*chosen->status);
+      result.failure = describe_exit(chosen->rank, *chosen->status);
+      tear_down();
     }
     if (kill_at && Clock::now() >= *kill_at)
       for (const Rank& r : ranks)
         if (!r.status) ::kill(r.pid, SIGKILL);
-    if (all_exited) break;
+    if (all_exited && (!first_failure_at || kill_at)) break;
   }
   // Output still buffered in the pipes (a rank's own children may hold them open: bounded).
   const auto drain_until = Clock::now() + std::chrono::milliseconds(500);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <sstream>
 
 #include "core/dtype.h"
@@ -191,13 +192,20 @@ void Exchange::check_header(int64_t rank, const Peer& peer) const {
 }
 
 void Exchange::peer_failed(int64_t rank, const std::string& what) {
-  std::string message = "process group: rank " + std::to_string(rank) + " failed during " +
-                        header_.describe() + " on rank " + std::to_string(mesh_.rank()) + ": " + what;
-  if (const auto reason = mesh_.abort_reason(rank))
-    message += "; rank " + std::to_string(rank) + " had stopped because: " + *reason;
-  else
-    message += " (it died, was killed, or closed the process group)";
-  KILN_CHECK(false, message);
+  std::ostringstream message;
+  message << "process group: " << header_.describe() << " failed on rank " << mesh_.rank() << ": rank " << rank
+          << " failed: " << what;
+  const std::optional<std::string> reason = mesh_.abort_reason(rank);
+  if (reason) message << "; rank " << rank << " had stopped because: " << *reason;
+  std::vector<int64_t> others = mesh_.closed_peers();
+  std::erase(others, rank);
+  if (!others.empty()) {
+    message << "; these closed their connections too:";
+    for (size_t i = 0; i < others.size(); ++i) message << (i ? ", rank " : " rank ") << others[i];
+  }
+  if (!reason)
+    message << " (a closed connection: a rank died, was killed, or stopped after an error of its own)";
+  KILN_CHECK(false, message.str());
   __builtin_unreachable();
 }
 

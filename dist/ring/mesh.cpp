@@ -2,6 +2,8 @@
 // lower ranks accept, higher ranks connect and say hello.
 #include "dist/ring/mesh.h"
 
+#include <poll.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -79,6 +81,21 @@ std::optional<std::string> Mesh::abort_reason(int64_t rank) {
   } catch (const Error&) {
   }
   return std::nullopt;
+}
+
+std::vector<int64_t> Mesh::closed_peers() const {
+  std::vector<pollfd> fds;
+  std::vector<int64_t> ranks;
+  for (int64_t r = 0; r < size_; ++r) {
+    if (!peers_[static_cast<size_t>(r)].valid()) continue;
+    fds.push_back({.fd = peers_[static_cast<size_t>(r)].fd(), .events = POLLRDHUP, .revents = 0});
+    ranks.push_back(r);
+  }
+  std::vector<int64_t> closed;
+  if (::poll(fds.data(), fds.size(), 0) <= 0) return closed;
+  for (size_t i = 0; i < fds.size(); ++i)
+    if (fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) closed.push_back(ranks[i]);
+  return closed;
 }
 
 }  // namespace kiln::dist

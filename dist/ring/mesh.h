@@ -36,8 +36,13 @@ class Mesh {
   // Publishes `reason` (best effort) and closes every connection. Idempotent.
   void abort(const std::string& reason);
   bool aborted() const { return aborted_; }
-  // What rank `rank` published when it aborted, if it did (a rank that was killed did not).
+  // What rank `rank` published when it aborted, if it did (a rank that was killed did not,
+  // and the store is gone when rank 0 is).
   std::optional<std::string> abort_reason(int64_t rank);
+  // The peers whose connection has been closed by their side, looked at without waiting:
+  // when a rank dies, every rank sees its connection close at about the same time, and
+  // before the aborts it causes reach them, so this names the rank that died.
+  std::vector<int64_t> closed_peers() const;
 
   static constexpr int kSocketBufferBytes = 4 << 20;
 
