@@ -81,6 +81,11 @@ ProcessGroup& default_group() {
   return *world_or_throw("default_group").group;
 }
 
+std::shared_ptr<ProcessGroup> world_group() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return world_or_throw("world_group").group;
+}
+
 const RendezvousInfo& rendezvous_info() {
   std::lock_guard<std::mutex> lock(g_mutex);
   return world_or_throw("rendezvous_info").info;

@@ -37,6 +37,8 @@ RendezvousInfo init_process_group(const InitOptions& options = {});
 void destroy_process_group();
 bool is_initialized();
 ProcessGroup& default_group();
+// The default group as a shared pointer (what DDP and SyncBatchNorm hold by default).
+std::shared_ptr<ProcessGroup> world_group();
 const RendezvousInfo& rendezvous_info();
 int64_t get_rank();
 int64_t get_world_size();

@@ -37,6 +37,9 @@ namespace kiln::dist {
 
 struct ProcessGroupOptions {
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
+  // Waits this long before each collective: a slow network on demand, for the test and
+  // the benchmark that show DDP overlapping communication with backward.
+  std::chrono::milliseconds delay_per_collective = std::chrono::milliseconds(0);
 };
 
 class ProcessGroup {
@@ -49,6 +52,7 @@ class ProcessGroup {
   int64_t rank() const { return rank_; }
   int64_t size() const { return size_; }
   std::chrono::milliseconds timeout() const { return options_.timeout; }
+  const ProcessGroupOptions& options() const { return options_; }
   virtual std::string backend() const = 0;
 
   std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op = ReduceOp::Sum);

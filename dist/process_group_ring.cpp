@@ -84,6 +84,7 @@ void ProcessGroupRing::serve() {
       continue;
     }
     try {
+      if (options().delay_per_collective.count() > 0) std::this_thread::sleep_for(options().delay_per_collective);
       next.job({*mesh_, next.header, timeout()});
       next.work->complete();
     } catch (const std::exception& e) {

@@ -14,6 +14,7 @@
 #include "core/safetensors.h"
 #include "core/stream.h"
 #include "data/data.h"
+#include "dist/ddp.h"
 #include "dist/init_process_group.h"
 #include "dist/launcher.h"
 #include "dist/process_group.h"

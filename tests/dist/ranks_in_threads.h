@@ -18,7 +18,8 @@ namespace kiln::testing {
 
 inline std::vector<std::string> run_ranks_in_threads(
     int world, const std::function<void(dist::ProcessGroupRing& group)>& body,
-    std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+    std::chrono::milliseconds timeout = std::chrono::seconds(30),
+    std::chrono::milliseconds delay_per_collective = std::chrono::milliseconds(0)) {
   const auto server = std::make_shared<dist::TCPStore>(
       dist::TCPStoreOptions{.port = 0, .is_master = true, .timeout = timeout});
   std::vector<std::string> errors(static_cast<size_t>(world));
@@ -28,7 +29,8 @@ inline std::vector<std::string> run_ranks_in_threads(
       try {
         auto store = std::make_shared<dist::TCPStore>(
             dist::TCPStoreOptions{.port = server->port(), .timeout = timeout});
-        dist::ProcessGroupRing group(store, rank, world, {.timeout = timeout});
+        dist::ProcessGroupRing group(store, rank, world,
+                                     {.timeout = timeout, .delay_per_collective = delay_per_collective});
         body(group);
       } catch (const std::exception& e) {
         errors[static_cast<size_t>(rank)] = e.what();
