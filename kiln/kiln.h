@@ -20,6 +20,7 @@
 #include "dist/process_group.h"
 #include "dist/process_group_ring.h"
 #include "dist/rendezvous.h"
+#include "dist/sync_batch_norm.h"
 #include "dist/tcp_store.h"
 #include "kiln/build_info.h"
 #include "kiln/init.h"

@@ -7,6 +7,7 @@
 #include "core/autograd/checkpoint.h"
 #include "core/autograd/grad_mode.h"
 #include "core/ops/batch_norm.h"
+#include "core/ops/batch_norm_pieces.h"
 #include "core/ops/factory.h"
 #include "nn/init.h"
 
@@ -59,21 +60,31 @@ void BatchNormNd::reset_parameters() {
 // 1d: [N, C] or [N, C, L]; 2d: [N, C, H, W]; 3d: [N, C, D, H, W] (as PyTorch).
 void BatchNormNd::check_input(const Tensor& input) const {
   KILN_CHECK(input.defined(), type_name(), ": undefined input");
-  const bool rank_ok =
-      spatial_dims_ == 1 ? (input.dim() == 2 || input.dim() == 3) : input.dim() == spatial_dims_ + 2;
+  const bool rank_ok = spatial_dims_ < 0    ? input.dim() >= 2
+                       : spatial_dims_ == 1 ? (input.dim() == 2 || input.dim() == 3)
+                                            : input.dim() == spatial_dims_ + 2;
   KILN_CHECK(rank_ok, type_name(), ": expected a ",
-             spatial_dims_ == 1 ? "2-d or 3-d" : std::to_string(spatial_dims_ + 2) + "-d",
+             spatial_dims_ < 0    ? "2-d or higher"
+             : spatial_dims_ == 1 ? "2-d or 3-d"
+                                  : std::to_string(spatial_dims_ + 2) + "-d",
              " input, got shape ", input.sizes());
   KILN_CHECK(input.size(1) == options_.num_features, type_name(), ": expected ", options_.num_features,
              " channels (dim 1), got shape ", input.sizes());
 }
 
+std::string BatchNormNd::type_name() const {
+  if (sync_ || spatial_dims_ < 0) return "SyncBatchNorm";
+  return "BatchNorm" + std::to_string(spatial_dims_) + "d";
+}
+
 Tensor BatchNormNd::forward(const Tensor& input) {
   check_input(input);
   const auto normalize = options_.relu ? batch_norm_relu : batch_norm;
+  const bool synchronized = is_training() && sync_ && sync_->active();
   if (is_training() && options_.track_running_stats && checkpoint_recomputing()) {
     // Note [Checkpoint recompute]: the forward already updated the running statistics;
     // the recompute updates copies (the same arithmetic, so the same values) and drops them.
+    if (synchronized) return synchronized_forward(input, running_mean.clone(), running_var.clone(), 0.0);
     return normalize(input, running_mean.clone(), running_var.clone(), weight, bias, /*training=*/true, 0.0,
                      options_.eps);
   }
@@ -87,8 +98,43 @@ Tensor BatchNormNd::forward(const Tensor& input) {
   }
   const bool use_batch_stats = is_training() || !options_.track_running_stats;
   // The running statistics are updated in training and read in eval; without tracking
-  // there are none.
+  // there are none. Synchronisation is for training only: eval needs no communication.
+  if (synchronized) return synchronized_forward(input, running_mean, running_var, factor);
   return normalize(input, running_mean, running_var, weight, bias, use_batch_stats, factor, options_.eps);
+}
+
+// kiln::batch_norm's training path with the statistics and the backward's sums combined
+// over the processes in between (core/ops/batch_norm_pieces.h). A process's share of the
+// batch may be small, even empty: only the total must have more than one value per channel.
+Tensor BatchNormNd::synchronized_forward(const Tensor& input, const Tensor& mean, const Tensor& var,
+                                         double momentum) {
+  namespace bn = batch_norm_pieces;
+  const std::string op = type_name();
+  bn::check_arguments(op.c_str(), input, mean, var, weight, bias, /*training=*/false);
+  const Tensor x = input.contiguous();
+  const int64_t count = bn::count_per_channel(x);
+  bn::Stats stats;
+  if (count > 0) {
+    stats = bn::local_stats(x);
+  } else {
+    const TensorOptions per_channel{.dtype = bn::stats_dtype(x.dtype()), .device = x.device()};
+    stats = {zeros({options_.num_features}, per_channel), zeros({options_.num_features}, per_channel)};
+  }
+  const int64_t total = sync_->combine(stats.mean, stats.var, count);
+  KILN_CHECK(total > 1, op, ": expected more than 1 value per channel over all processes when training, got ",
+             total, " (input shape ", input.sizes(), " here)");
+  bn::update_running_stats(mean, var, stats, total, momentum);
+  const std::shared_ptr<BatchNormSync> sync = sync_;
+  const bn::Normalization norm{
+      .mean = stats.mean,
+      .invstd = bn::invstd_of(stats.var, options_.eps),
+      .count = total,
+      .training = true,
+      .grad_sums_hook = [sync](const Tensor& sum_dy, const Tensor& sum_dy_xmu) {
+        sync->sum_gradients(sum_dy, sum_dy_xmu);
+      },
+      .relu = options_.relu};
+  return bn::batch_norm_normalize(op.c_str(), x, weight, bias, norm);
 }
 
 std::string BatchNormNd::extra_repr() const {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "nn/layer.h"
@@ -46,15 +47,36 @@ struct NormState {
 };
 NormState register_norm_state(Module& layer, int64_t channels, bool affine, bool track_running_stats);
 
-// The shared body of BatchNorm1d/2d/3d; `spatial_dims` = 1 for 1d means [N, C] or [N, C, L].
+// How a batch norm's training statistics and backward sums become those of a batch
+// spread over several processes (SyncBatchNorm, dist/sync_batch_norm.h); nn knows only
+// this interface, dist implements it with a process group.
+class BatchNormSync {
+ public:
+  virtual ~BatchNormSync() = default;
+  // Whether there is anyone to synchronise with (false: a world of one).
+  virtual bool active() const = 0;
+  // Replaces this process's per-channel mean and biased variance over `count` values
+  // by those of every process's batch; returns the total count.
+  virtual int64_t combine(Tensor& mean, Tensor& var, int64_t count) = 0;
+  // Replaces the backward's per-channel sums (of dy and dy * (x - mean)) by their sums
+  // over the processes, in place.
+  virtual void sum_gradients(const Tensor& sum_dy, const Tensor& sum_dy_xmu) = 0;
+};
+
+// The shared body of BatchNorm1d/2d/3d; `spatial_dims` = 1 for 1d means [N, C] or [N, C, L],
+// and -1 any rank >= 2 (SyncBatchNorm).
 class BatchNormNd : public Layer {
  public:
   Tensor forward(const Tensor& input) override;
   void reset_running_stats();
   void reset_parameters();
-  std::string type_name() const override { return "BatchNorm" + std::to_string(spatial_dims_) + "d"; }
+  std::string type_name() const override;
   std::string extra_repr() const override;
   const BatchNormOptions& options() const { return options_; }
+  // With a BatchNormSync, training normalises with the statistics of the whole
+  // distributed batch (and the layer prints as SyncBatchNorm); null: this process's.
+  void set_sync(std::shared_ptr<BatchNormSync> sync) { sync_ = std::move(sync); }
+  const std::shared_ptr<BatchNormSync>& sync() const { return sync_; }
 
   Tensor weight;               // [C] (affine)
   Tensor bias;                 // [C] (affine)
@@ -67,8 +89,10 @@ class BatchNormNd : public Layer {
 
  private:
   void check_input(const Tensor& input) const;
+  Tensor synchronized_forward(const Tensor& input, const Tensor& mean, const Tensor& var, double momentum);
   int64_t spatial_dims_;
   BatchNormOptions options_;
+  std::shared_ptr<BatchNormSync> sync_;
 };
 
 class BatchNorm1d : public BatchNormNd {
