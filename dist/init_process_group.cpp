@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <mutex>
 
+#include "core/backend.h"
 #include "core/error.h"
+#include "dist/process_group_nccl.h"
 #include "dist/process_group_ring.h"
 
 namespace kiln::dist {
@@ -17,6 +19,7 @@ struct World {
   std::string backend;
   std::chrono::milliseconds timeout{};
   int64_t groups_made = 0;  // new_group calls so far: the next group's key prefix
+  int device_index = -1;    // nccl: this rank's GPU
 };
 
 std::mutex g_mutex;
@@ -30,16 +33,25 @@ World& world_or_throw(const char* op) {
 
 }  // namespace
 
+#if !defined(KILN_WITH_NCCL)
+bool built_with_nccl() { return false; }
+#endif
+
 std::shared_ptr<ProcessGroup> make_process_group(const std::string& backend, std::shared_ptr<TCPStore> store,
                                                  int64_t rank, int64_t size, ProcessGroupOptions options,
-                                                 const std::string& prefix) {
+                                                 const std::string& prefix, int device_index) {
   if (backend == "ring")
     return std::make_shared<ProcessGroupRing>(std::move(store), rank, size, options, prefix);
-  KILN_CHECK(backend != "nccl",
-             "init_process_group: this build of Kiln has no NCCL backend (the CUDA toolkit's "
-             "NCCL was not found when it was configured); use backend \"ring\"");
-  KILN_CHECK(false, "init_process_group: unknown backend '", backend, "' (\"ring\" or \"nccl\")");
+  KILN_CHECK(backend == "nccl", "init_process_group: unknown backend '", backend, "' (\"ring\" or \"nccl\")");
+#if defined(KILN_WITH_NCCL)
+  return make_nccl_process_group(std::move(store), rank, size, options, prefix, device_index);
+#else
+  (void)device_index;
+  KILN_CHECK(false,
+             "init_process_group: this build of Kiln has no NCCL backend (NCCL was not found when it was "
+             "configured: a CPU-only build, or a CUDA toolkit without NCCL); use backend \"ring\"");
   return nullptr;
+#endif
 }
 
 RendezvousInfo init_process_group(const InitOptions& options) {
@@ -55,8 +67,15 @@ RendezvousInfo init_process_group(const InitOptions& options) {
                                                             .world_size = info.world_size,
                                                             .is_master = info.rank == 0,
                                                             .timeout = options.timeout});
+  world->device_index = options.device_index;
+  if (world->device_index < 0 && options.backend == "nccl") {
+    const int gpus = cuda_device_count();
+    KILN_CHECK(gpus > 0,
+               "init_process_group: the nccl backend needs a GPU, and this machine has none Kiln can use");
+    world->device_index = static_cast<int>(info.local_rank % gpus);
+  }
   world->group = make_process_group(options.backend, world->store, info.rank, info.world_size,
-                                    {.timeout = options.timeout}, "default/");
+                                    {.timeout = options.timeout}, "default/", world->device_index);
   g_world = std::move(world);
   return g_world->info;
 }
@@ -123,7 +142,7 @@ std::shared_ptr<ProcessGroup> new_group(const std::vector<int64_t>& ranks) {
   // The group's rank of this process: its position in `ranks`, as torch.distributed.
   const auto group_rank = static_cast<int64_t>(it - ranks.begin());
   return make_process_group(world.backend, world.store, group_rank, static_cast<int64_t>(ranks.size()),
-                            {.timeout = world.timeout}, prefix);
+                            {.timeout = world.timeout}, prefix, world.device_index);
 }
 
 }  // namespace kiln::dist

@@ -31,6 +31,8 @@ struct InitOptions {
   std::string backend = "ring";
   RendezvousOptions rendezvous = {};
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
+  // nccl: this rank's GPU; -1: local rank modulo the GPUs visible.
+  int device_index = -1;
 };
 
 RendezvousInfo init_process_group(const InitOptions& options = {});
@@ -49,6 +51,6 @@ std::shared_ptr<ProcessGroup> new_group(const std::vector<int64_t>& ranks);
 // A group of `backend` over `store` (the factory init_process_group and new_group use).
 std::shared_ptr<ProcessGroup> make_process_group(const std::string& backend, std::shared_ptr<TCPStore> store,
                                                  int64_t rank, int64_t size, ProcessGroupOptions options,
-                                                 const std::string& prefix);
+                                                 const std::string& prefix, int device_index);
 
 }  // namespace kiln::dist

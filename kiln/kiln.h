@@ -18,6 +18,7 @@
 #include "dist/init_process_group.h"
 #include "dist/launcher.h"
 #include "dist/process_group.h"
+#include "dist/process_group_nccl.h"
 #include "dist/process_group_ring.h"
 #include "dist/rendezvous.h"
 #include "dist/sync_batch_norm.h"

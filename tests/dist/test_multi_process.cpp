@@ -10,7 +10,10 @@
 #include <mutex>
 #include <regex>
 
+#include "core/backend.h"
+#include "dist/init_process_group.h"
 #include "dist/launcher.h"
+#include "dist/process_group_nccl.h"
 #include "dist/socket.h"
 #include "tests/test_util.h"
 
@@ -127,6 +130,35 @@ TEST(MultiProcess, AFailingRankBringsTheJobDownWithItsExitCode) {
     EXPECT_EQ(job.result.failure, "rank 2 exited with code 7");
     EXPECT_LT(job.seconds, 20.0);  // the sleeping ranks were terminated, not waited for
   });
+}
+
+TEST(MultiProcess, InitProcessGroupErrorsNameTheProblem) {
+  EXPECT_KILN_ERROR(dist::default_group(), "the default process group is not initialized");
+  EXPECT_KILN_ERROR(
+      dist::init_process_group(
+          {.backend = "gloo", .rendezvous = {.rank = 0, .world_size = 1, .master_port = free_port()}}),
+      "unknown backend 'gloo'");
+  EXPECT_FALSE(dist::is_initialized());
+  if (!dist::built_with_nccl()) {
+    EXPECT_KILN_ERROR(
+        dist::init_process_group(
+            {.backend = "nccl", .rendezvous = {.rank = 0, .world_size = 1, .master_port = free_port()}}),
+        "this build of Kiln has no NCCL backend");
+  } else if (cuda_device_count() == 0) {
+    EXPECT_KILN_ERROR(
+        dist::init_process_group(
+            {.backend = "nccl", .rendezvous = {.rank = 0, .world_size = 1, .master_port = free_port()}}),
+        "the nccl backend needs a GPU");
+  }
+  EXPECT_FALSE(dist::is_initialized());
+  // A world of one, explicitly: every collective is the identity.
+  dist::init_process_group({.rendezvous = {.rank = 0, .world_size = 1, .master_port = free_port()}});
+  Tensor t = ones({3});
+  dist::default_group().all_reduce(t)->wait();
+  EXPECT_TRUE(testing::all_equal(t, ones({3})));
+  EXPECT_KILN_ERROR(dist::init_process_group(), "already initialized");
+  dist::destroy_process_group();
+  EXPECT_FALSE(dist::is_initialized());
 }
 
 TEST(MultiProcess, LaunchArgumentErrors) {

@@ -6,15 +6,15 @@
 // memory (bench/results/2026-11-25-cpu-train-step.md). Kiln does not link cuBLAS at all:
 // this file defines the few cuBLAS functions Kiln calls (same names and signatures as
 // cublas_api.h, which the compiler checks against these definitions), and each forwards to
-// the real one, looked up with dlsym in the library dlopen'ed on the first call: first the
-// file the build found (KILN_CUBLAS_PATH), then the soname through the loader's search
-// path (KILN_CUBLAS_SONAME, e.g. libcublas.so.13). Failing that, the call throws a
-// kiln::Error saying which library could not be loaded and why. cuDNN needs none of this:
-// its libcudnn.so is already a small front that loads its engines on demand.
+// the real one, looked up in the library loaded on the first call (LibraryOnFirstUse,
+// core/library_on_first_use.h): first the file the build found (KILN_CUBLAS_PATH), then the
+// soname through the loader's search path (KILN_CUBLAS_SONAME, e.g. libcublas.so.13).
+// Failing that, the call throws a kiln::Error saying which library could not be loaded and
+// why. cuDNN needs none of this: its libcudnn.so is already a small front that loads its
+// engines on demand.
 #include <cublas_v2.h>
-#include <dlfcn.h>
 
-#include "core/error.h"
+#include "core/library_on_first_use.h"
 
 #if !defined(KILN_CUBLAS_PATH) || !defined(KILN_CUBLAS_SONAME)
 #error "KILN_CUBLAS_PATH and KILN_CUBLAS_SONAME must be defined by the build (kernels/cuda/CMakeLists.txt)"
@@ -23,25 +23,10 @@
 namespace kiln::cuda {
 namespace {
 
-void* cublas_library() {
-  static void* const library = [] {
-    void* handle = dlopen(KILN_CUBLAS_PATH, RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) handle = dlopen(KILN_CUBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* why = dlerror();
-      KILN_CHECK(false, "cuBLAS: cannot load ", KILN_CUBLAS_SONAME, " (looked for ", KILN_CUBLAS_PATH,
-                 " and on the loader's search path): ", why != nullptr ? why : "unknown error");
-    }
-    return handle;
-  }();
-  return library;
-}
-
 template <typename Fn>
 Fn cublas_symbol(const char* name) {
-  void* address = dlsym(cublas_library(), name);
-  KILN_CHECK(address != nullptr, "cuBLAS: ", KILN_CUBLAS_SONAME, " has no function ", name);
-  return reinterpret_cast<Fn>(address);
+  static LibraryOnFirstUse cublas("cuBLAS", KILN_CUBLAS_PATH, KILN_CUBLAS_SONAME);
+  return reinterpret_cast<Fn>(cublas.symbol(name));
 }
 
 }  // namespace
