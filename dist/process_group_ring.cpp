@@ -84,7 +84,8 @@ void ProcessGroupRing::serve() {
       continue;
     }
     try {
-      if (options().delay_per_collective.count() > 0) std::this_thread::sleep_for(options().delay_per_collective);
+      if (options().delay_per_collective.count() > 0)
+        std::this_thread::sleep_for(options().delay_per_collective);
       next.job({*mesh_, next.header, timeout()});
       next.work->complete();
     } catch (const std::exception& e) {
@@ -97,20 +98,40 @@ void ProcessGroupRing::serve() {
 
 std::shared_ptr<Work> ProcessGroupRing::run_all_reduce(const Tensor& tensor, ReduceOp op) {
   const auto ready = ring::record_ready(tensor);
-  const int64_t n = size();
   return enqueue(header_for(CollectiveKind::AllReduce, tensor, tensor.numel(), op),
-                 [tensor, op, ready, n](const ring::Collective& c) {
-                   const HostStage stage(tensor, /*copy_in=*/true, ready);
+                 [tensor, op, ready](const ring::Collective& c) {
+                   HostStage stage(tensor, ready);
                    const ring::Reducer reduce = reducer(tensor.dtype(), op);
-                   if (small(tensor))
-                     ring::direct_all_reduce(c, stage.buffer(), reduce);
-                   else
-                     ring::ring_all_reduce(c, stage.buffer(), reduce);
-                   if (op == ReduceOp::Avg) {
-                     Tensor host = stage.host();
+                   const int64_t n = c.mesh.size();
+                   // Avg: the sum, divided (on the host, before the copy back).
+                   const auto average = [&](const Tensor& part) {
+                     if (op != ReduceOp::Avg) return;
+                     Tensor host = part;
                      host.div_(scalar_tensor(static_cast<double>(n), {.dtype = tensor.dtype()}));
+                   };
+                   if (!stage.on_gpu() || small(tensor) || n == 1) {
+                     stage.copy_in();
+                     if (small(tensor))
+                       ring::direct_all_reduce(c, stage.buffer(), reduce);
+                     else
+                       ring::ring_all_reduce(c, stage.buffer(), reduce);
+                     average(stage.host());
+                     stage.copy_out();
+                     return;
                    }
-                   stage.copy_out();
+                   // A GPU tensor on the ring: copies by chunk, overlapped (Note [Overlapped staging]).
+                   const std::vector<int64_t> bounds = ring::chunk_bounds(tensor.numel(), n);
+                   stage.copy_in_async(bounds, ring::all_reduce_chunk_order(c.mesh.rank(), n));
+                   const ring::ChunkHooks hooks{.before_use = [&](int64_t chunk) { stage.wait_in(chunk); },
+                                                .chunk_final =
+                                                    [&](int64_t chunk) {
+                                                      const auto i = static_cast<size_t>(chunk);
+                                                      average(stage.host().reshape({-1}).narrow(
+                                                          0, bounds[i], bounds[i + 1] - bounds[i]));
+                                                      stage.copy_out_async(chunk);
+                                                    }};
+                   ring::ring_all_reduce(c, stage.buffer(), reduce, &hooks);
+                   stage.finish();
                  });
 }
 
@@ -119,7 +140,8 @@ std::shared_ptr<Work> ProcessGroupRing::run_broadcast(const Tensor& tensor, int6
   const bool is_root = root == rank();
   return enqueue(header_for(CollectiveKind::Broadcast, tensor, tensor.numel(), ReduceOp::Sum, root),
                  [tensor, root, ready, is_root](const ring::Collective& c) {
-                   const HostStage stage(tensor, /*copy_in=*/is_root, ready);
+                   HostStage stage(tensor, ready);
+                   if (is_root) stage.copy_in();
                    if (small(tensor))
                      ring::direct_broadcast(c, stage.buffer(), root);
                    else
@@ -133,7 +155,7 @@ std::shared_ptr<Work> ProcessGroupRing::run_all_gather(const Tensor& output, con
   const int64_t rank_ = rank();
   return enqueue(header_for(CollectiveKind::AllGather, input, input.numel()),
                  [output, input, ready, rank_](const ring::Collective& c) {
-                   const HostStage stage(output, /*copy_in=*/false, ready);
+                   HostStage stage(output, ready);
                    Tensor own = stage.host().reshape({-1}).narrow(0, rank_ * input.numel(), input.numel());
                    {
                      NoGradGuard no_grad;

@@ -16,12 +16,7 @@ int64_t wrap(int64_t i, int64_t n) { return ((i % n) + n) % n; }
 // Chunk c of the buffer covers elements [begin[c], begin[c + 1]).
 struct Chunks {
   std::vector<int64_t> begin;
-  // n nearly equal chunks (the first numel % n one element longer).
-  static Chunks balanced(int64_t numel, int64_t n) {
-    Chunks chunks;
-    for (int64_t c = 0; c <= n; ++c) chunks.begin.push_back(c * (numel / n) + std::min(c, numel % n));
-    return chunks;
-  }
+  static Chunks balanced(int64_t numel, int64_t n) { return {chunk_bounds(numel, n)}; }
 };
 
 // The slices [first, last) of elements of chunk c, each at most kSliceBytes.
@@ -55,9 +50,12 @@ std::vector<RingStep> all_gather_steps(int64_t rank, int64_t n) {
 
 // Runs ring steps over the buffer. A step's chunk is received in slices (reduced into
 // place through one slice of scratch, or copied straight in); step t+1 sends the chunk
-// step t received, slice j once slice j has arrived.
+// step t received, slice j once slice j has arrived. With hooks, a chunk is announced
+// before its first use and once its last step has delivered it (`final_steps`: the steps
+// whose received chunk is then final).
 void run_ring(const Collective& c, HostBuffer buffer, const Chunks& chunks,
-              const std::vector<RingStep>& steps, const Reducer* reduce) {
+              const std::vector<RingStep>& steps, const Reducer* reduce, const ChunkHooks* hooks = nullptr,
+              const std::vector<bool>& final_steps = {}) {
   const int64_t n = c.mesh.size();
   const int64_t next = wrap(c.mesh.rank() + 1, n), prev = wrap(c.mesh.rank() - 1, n);
   Exchange exchange(c.mesh, c.header, c.timeout);
@@ -66,16 +64,26 @@ void run_ring(const Collective& c, HostBuffer buffer, const Chunks& chunks,
   std::vector<char> scratch(reduce != nullptr ? kSliceBytes + buffer.element_size : 0);
   std::vector<std::vector<size_t>> arrived(steps.size());  // per step and slice: the receive count
   for (size_t t = 0; t < steps.size(); ++t) {
-    for (const auto& [first, last] : slices(chunks, steps[t].recv_chunk, buffer.element_size)) {
+    const int64_t chunk = steps[t].recv_chunk;
+    const auto parts = slices(chunks, chunk, buffer.element_size);
+    for (size_t j = 0; j < parts.size(); ++j) {
+      const auto [first, last] = parts[j];
       const size_t bytes = static_cast<size_t>(last - first) * buffer.element_size;
       char* into = buffer.at(first);
+      const bool announce_final =
+          hooks != nullptr && t < final_steps.size() && final_steps[t] && j + 1 == parts.size();
+      std::function<void()> done;
       if (steps[t].reduce) {
-        arrived[t].push_back(exchange.receive(
-            prev, scratch.data(), bytes,
-            [&reduce, &scratch, into, first, last] { (*reduce)(into, scratch.data(), last - first); }));
-      } else {
-        arrived[t].push_back(exchange.receive(prev, into, bytes));
+        done = [&reduce, &scratch, hooks, into, first, last, chunk, announce_final] {
+          if (hooks != nullptr) hooks->before_use(chunk);
+          (*reduce)(into, scratch.data(), last - first);
+          if (announce_final) hooks->chunk_final(chunk);
+        };
+      } else if (announce_final) {
+        done = [hooks, chunk] { hooks->chunk_final(chunk); };
       }
+      arrived[t].push_back(
+          exchange.receive(prev, steps[t].reduce ? scratch.data() : into, bytes, std::move(done)));
     }
   }
   for (size_t t = 0; t < steps.size(); ++t) {
@@ -88,6 +96,7 @@ void run_ring(const Collective& c, HostBuffer buffer, const Chunks& chunks,
                     t == 0 ? 0 : arrived[t - 1][j]);
     }
   }
+  if (hooks != nullptr && !steps.empty()) hooks->before_use(steps[0].send_chunk);
   exchange.run();
 }
 
@@ -109,13 +118,29 @@ void fold_in_rank_order(const Contributions& in, char* out, int64_t count, size_
 
 }  // namespace
 
-void ring_all_reduce(const Collective& c, HostBuffer buffer, const Reducer& reduce) {
+std::vector<int64_t> chunk_bounds(int64_t numel, int64_t n) {
+  std::vector<int64_t> bounds;  // the first numel % n chunks one element longer
+  for (int64_t c = 0; c <= n; ++c) bounds.push_back(c * (numel / n) + std::min(c, numel % n));
+  return bounds;
+}
+
+std::vector<int64_t> all_reduce_chunk_order(int64_t rank, int64_t n) {
+  std::vector<int64_t> order;  // step 0 sends r-1; step t reduces into r-t-2; the last is r
+  for (int64_t k = 1; k <= n; ++k) order.push_back(wrap(rank - k, n));
+  return order;
+}
+
+void ring_all_reduce(const Collective& c, HostBuffer buffer, const Reducer& reduce, const ChunkHooks* hooks) {
   const int64_t n = c.mesh.size(), rank = c.mesh.rank();
   if (n == 1) return;
   std::vector<RingStep> steps = reduce_scatter_steps(rank, n);
   const std::vector<RingStep> gather = all_gather_steps(rank, n);
   steps.insert(steps.end(), gather.begin(), gather.end());
-  run_ring(c, buffer, Chunks::balanced(buffer.numel, n), steps, &reduce);
+  // Final: the chunk the reduce-scatter's last step completes (this rank's own), and every
+  // chunk the all-gather delivers.
+  std::vector<bool> final_steps(steps.size(), false);
+  for (size_t t = static_cast<size_t>(n) - 2; t < steps.size(); ++t) final_steps[t] = true;
+  run_ring(c, buffer, Chunks::balanced(buffer.numel, n), steps, &reduce, hooks, final_steps);
 }
 
 void ring_reduce_scatter(const Collective& c, HostBuffer buffer, const Reducer& reduce) {

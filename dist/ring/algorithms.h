@@ -34,6 +34,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "dist/ring/exchange.h"
 #include "dist/ring/mesh.h"
@@ -61,7 +62,23 @@ struct Collective {
 
 constexpr size_t kSliceBytes = 256 << 10;
 
-void ring_all_reduce(const Collective& c, HostBuffer buffer, const Reducer& reduce);
+// The ring's chunks of a buffer of `numel` elements over n ranks: chunk c is elements
+// [bounds[c], bounds[c + 1]), n nearly equal parts.
+std::vector<int64_t> chunk_bounds(int64_t numel, int64_t n);
+
+// For a buffer staged from elsewhere (a GPU tensor, Note [Overlapped staging] in
+// host_stage.cpp): before_use(c) runs before the ring first reads or reduces into chunk
+// c, chunk_final(c) once chunk c holds its final value.
+struct ChunkHooks {
+  std::function<void(int64_t chunk)> before_use;
+  std::function<void(int64_t chunk)> chunk_final;
+};
+
+// The chunks of ring_all_reduce in the order it first needs them on `rank`.
+std::vector<int64_t> all_reduce_chunk_order(int64_t rank, int64_t n);
+
+void ring_all_reduce(const Collective& c, HostBuffer buffer, const Reducer& reduce,
+                     const ChunkHooks* hooks = nullptr);
 void direct_all_reduce(const Collective& c, HostBuffer buffer, const Reducer& reduce);
 // `buffer` holds N chunks of buffer.numel / N elements; afterwards chunk `rank` is the
 // reduction over all ranks (the other chunks are scratch).
