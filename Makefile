@@ -7,9 +7,10 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 # Debian packages the build needs (compiler, CMake, Eigen, oneDNN for the CPU convolutions,
 # GoogleTest, Google Benchmark, and zlib, the NIfTI library and libcurl for the data
-# pipeline), and pkg-config for the test of the installed kiln.pc (tests/install/).
+# pipeline), pkg-config for the test of the installed kiln.pc (tests/install/), and
+# iproute2 for the distributed tests across two network namespaces (tests/dist/).
 PACKAGES := g++ make cmake libeigen3-dev libdnnl-dev libgtest-dev libbenchmark-dev pkg-config zlib1g-dev \
-  libnifti2-dev libcurl4-openssl-dev
+  libnifti2-dev libcurl4-openssl-dev iproute2
 # `make sanitize` builds with Clang (its sanitizer runtimes and its OpenMP) as well.
 SANITIZE_PACKAGES := clang libclang-rt-dev libomp-dev
 SANITIZE_BUILD ?= build-sanitize
@@ -24,7 +25,10 @@ CLANG_SANITIZE_FLAGS := -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ 
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps configure build test demo bench sanitize fuzz clean
+# `make bench-dist` compares Kiln's ring all-reduce with Open MPI's (bench/dist/).
+BENCH_DIST_PACKAGES := openmpi-bin libopenmpi-dev
+
+.PHONY: all deps configure build test demo bench bench-dist sanitize fuzz clean
 
 all: build
 
@@ -56,6 +60,15 @@ demo: configure
 bench: configure
 	cmake --build $(BUILD) -j$(JOBS) --target kiln_bench
 	$(BUILD)/bin/kiln_bench --benchmark_counters_tabular=true
+
+# All-reduce bus bandwidth of Kiln's ring beside Open MPI's MPI_Allreduce, 2 and 4 ranks,
+# 4 KB to 256 MB, and DDP steps with and without overlap (bench/dist/README.md).
+bench-dist:
+	$(MAKE) deps PACKAGES="$(PACKAGES) $(BENCH_DIST_PACKAGES)"
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j$(JOBS) --target kiln_cli kiln_allreduce_bench kiln_mpi_allreduce_bench
+	bench/dist/compare_allreduce.sh $(BUILD)
+	$(BUILD)/bin/kiln launch --nproc-per-node 2 -- $(BUILD)/bin/kiln_allreduce_bench --ddp --delay-ms 30
 
 # The CPU configuration built by Clang with ASan + UBSan (KILN_SANITIZE), and the whole CPU
 # test suite run under them. CI runs it after `make test`.
