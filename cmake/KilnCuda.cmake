@@ -53,4 +53,27 @@ if(KILN_WITH_CUDA)
   set_target_properties(Kiln::cudnn PROPERTIES
     IMPORTED_LOCATION ${CUDNN_LIBRARY} INTERFACE_INCLUDE_DIRECTORIES ${CUDNN_INCLUDE_DIR})
   message(STATUS "cuDNN: ${CUDNN_LIBRARY}")
+
+  # NCCL, for kiln_dist's nccl backend (dist/process_group_nccl.h), found as cuDNN is: beside
+  # the toolkit or under NCCL_ROOT. Optional: without it the build goes on, saying so, and
+  # the ring backend carries GPU tensors through host memory. Only its header is used at
+  # build time (KILN_WITH_NCCL, Kiln::nccl_headers); libnccl is opened on first use
+  # (dist/nccl/nccl_loader.cpp), from KILN_NCCL_LIBRARY_PATH or by its soname.
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${NCCL_ROOT} $ENV{NCCL_ROOT} ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
+  find_library(NCCL_LIBRARY nccl HINTS ${NCCL_ROOT} $ENV{NCCL_ROOT} ${CUDAToolkit_LIBRARY_DIR} PATH_SUFFIXES lib64 lib)
+  if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+    set(KILN_WITH_NCCL ON)
+    get_filename_component(_kiln_nccl_dir "${NCCL_LIBRARY}" DIRECTORY)
+    set(KILN_NCCL_LIBRARY_PATH "${_kiln_nccl_dir}/libnccl.so.2")
+    add_library(Kiln::nccl_headers INTERFACE IMPORTED)
+    set_target_properties(Kiln::nccl_headers PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${NCCL_INCLUDE_DIR})
+    message(STATUS "NCCL: ${NCCL_LIBRARY} (opened on first use)")
+  else()
+    message(WARNING "NCCL was not found (nccl.h: ${NCCL_INCLUDE_DIR}, libnccl: ${NCCL_LIBRARY}): building "
+      "without kiln_dist's nccl backend; the ring backend carries GPU tensors through host memory. Install "
+      "NVIDIA's libnccl-dev or point NCCL_ROOT at an unpacked NCCL.")
+  endif()
+endif()
+if(NOT KILN_WITH_NCCL)
+  set(KILN_WITH_NCCL OFF)
 endif()

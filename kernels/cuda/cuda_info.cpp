@@ -1,5 +1,6 @@
 // Library version queries for `kiln info` (kernels/cuda/cuda_info.h). cuBLAS answers
-// without a handle or a GPU; cuDNN and NCCL are reported only when the build links them.
+// without a handle or a GPU; cuDNN is reported when the build links it, NCCL (its
+// header's version) when kiln_dist has the NCCL backend.
 #include "kernels/cuda/cuda_info.h"
 
 #include <cublas_api.h>
