@@ -17,11 +17,9 @@ namespace kiln {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::handle;
 using testing::kCuda;
 
-std::shared_ptr<dist::ProcessGroup> handle(dist::ProcessGroup& group) {
-  return std::shared_ptr<dist::ProcessGroup>(&group, [](dist::ProcessGroup*) {});
-}
 
 TEST(CudaDistributed, RingBackendStagesGpuTensorsThroughPinnedMemory) {
   KILN_REQUIRE_CUDA();

@@ -16,6 +16,12 @@
 
 namespace kiln::testing {
 
+// A non-owning shared pointer to a rank's group, for DDPOptions and SyncBatchNorm (the
+// group outlives what is given it inside the rank's body).
+inline std::shared_ptr<dist::ProcessGroup> handle(dist::ProcessGroup& group) {
+  return std::shared_ptr<dist::ProcessGroup>(&group, [](dist::ProcessGroup*) {});
+}
+
 inline std::vector<std::string> run_ranks_in_threads(
     int world, const std::function<void(dist::ProcessGroupRing& group)>& body,
     std::chrono::milliseconds timeout = std::chrono::seconds(30),

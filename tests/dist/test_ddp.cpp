@@ -24,6 +24,7 @@ namespace {
 
 using dist::DistributedDataParallel;
 using dist::ProcessGroupRing;
+using testing::handle;
 using testing::run_ranks_in_threads;
 using namespace std::chrono_literals;
 
@@ -43,10 +44,6 @@ std::shared_ptr<nn::Sequential> conv_net(uint64_t seed, int64_t width = 4) {
       std::make_shared<nn::Linear>(nn::LinearOptions{.in_features = width, .out_features = 3})});
 }
 
-// A non-owning handle on a thread's group, for DDPOptions.
-std::shared_ptr<dist::ProcessGroup> handle(ProcessGroupRing& group) {
-  return std::shared_ptr<dist::ProcessGroup>(&group, [](dist::ProcessGroup*) {});
-}
 
 struct Batch {
   Tensor x, y;

@@ -17,14 +17,12 @@ namespace kiln {
 namespace {
 
 using dist::ProcessGroupRing;
+using testing::handle;
 using testing::run_ranks_in_threads;
 using namespace std::chrono_literals;
 
 constexpr auto kLimit = std::chrono::seconds(120);
 
-std::shared_ptr<dist::ProcessGroup> handle(ProcessGroupRing& group) {
-  return std::shared_ptr<dist::ProcessGroup>(&group, [](dist::ProcessGroup*) {});
-}
 
 // A float64 BatchNorm3d of 3 channels with non-trivial weight and bias.
 std::shared_ptr<nn::BatchNorm3d> make_bn(bool relu = false) {
