@@ -12,12 +12,14 @@
 #include <mutex>
 #include <optional>
 
+#include "core/autocast.h"
 #include "core/ops.h"
 #include "dist/ddp.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "tests/dist/ranks_in_threads.h"
 #include "tests/test_util.h"
+#include "train/amp.h"
 
 namespace kiln {
 namespace {
@@ -43,7 +45,6 @@ std::shared_ptr<nn::Sequential> conv_net(uint64_t seed, int64_t width = 4) {
       std::make_shared<nn::Flatten>(),
       std::make_shared<nn::Linear>(nn::LinearOptions{.in_features = width, .out_features = 3})});
 }
-
 
 struct Batch {
   Tensor x, y;
@@ -248,6 +249,87 @@ TEST(DistributedDataParallel, GradScalerSkipsTheStepOnEveryRankWhenOneRankOverfl
     EXPECT_EQ(scales[1], 512.0);
     EXPECT_TRUE(testing::all_equal(weights[0], zeros({2, 4})));  // both skipped the step
     EXPECT_TRUE(testing::all_equal(weights[1], zeros({2, 4})));
+  });
+}
+
+// One training run at an Apex level with GradScaler and gradient clipping, on `x`'s rows
+// [first, first + count) (the whole batch when alone); returns the final parameters.
+nn::NamedTensors train_with_amp(train::OptLevel level, const std::shared_ptr<dist::ProcessGroup>& group,
+                                int64_t first, int64_t count) {
+  auto net = conv_net(5);
+  optim::SGD sgd(net->parameters(), {.lr = 0.05, .momentum = 0.9});
+  const train::AmpProperties amp = train::amp_initialize(*net, sgd, level, DType::BFloat16);
+  std::optional<DistributedDataParallel> ddp;
+  if (group) ddp.emplace(net, dist::DDPOptions{.group = group});
+  optim::GradScaler scaler({.init_scale = 256.0, .enabled = amp.dynamic_loss_scale});
+  for (int step = 0; step < 3; ++step) {
+    const Batch b = batch(step, 4);
+    const Tensor x = train::amp_cast_input(amp, b.x.narrow(0, first, count));
+    sgd.zero_grad();
+    Tensor logits;
+    {
+      AutocastGuard autocast(amp.low_dtype, amp.enabled_autocast);
+      logits = ddp ? ddp->forward(x) : net->forward(x);
+    }
+    // A mean over the whole batch: each rank's share of it (DDP averages over 2 ranks).
+    const Tensor loss = cross_entropy(train::amp_cast_output(amp, logits), b.y.narrow(0, first, count));
+    scaler.scale(loss).backward();
+    scaler.unscale_(sgd);
+    optim::clip_grad_norm_(net->parameters(), 0.5);
+    scaler.step(sgd);
+    scaler.update();
+  }
+  return net->named_parameters();
+}
+
+TEST(DistributedDataParallel, AmpLevelsWithGradScalerAndClippingMatchOneProcess) {
+  testing::with_watchdog(kLimit, [] {
+    for (const train::OptLevel level :
+         {train::OptLevel::O0, train::OptLevel::O1, train::OptLevel::O2, train::OptLevel::O3}) {
+      SCOPED_TRACE(train::name(level));
+      const nn::NamedTensors alone = train_with_amp(level, nullptr, 0, 4);
+      std::vector<nn::NamedTensors> ranks(2);
+      const auto errors = run_ranks_in_threads(2, [&](ProcessGroupRing& group) {
+        ranks[static_cast<size_t>(group.rank())] = train_with_amp(level, handle(group), group.rank() * 2, 2);
+      });
+      for (const std::string& e : errors) ASSERT_EQ(e, "");
+      // bfloat16 ops (O1), gradients (O2) and parameters (O3) round differently when the
+      // batch is split in two halves.
+      const testing::Tolerance tolerance =
+          level == train::OptLevel::O0 ? testing::Tolerance{1e-5, 1e-4} : testing::Tolerance{2e-2, 2e-2};
+      for (size_t i = 0; i < alone.size(); ++i) {
+        EXPECT_TRUE(testing::all_close(ranks[0][i].second.to(DType::Float32),
+                                       alone[i].second.to(DType::Float32), tolerance))
+            << alone[i].first;
+        EXPECT_TRUE(testing::bitwise_equal(ranks[0][i].second, ranks[1][i].second)) << alone[i].first;
+      }
+    }
+  });
+}
+
+TEST(DistributedDataParallel, BuffersFollowRankZeroBeforeEachForward) {
+  testing::with_watchdog(kLimit, [] {
+    std::vector<Tensor> running_means(2);
+    const auto errors = run_ranks_in_threads(2, [&](ProcessGroupRing& group) {
+      manual_seed(2);
+      auto model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Layer>>{
+          std::make_shared<nn::Linear>(nn::LinearOptions{.in_features = 3, .out_features = 4}),
+          std::make_shared<nn::BatchNorm1d>(nn::BatchNorm1dOptions{.num_features = 4})});
+      DistributedDataParallel ddp(model, {.group = handle(group)});
+      // Different data per rank: different running statistics after this forward.
+      ddp.forward(
+             testing::random_uniform({5, 3}, -1, 1, DType::Float32, 10 + static_cast<uint64_t>(group.rank())))
+          .sum()
+          .backward();
+      ddp.eval();
+      NoGradGuard no_grad;
+      ddp.forward(ones({1, 3}));  // broadcasts rank 0's buffers first; eval updates none
+      running_means[static_cast<size_t>(group.rank())] =
+          testing::find_named(model->state_dict(), "1.running_mean")->clone();
+    });
+    for (const std::string& e : errors) ASSERT_EQ(e, "");
+    EXPECT_TRUE(testing::bitwise_equal(running_means[1], running_means[0]));
+    EXPECT_FALSE(testing::all_close(running_means[0], zeros({4})));  // it did move
   });
 }
 
