@@ -34,7 +34,16 @@ World& world_or_throw(const char* op) {
 }  // namespace
 
 #if !defined(KILN_WITH_NCCL)
+// A build without NCCL (process_group_nccl.cpp is not compiled) says so.
 bool built_with_nccl() { return false; }
+
+std::shared_ptr<ProcessGroup> make_nccl_process_group(std::shared_ptr<TCPStore>, int64_t, int64_t,
+                                                      ProcessGroupOptions, const std::string&, int) {
+  KILN_CHECK(false,
+             "init_process_group: this build of Kiln has no NCCL backend (NCCL was not found when it was "
+             "configured: a CPU-only build, or a CUDA toolkit without NCCL); use backend \"ring\"");
+  return nullptr;
+}
 #endif
 
 std::shared_ptr<ProcessGroup> make_process_group(const std::string& backend, std::shared_ptr<TCPStore> store,
@@ -43,15 +52,7 @@ std::shared_ptr<ProcessGroup> make_process_group(const std::string& backend, std
   if (backend == "ring")
     return std::make_shared<ProcessGroupRing>(std::move(store), rank, size, options, prefix);
   KILN_CHECK(backend == "nccl", "init_process_group: unknown backend '", backend, "' (\"ring\" or \"nccl\")");
-#if defined(KILN_WITH_NCCL)
   return make_nccl_process_group(std::move(store), rank, size, options, prefix, device_index);
-#else
-  (void)device_index;
-  KILN_CHECK(false,
-             "init_process_group: this build of Kiln has no NCCL backend (NCCL was not found when it was "
-             "configured: a CPU-only build, or a CUDA toolkit without NCCL); use backend \"ring\"");
-  return nullptr;
-#endif
 }
 
 RendezvousInfo init_process_group(const InitOptions& options) {
@@ -68,7 +69,7 @@ RendezvousInfo init_process_group(const InitOptions& options) {
                                                             .is_master = info.rank == 0,
                                                             .timeout = options.timeout});
   world->device_index = options.device_index;
-  if (world->device_index < 0 && options.backend == "nccl") {
+  if (world->device_index < 0 && options.backend == "nccl" && built_with_nccl()) {
     const int gpus = cuda_device_count();
     KILN_CHECK(gpus > 0,
                "init_process_group: the nccl backend needs a GPU, and this machine has none Kiln can use");

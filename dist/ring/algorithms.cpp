@@ -67,7 +67,8 @@ void run_ring(const Collective& c, HostBuffer buffer, const Chunks& chunks,
     const int64_t chunk = steps[t].recv_chunk;
     const auto parts = slices(chunks, chunk, buffer.element_size);
     for (size_t j = 0; j < parts.size(); ++j) {
-      const auto [first, last] = parts[j];
+      const int64_t first = parts[j].first,
+                    last = parts[j].second;  // (captured below: no structured binding)
       const size_t bytes = static_cast<size_t>(last - first) * buffer.element_size;
       char* into = buffer.at(first);
       const bool announce_final =
@@ -111,6 +112,7 @@ struct Contributions {
 // same bits, on every rank.
 void fold_in_rank_order(const Contributions& in, char* out, int64_t count, size_t element_size,
                         const Reducer& reduce) {
+  if (count == 0) return;  // (memcpy of nothing from nowhere is still undefined)
   std::vector<char> sum(in.by_rank[0], in.by_rank[0] + static_cast<size_t>(count) * element_size);
   for (size_t r = 1; r < in.by_rank.size(); ++r) reduce(sum.data(), in.by_rank[r], count);
   std::memcpy(out, sum.data(), sum.size());
