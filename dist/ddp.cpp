@@ -122,14 +122,23 @@ struct DistributedDataParallel::State {
     if (--buckets[params[i].bucket].pending == 0) launch_ready_buckets();
   }
 
-  // Launches every bucket that is ready, in index order; after the last, finishes.
+  // Launches every bucket that is ready, in index order (several at once as one
+  // coalesced call); after the last, finishes.
   void launch_ready_buckets() {
     NoGradGuard no_grad;
-    while (next_bucket < buckets.size() && buckets[next_bucket].pending == 0) {
-      Bucket& b = buckets[next_bucket++];
+    std::vector<size_t> ready;
+    while (next_bucket < buckets.size() && buckets[next_bucket].pending == 0) ready.push_back(next_bucket++);
+    std::vector<Tensor> flats;
+    for (const size_t b : ready) {
+      Tensor& flat = buckets[b].flat;
       if (group->size() > 1)
-        b.flat.div_(scalar_tensor(static_cast<double>(group->size()), {.dtype = b.flat.dtype()}));
-      b.work = group->all_reduce(b.flat, ReduceOp::Sum);
+        flat.div_(scalar_tensor(static_cast<double>(group->size()), {.dtype = flat.dtype()}));
+      flats.push_back(flat);
+    }
+    if (!flats.empty()) {
+      const std::shared_ptr<Work> work =
+          flats.size() == 1 ? group->all_reduce(flats[0]) : group->all_reduce_coalesced(flats);
+      for (const size_t b : ready) buckets[b].work = work;
     }
     if (next_bucket == buckets.size()) finish();
   }

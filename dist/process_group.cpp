@@ -44,6 +44,15 @@ std::shared_ptr<Work> ProcessGroup::all_reduce(const Tensor& tensor, ReduceOp op
   return run_all_reduce(tensor, op);
 }
 
+std::shared_ptr<Work> ProcessGroup::all_reduce_coalesced(const std::vector<Tensor>& tensors, ReduceOp op) {
+  KILN_CHECK(!tensors.empty(), "all_reduce_coalesced: no tensors");
+  for (const Tensor& t : tensors) {
+    check_tensor(t, "all_reduce_coalesced", "");
+    check_op(t, op, "all_reduce_coalesced");
+  }
+  return run_all_reduce_coalesced(tensors, op);
+}
+
 std::shared_ptr<Work> ProcessGroup::broadcast(const Tensor& tensor, int64_t root) {
   check_tensor(tensor, "broadcast", "");
   KILN_CHECK(root >= 0 && root < size_, "broadcast: root ", root, " is not a rank of this group of ", size_);

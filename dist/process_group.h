@@ -3,6 +3,7 @@
 // Work handle at once and runs in the background, in issue order.
 //
 //   all_reduce(t, op)                     t = op over every rank's t (sum, avg, max, min)
+//   all_reduce_coalesced(ts, op)          the same for several tensors, as one call
 //   broadcast(t, root)                    t = root's t
 //   all_gather_into_tensor(out, in)       out = every rank's `in`, concatenated in rank order
 //   all_gather(outs, in)                  outs[r] = rank r's `in`
@@ -56,6 +57,9 @@ class ProcessGroup {
   virtual std::string backend() const = 0;
 
   std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op = ReduceOp::Sum);
+  // Several all-reduces issued as one, with one Work (NCCL launches them in one group
+  // call); DDP uses it for buckets that become ready together.
+  std::shared_ptr<Work> all_reduce_coalesced(const std::vector<Tensor>& tensors, ReduceOp op = ReduceOp::Sum);
   std::shared_ptr<Work> broadcast(const Tensor& tensor, int64_t root);
   std::shared_ptr<Work> all_gather_into_tensor(const Tensor& output, const Tensor& input);
   std::shared_ptr<Work> all_gather(const std::vector<Tensor>& outputs, const Tensor& input);
@@ -68,6 +72,7 @@ class ProcessGroup {
  protected:
   // The backend's part: arguments already checked (same dtype and device; sizes agree).
   virtual std::shared_ptr<Work> run_all_reduce(const Tensor& tensor, ReduceOp op) = 0;
+  virtual std::shared_ptr<Work> run_all_reduce_coalesced(const std::vector<Tensor>& tensors, ReduceOp op) = 0;
   virtual std::shared_ptr<Work> run_broadcast(const Tensor& tensor, int64_t root) = 0;
   virtual std::shared_ptr<Work> run_all_gather(const Tensor& output, const Tensor& input) = 0;
   virtual std::shared_ptr<Work> run_reduce_scatter(const Tensor& output, const Tensor& input,

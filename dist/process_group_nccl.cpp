@@ -126,6 +126,19 @@ class ProcessGroupNccl final : public ProcessGroup {
                                          nccl_op(op), comm_, s);
                   });
   }
+  std::shared_ptr<Work> run_all_reduce_coalesced(const std::vector<Tensor>& tensors, ReduceOp op) override {
+    // One group call: NCCL fuses the launches (and a rank's calls stay one unit).
+    return launch(header(CollectiveKind::AllReduce, tensors.front(), op), tensors, tensors,
+                  [&](const std::vector<Tensor>& in, const std::vector<Tensor>& out, cudaStream_t s) {
+                    ncclResult_t result = ncclGroupStart();
+                    for (size_t i = 0; i < in.size() && result == ncclSuccess; ++i)
+                      result = ncclAllReduce(in[i].data_ptr(), out[i].data_ptr(),
+                                             static_cast<size_t>(in[i].numel()), nccl_dtype(in[i].dtype()),
+                                             nccl_op(op), comm_, s);
+                    const ncclResult_t ended = ncclGroupEnd();
+                    return result != ncclSuccess ? result : ended;
+                  });
+  }
   std::shared_ptr<Work> run_broadcast(const Tensor& tensor, int64_t root) override {
     CollectiveHeader h = header(CollectiveKind::Broadcast, tensor, ReduceOp::Sum);
     h.root = root;

@@ -57,9 +57,10 @@ ProcessGroupRing::~ProcessGroupRing() {
   worker_.join();
 }
 
-std::shared_ptr<Work> ProcessGroupRing::enqueue(CollectiveHeader header, Job job) {
+std::shared_ptr<Work> ProcessGroupRing::enqueue(CollectiveHeader header, Job job, size_t collectives) {
   std::lock_guard<std::mutex> lock(mutex_);
-  header.sequence = issued_++;
+  header.sequence = issued_;
+  issued_ += static_cast<uint32_t>(collectives);
   auto work = std::make_shared<Work>(header.describe());
   queue_.push_back({header, std::move(job), work});
   queue_changed_.notify_all();
@@ -96,43 +97,67 @@ void ProcessGroupRing::serve() {
   }
 }
 
+// One all-reduce of `tensor`, on the worker: the direct exchange or the ring, staged.
+static void all_reduce_on_worker(const ring::Collective& c, const Tensor& tensor, ReduceOp op,
+                                 const std::shared_ptr<Event>& ready) {
+  HostStage stage(tensor, ready);
+  const ring::Reducer reduce = reducer(tensor.dtype(), op);
+  const int64_t n = c.mesh.size();
+  // Avg: the sum, divided (on the host, before the copy back).
+  const auto average = [&](const Tensor& part) {
+    if (op != ReduceOp::Avg) return;
+    Tensor host = part;
+    host.div_(scalar_tensor(static_cast<double>(n), {.dtype = tensor.dtype()}));
+  };
+  if (!stage.on_gpu() || small(tensor) || n == 1) {
+    stage.copy_in();
+    if (small(tensor))
+      ring::direct_all_reduce(c, stage.buffer(), reduce);
+    else
+      ring::ring_all_reduce(c, stage.buffer(), reduce);
+    average(stage.host());
+    stage.copy_out();
+    return;
+  }
+  // A GPU tensor on the ring: copies by chunk, overlapped (Note [Overlapped staging]).
+  const std::vector<int64_t> bounds = ring::chunk_bounds(tensor.numel(), n);
+  stage.copy_in_async(bounds, ring::all_reduce_chunk_order(c.mesh.rank(), n));
+  const ring::ChunkHooks hooks{
+      .before_use = [&](int64_t chunk) { stage.wait_in(chunk); },
+      .chunk_final =
+          [&](int64_t chunk) {
+            const auto i = static_cast<size_t>(chunk);
+            average(stage.host().reshape({-1}).narrow(0, bounds[i], bounds[i + 1] - bounds[i]));
+            stage.copy_out_async(chunk);
+          }};
+  ring::ring_all_reduce(c, stage.buffer(), reduce, &hooks);
+  stage.finish();
+}
+
 std::shared_ptr<Work> ProcessGroupRing::run_all_reduce(const Tensor& tensor, ReduceOp op) {
   const auto ready = ring::record_ready(tensor);
-  return enqueue(header_for(CollectiveKind::AllReduce, tensor, tensor.numel(), op),
-                 [tensor, op, ready](const ring::Collective& c) {
-                   HostStage stage(tensor, ready);
-                   const ring::Reducer reduce = reducer(tensor.dtype(), op);
-                   const int64_t n = c.mesh.size();
-                   // Avg: the sum, divided (on the host, before the copy back).
-                   const auto average = [&](const Tensor& part) {
-                     if (op != ReduceOp::Avg) return;
-                     Tensor host = part;
-                     host.div_(scalar_tensor(static_cast<double>(n), {.dtype = tensor.dtype()}));
-                   };
-                   if (!stage.on_gpu() || small(tensor) || n == 1) {
-                     stage.copy_in();
-                     if (small(tensor))
-                       ring::direct_all_reduce(c, stage.buffer(), reduce);
-                     else
-                       ring::ring_all_reduce(c, stage.buffer(), reduce);
-                     average(stage.host());
-                     stage.copy_out();
-                     return;
-                   }
-                   // A GPU tensor on the ring: copies by chunk, overlapped (Note [Overlapped staging]).
-                   const std::vector<int64_t> bounds = ring::chunk_bounds(tensor.numel(), n);
-                   stage.copy_in_async(bounds, ring::all_reduce_chunk_order(c.mesh.rank(), n));
-                   const ring::ChunkHooks hooks{.before_use = [&](int64_t chunk) { stage.wait_in(chunk); },
-                                                .chunk_final =
-                                                    [&](int64_t chunk) {
-                                                      const auto i = static_cast<size_t>(chunk);
-                                                      average(stage.host().reshape({-1}).narrow(
-                                                          0, bounds[i], bounds[i + 1] - bounds[i]));
-                                                      stage.copy_out_async(chunk);
-                                                    }};
-                   ring::ring_all_reduce(c, stage.buffer(), reduce, &hooks);
-                   stage.finish();
-                 });
+  return enqueue(
+      header_for(CollectiveKind::AllReduce, tensor, tensor.numel(), op),
+      [tensor, op, ready](const ring::Collective& c) { all_reduce_on_worker(c, tensor, op, ready); });
+}
+
+std::shared_ptr<Work> ProcessGroupRing::run_all_reduce_coalesced(const std::vector<Tensor>& tensors,
+                                                                 ReduceOp op) {
+  std::vector<std::shared_ptr<Event>> ready;
+  for (const Tensor& t : tensors) ready.push_back(ring::record_ready(t));
+  // One job, one Work; each all-reduce keeps its own sequence number and header.
+  return enqueue(
+      header_for(CollectiveKind::AllReduce, tensors.front(), tensors.front().numel(), op),
+      [tensors, op, ready](const ring::Collective& c) {
+        for (size_t i = 0; i < tensors.size(); ++i) {
+          ring::Collective one = c;
+          one.header.sequence = c.header.sequence + static_cast<uint32_t>(i);
+          one.header.dtype = static_cast<uint8_t>(tensors[i].dtype());
+          one.header.numel = tensors[i].numel();
+          all_reduce_on_worker(one, tensors[i], op, ready[i]);
+        }
+      },
+      tensors.size());
 }
 
 std::shared_ptr<Work> ProcessGroupRing::run_broadcast(const Tensor& tensor, int64_t root) {

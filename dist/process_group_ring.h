@@ -39,6 +39,7 @@ class ProcessGroupRing : public ProcessGroup {
 
  protected:
   std::shared_ptr<Work> run_all_reduce(const Tensor& tensor, ReduceOp op) override;
+  std::shared_ptr<Work> run_all_reduce_coalesced(const std::vector<Tensor>& tensors, ReduceOp op) override;
   std::shared_ptr<Work> run_broadcast(const Tensor& tensor, int64_t root) override;
   std::shared_ptr<Work> run_all_gather(const Tensor& output, const Tensor& input) override;
   std::shared_ptr<Work> run_reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op) override;
@@ -51,7 +52,8 @@ class ProcessGroupRing : public ProcessGroup {
     Job job;
     std::shared_ptr<Work> work;
   };
-  std::shared_ptr<Work> enqueue(CollectiveHeader header, Job job);
+  // Queues `job`, which runs `collectives` collectives (sequence numbers from header.sequence).
+  std::shared_ptr<Work> enqueue(CollectiveHeader header, Job job, size_t collectives = 1);
   void serve();
 
   std::shared_ptr<TCPStore> store_;

@@ -122,7 +122,7 @@ TEST(ProcessGroupRing, BroadcastFromEveryRoot) {
     for (int world : {1, 2, 5}) {
       expect_no_errors(run_ranks_in_threads(world, [world](ProcessGroupRing& group) {
         for (const int64_t numel : kSizes)
-          for (const DType dtype : {DType::Float32, DType::BFloat16, DType::Int64})
+          for (const DType dtype : kDTypes)
             for (int64_t root = 0; root < world; ++root) {
               Tensor t = input_of(group.rank(), numel, dtype, 11);
               group.broadcast(t, root)->wait();
@@ -139,7 +139,7 @@ TEST(ProcessGroupRing, AllGatherFlatAndListForms) {
     for (int world : {1, 2, 3, 4, 5}) {
       expect_no_errors(run_ranks_in_threads(world, [world](ProcessGroupRing& group) {
         for (const int64_t numel : kSizes)
-          for (const DType dtype : {DType::Float64, DType::Float16, DType::Int64}) {
+          for (const DType dtype : kDTypes) {
             const Tensor mine = input_of(group.rank(), numel, dtype, 13);
             Tensor flat = empty({world * numel}, {.dtype = dtype});
             group.all_gather_into_tensor(flat, mine)->wait();
@@ -162,23 +162,44 @@ TEST(ProcessGroupRing, ReduceScatterFlatAndListForms) {
     for (int world : {1, 2, 3, 5}) {
       expect_no_errors(run_ranks_in_threads(world, [world](ProcessGroupRing& group) {
         for (const int64_t count : {int64_t{0}, int64_t{1}, int64_t{333}, int64_t{20011}})
-          for (const ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Min}) {
-            const Tensor input = input_of(group.rank(), world * count, DType::Float32, 17);
-            Tensor out = empty({count}, {.dtype = DType::Float32});
-            group.reduce_scatter_tensor(out, input, op)->wait();
-            Tensor out_list = empty({count}, {.dtype = DType::Float32});
-            group.reduce_scatter(out_list, input.chunk(world), op)->wait();
-            const Tensor expected = expected_reduction(world, world * count, DType::Float32, op, 17)
-                                        .narrow(0, group.rank() * count, count);
-            EXPECT_TRUE(testing::all_close(out.to(DType::Float64), expected,
-                                           reduction_tolerance(DType::Float32, world)));
-            EXPECT_TRUE(testing::bitwise_equal(out_list, out));
-            // The input is the caller's and stays as it was.
-            EXPECT_TRUE(
-                testing::bitwise_equal(input, input_of(group.rank(), world * count, DType::Float32, 17)));
-          }
+          for (const DType dtype : kDTypes)
+            for (const ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max, ReduceOp::Min}) {
+              if (op == ReduceOp::Avg && dtype == DType::Int64) continue;
+              const Tensor input = input_of(group.rank(), world * count, dtype, 17);
+              Tensor out = empty({count}, {.dtype = dtype});
+              group.reduce_scatter_tensor(out, input, op)->wait();
+              Tensor out_list = empty({count}, {.dtype = dtype});
+              group.reduce_scatter(out_list, input.chunk(world), op)->wait();
+              const Tensor expected = expected_reduction(world, world * count, dtype, op, 17)
+                                          .narrow(0, group.rank() * count, count);
+              EXPECT_TRUE(
+                  testing::all_close(out.to(DType::Float64), expected, reduction_tolerance(dtype, world)))
+                  << dtype << " " << reduce_op_name(op) << " " << count;
+              EXPECT_TRUE(testing::bitwise_equal(out_list, out));
+              // The input is the caller's and stays as it was.
+              EXPECT_TRUE(testing::bitwise_equal(input, input_of(group.rank(), world * count, dtype, 17)));
+            }
       }));
     }
+  });
+}
+
+TEST(ProcessGroupRing, CoalescedAllReduceEqualsOneByOne) {
+  testing::with_watchdog(kLimit, [] {
+    expect_no_errors(run_ranks_in_threads(3, [](ProcessGroupRing& group) {
+      std::vector<Tensor> together = {
+          input_of(group.rank(), 7, DType::Float32, 21), input_of(group.rank(), 100003, DType::Float64, 22),
+          input_of(group.rank(), 0, DType::Int64, 23),
+          testing::non_contiguous(input_of(group.rank(), 999, DType::BFloat16, 24))};
+      std::vector<Tensor> apart;
+      for (const Tensor& t : together) apart.push_back(t.clone());
+      const auto work = group.all_reduce_coalesced(together, ReduceOp::Max);
+      work->wait();
+      for (Tensor& t : apart) group.all_reduce(t, ReduceOp::Max)->wait();
+      for (size_t i = 0; i < together.size(); ++i)
+        EXPECT_TRUE(testing::bitwise_equal(together[i], apart[i])) << i;
+      EXPECT_KILN_ERROR(group.all_reduce_coalesced({}), "all_reduce_coalesced: no tensors");
+    }));
   });
 }
 
@@ -258,7 +279,9 @@ TEST(ProcessGroupRing, ARankThatLeavesIsAnErrorOnTheOthersAtOnceAndTheGroupStays
         60s);
     for (int r : {0, 1, 3}) {
       SCOPED_TRACE(errors[static_cast<size_t>(r)]);
-      EXPECT_NE(errors[static_cast<size_t>(r)].find("all_reduce #0 (sum, float32, 1048576 elements) failed on rank"), std::string::npos);
+      EXPECT_NE(errors[static_cast<size_t>(r)].find(
+                    "all_reduce #0 (sum, float32, 1048576 elements) failed on rank"),
+                std::string::npos);
       EXPECT_LT(seconds[static_cast<size_t>(r)], 10.0) << "rank " << r << " noticed only after the timeout";
     }
     // Rank 1 sends to 2 and rank 3 receives from it: they name rank 2 directly; rank 0
