@@ -1,0 +1,138 @@
+// TensorBoardWriter (tensorboard.h): protobuf's wire format by hand, TFRecord framing, and
+// a buffered file (Note [Event files]).
+#include "train/tensorboard.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "core/error.h"
+#include "train/crc32c.h"
+
+namespace kiln::train {
+namespace {
+
+constexpr auto kFlushInterval = std::chrono::seconds(2);
+
+void put_varint(std::string& out, uint64_t value) {
+  while (value >= 0x80) {
+    out.push_back(static_cast<char>((value & 0x7F) | 0x80));
+    value >>= 7;
+  }
+  out.push_back(static_cast<char>(value));
+}
+
+void put_fixed(std::string& out, uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
+}
+
+void put_key(std::string& out, int field, int wire_type) {
+  put_varint(out, static_cast<uint64_t>(field << 3 | wire_type));
+}
+
+void put_bytes(std::string& out, int field, const std::string& bytes) {
+  put_key(out, field, 2);
+  put_varint(out, bytes.size());
+  out += bytes;
+}
+
+void put_double(std::string& out, int field, double value) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  put_key(out, field, 1);
+  put_fixed(out, bits, 8);
+}
+
+std::string event_head(double wall_time, int64_t step) {
+  std::string event;
+  put_double(event, 1, wall_time);
+  if (step != 0) {
+    put_key(event, 2, 0);
+    put_varint(event, static_cast<uint64_t>(step));
+  }
+  return event;
+}
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+std::string tfrecord(const std::string& payload) {
+  std::string record;
+  put_fixed(record, payload.size(), 8);
+  put_fixed(record, masked_crc32c(record.data(), 8), 4);
+  record += payload;
+  put_fixed(record, masked_crc32c(payload.data(), payload.size()), 4);
+  return record;
+}
+
+std::string file_version_event(double wall_time) {
+  std::string event = event_head(wall_time, 0);
+  put_bytes(event, 3, "brain.Event:2");
+  return event;
+}
+
+std::string scalar_event(const std::string& tag, float value, int64_t step, double wall_time) {
+  std::string summary_value;
+  put_bytes(summary_value, 1, tag);
+  uint32_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  put_key(summary_value, 2, 5);
+  put_fixed(summary_value, bits, 4);
+  std::string summary;
+  put_bytes(summary, 1, summary_value);
+  std::string event = event_head(wall_time, step);
+  put_bytes(event, 5, summary);
+  return event;
+}
+
+TensorBoardWriter::TensorBoardWriter(const std::string& log_dir) {
+  std::error_code error;
+  std::filesystem::create_directories(log_dir, error);
+  KILN_CHECK(!error, "TensorBoardWriter: cannot create the folder ", log_dir, ": ", error.message());
+  char host[256] = "localhost";
+  ::gethostname(host, sizeof host - 1);
+  const double started = now_seconds();
+  path_ = (std::filesystem::path(log_dir) /
+           ("events.out.tfevents." + std::to_string(static_cast<int64_t>(started)) + "." + host + "." +
+            std::to_string(::getpid()) + ".kiln"))
+              .string();
+  file_ = std::fopen(path_.c_str(), "ab");
+  KILN_CHECK(file_ != nullptr, "TensorBoardWriter: cannot open ", path_, ": ", std::strerror(errno));
+  last_flush_ = std::chrono::steady_clock::now();
+  write_record(file_version_event(started));
+  flush();
+}
+
+TensorBoardWriter::~TensorBoardWriter() {
+  try {
+    flush();
+  } catch (const Error&) {
+    // A destructor must not throw; the last records are lost and the file says so by ending early.
+  }
+  std::fclose(file_);
+}
+
+void TensorBoardWriter::add_scalar(const std::string& tag, double value, int64_t step,
+                                   std::optional<double> wall_time) {
+  KILN_CHECK(!tag.empty(), "TensorBoardWriter: a scalar needs a tag");
+  write_record(scalar_event(tag, static_cast<float>(value), step, wall_time.value_or(now_seconds())));
+  if (std::chrono::steady_clock::now() - last_flush_ >= kFlushInterval) flush();
+}
+
+void TensorBoardWriter::write_record(const std::string& payload) { pending_ += tfrecord(payload); }
+
+void TensorBoardWriter::flush() {
+  last_flush_ = std::chrono::steady_clock::now();
+  if (pending_.empty()) return;
+  const size_t written = std::fwrite(pending_.data(), 1, pending_.size(), file_);
+  const bool ok = written == pending_.size() && std::fflush(file_) == 0;
+  pending_.clear();
+  KILN_CHECK(ok, "TensorBoardWriter: writing ", path_, " failed: ", std::strerror(errno));
+}
+
+}  // namespace kiln::train

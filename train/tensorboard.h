@@ -1,0 +1,59 @@
+// TensorBoardWriter: scalars (losses, metrics, learning rate, loss scale, samples/s) to a
+// TensorBoard event file, as torch.utils.tensorboard's SummaryWriter.add_scalar, without
+// TensorFlow or protobuf.
+//
+// Note [Event files]: an event file is a TFRecord file: each record is
+//   uint64 length (little-endian) | uint32 masked CRC-32C of the length | payload |
+//   uint32 masked CRC-32C of the payload
+// (crc32c.h), and each payload a serialised tensorflow.Event protobuf. Kiln writes the
+// few fields TensorBoard reads, by hand, in protobuf's wire format (a key = field number
+// << 3 | wire type, then the value: varint 0, 64-bit 1, length-delimited 2, 32-bit 5):
+//   Event   { double wall_time = 1; int64 step = 2; string file_version = 3; Summary summary = 5; }
+//   Summary { repeated Value value = 1; }
+//   Value   { string tag = 1; float simple_value = 2; }
+// The first record is the file_version event "brain.Event:2". The file is named
+// events.out.tfevents.<seconds>.<host>.<pid>.kiln in the log folder, which TensorBoard scans.
+//
+// Records are buffered and written when flush() is called, two seconds after the last
+// write, and when the writer goes; a failed write is a kiln::Error naming the file.
+//
+//   TensorBoardWriter tb("runs/resnet18");
+//   tb.add_scalar("loss/train", loss, step);
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+namespace kiln::train {
+
+class TensorBoardWriter {
+ public:
+  // Creates `log_dir` (and its parents) if needed.
+  explicit TensorBoardWriter(const std::string& log_dir);
+  ~TensorBoardWriter();
+  TensorBoardWriter(const TensorBoardWriter&) = delete;
+  TensorBoardWriter& operator=(const TensorBoardWriter&) = delete;
+
+  // wall_time: seconds since the epoch (now when absent).
+  void add_scalar(const std::string& tag, double value, int64_t step,
+                  std::optional<double> wall_time = std::nullopt);
+  void flush();
+  const std::string& path() const { return path_; }
+
+ private:
+  void write_record(const std::string& payload);
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  std::string pending_;
+  std::chrono::steady_clock::time_point last_flush_;
+};
+
+// The pieces (Note [Event files]), for tests and readers of the format.
+std::string tfrecord(const std::string& payload);
+std::string file_version_event(double wall_time);
+std::string scalar_event(const std::string& tag, float value, int64_t step, double wall_time);
+
+}  // namespace kiln::train
