@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/dispatch.h"
+#include "core/host_sync.h"
 
 namespace kiln {
 namespace {
@@ -67,7 +68,10 @@ bool cuda_is_available() { return has_backend(DeviceType::CUDA); }
 
 int cuda_device_count() { return cuda_is_available() ? backend(Device::cuda()).device_count() : 0; }
 
-void synchronize(Device device) { backend(device).synchronize(device.index); }
+void synchronize(Device device) {
+  if (!device.is_cpu()) note_host_sync(HostSync::Synchronize);
+  backend(device).synchronize(device.index);
+}
 
 const char* op_name(ReduceOp op) {
   static constexpr const char* kNames[] = {"sum", "mean", "amax", "amin", "norm", "norm"};

@@ -3,6 +3,7 @@
 
 #include "core/backend.h"
 #include "core/error.h"
+#include "core/host_sync.h"
 
 namespace kiln {
 
@@ -21,7 +22,10 @@ Stream Stream::create(Device device) {
   return Stream(device, id, std::move(owner));
 }
 
-void Stream::synchronize() const { backend(device_).synchronize_stream(device_.index, id_); }
+void Stream::synchronize() const {
+  if (!device_.is_cpu()) note_host_sync(HostSync::Synchronize);
+  backend(device_).synchronize_stream(device_.index, id_);
+}
 
 void Stream::wait(const Event& event) const {
   if (event.handle_ == nullptr) return;
@@ -58,7 +62,9 @@ void Event::record(const Stream& stream) {
 bool Event::query() const { return handle_ == nullptr || backend(device_).event_query(handle_.get()); }
 
 void Event::synchronize() const {
-  if (handle_ != nullptr) backend(device_).event_synchronize(handle_.get());
+  if (handle_ == nullptr) return;
+  note_host_sync(HostSync::Synchronize);
+  backend(device_).event_synchronize(handle_.get());
 }
 
 double Event::elapsed_ms_since(const Event& start) const {

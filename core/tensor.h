@@ -18,6 +18,7 @@
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/host_sync.h"
 #include "core/scalar.h"
 #include "core/tensor_impl.h"
 
@@ -219,6 +220,7 @@ std::ostream& operator<<(std::ostream& os, const Tensor& tensor);
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
+  note_host_sync(HostSync::Item);
   const Tensor host = to(Device::cpu(), dtype_of_v<T>).contiguous();
   const T* first = host.data_ptr<T>();
   return std::vector<T>(first, first + host.numel());

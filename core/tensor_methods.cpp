@@ -1,5 +1,6 @@
 // Tensor methods that are ops: each forwards to the free function of the same name.
 #include "core/dispatch.h"
+#include "core/host_sync.h"
 #include "core/ops.h"
 
 namespace kiln {
@@ -17,6 +18,7 @@ bool Tensor::is_pinned() const { return kiln::is_pinned(*this); }
 Scalar Tensor::item() const {
   KILN_CHECK(numel() == 1, "item: a tensor with ", numel(), " elements cannot be converted to a "
              "number (shape ", sizes(), ")");
+  note_host_sync(HostSync::Item);
   const Tensor host = to(Device::cpu());
   return visit_dtype<kAllTypes>(dtype(), "item", [&]<typename T>() -> Scalar {
     const T v = *static_cast<const T*>(host.data_ptr());

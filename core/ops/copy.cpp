@@ -4,6 +4,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/backend.h"
+#include "core/host_sync.h"
 #include "core/ops/factory.h"
 #include "core/ops/inplace.h"
 #include "core/ops/view.h"
@@ -18,6 +19,7 @@ Backend& copy_backend(Device a, Device b) { return backend(a.is_cpu() ? b : a); 
 
 void raw_copy(const Tensor& src, const Tensor& dst, bool non_blocking) {
   if (dst.numel() == 0) return;
+  if (!src.device().is_cpu() && dst.device().is_cpu() && !non_blocking) note_host_sync(HostSync::CopyToHost);
   copy_backend(src.device(), dst.device()).copy(src, dst, non_blocking);
 }
 

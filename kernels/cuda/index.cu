@@ -33,6 +33,7 @@
 #include <optional>
 
 #include "core/dispatch.h"
+#include "core/host_sync.h"
 #include "core/kernel_memory.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
@@ -79,6 +80,7 @@ class DeviceBadIndex {
   // Waits for the stream, then throws the CPU's message if a kernel recorded a bad index.
   void throw_if_seen(const char* op, int64_t dim, int64_t size) const {
     BadIndexFlag host{};
+    note_host_sync(HostSync::IndexCheck);
     KILN_CUDA_CHECK(cudaMemcpyAsync(&host, flag(), sizeof(host), cudaMemcpyDeviceToHost, stream_.handle()));
     stream_.synchronize();
     KILN_CHECK(host.seen == 0, op, ": index ", host.value, " is out of bounds for dimension ", dim, " with size ",
