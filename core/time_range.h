@@ -33,7 +33,7 @@ struct TimeRangeRecord {
   int depth = 0;        // 0 for a range with no enclosing range on its thread
   double start_s = 0;   // seconds since the Timeline started
   double end_s = 0;
-  std::optional<double> device_ms;  // with a device: the time between its events
+  std::optional<double> device_ms = std::nullopt;  // with a device: the time between its events
   double seconds() const { return end_s - start_s; }
 };
 

@@ -1,0 +1,65 @@
+// The bottleneck report: an epoch's (or --profile-steps') wall time split into the phases
+// of a training step, with the host syncs per step and a one-line diagnosis naming the
+// flag to try, from the TimeRange records the trainer makes (core/time_range.h).
+//
+// The trainer wraps each phase of its loop in a TimeRange named after it (Phase below).
+// The report sums each phase's records, counts what is left as "other", and reads the
+// shares: data loading above 20%, copies above 15%, any host sync per step on a GPU, an
+// optimizer above 25%, evaluation above 30% or checkpoints above 10% each have their own
+// advice; otherwise the step is compute-bound, and the advice is about compute.
+//
+//   Timeline timeline;  ... the epoch ...
+//   const BottleneckReport report = bottleneck_report(timeline.stop(), wall_s, steps, syncs, context);
+//   std::cout << format_bottleneck_report(report);
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/host_sync.h"
+#include "core/time_range.h"
+
+namespace kiln::train {
+
+// The phase names the trainer's ranges use.
+namespace phase {
+inline constexpr const char* kData = "data";        // waiting for the next batch
+inline constexpr const char* kCopy = "copy";        // host-to-device copies
+inline constexpr const char* kForward = "forward";  // forward and loss
+inline constexpr const char* kBackward = "backward";
+inline constexpr const char* kOptimizer = "optimizer";  // clipping, unscaling, step, scheduler
+inline constexpr const char* kEvaluation = "evaluation";
+inline constexpr const char* kCheckpoint = "checkpoint";
+}  // namespace phase
+
+// What the advice may refer to.
+struct ReportContext {
+  bool on_gpu = false;
+  int64_t workers = 0;
+  bool pin_memory = false;
+};
+
+struct PhaseTime {
+  std::string phase = {};
+  double seconds = 0;
+  double fraction = 0;                                  // of the wall time
+  std::optional<double> device_seconds = std::nullopt;  // from device events, when the ranges had them
+};
+
+struct BottleneckReport {
+  double wall_seconds = 0;
+  int64_t steps = 0;
+  std::vector<PhaseTime> phases;  // the seven phases in step order, then "other"
+  double host_syncs_per_step = 0;
+  HostSyncs host_syncs;
+  std::string diagnosis;
+};
+
+BottleneckReport bottleneck_report(const std::vector<TimeRangeRecord>& records, double wall_seconds,
+                                   int64_t steps, const HostSyncs& syncs, const ReportContext& context);
+// A small table (phase, seconds, share, device seconds), the syncs, and the diagnosis.
+std::string format_bottleneck_report(const BottleneckReport& report);
+
+}  // namespace kiln::train
