@@ -1,0 +1,48 @@
+// CsvLog: a run's numbers as a CSV table (RFC 4180), one row per epoch, or per step, with
+// the columns fixed at the start. The file is rewritten whole and atomically
+// (core/atomic_file.h) at most every `flush_interval` and by flush(), so it never holds
+// half a row, whatever stops the run.
+//
+// Numbers are written with 9 significant digits (float32 round-trips), NaN as "nan", a
+// column a row leaves out as an empty field; a column name with a comma, a quote or a
+// line break is quoted.
+//
+//   CsvLog log("runs/r1/metrics.csv", {"epoch", "loss/train", "auc/val"});
+//   log.add_row({{"epoch", 1}, {"loss/train", 0.61}, {"auc/val", 0.83}});
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln::train {
+
+class CsvLog {
+ public:
+  CsvLog(std::string path, std::vector<std::string> columns,
+         std::chrono::milliseconds flush_interval = std::chrono::seconds(5));
+  ~CsvLog();
+  CsvLog(const CsvLog&) = delete;
+  CsvLog& operator=(const CsvLog&) = delete;
+
+  // A column the log does not have is an error naming it.
+  void add_row(const std::vector<std::pair<std::string, double>>& values);
+  void flush();
+  const std::string& path() const { return path_; }
+  // The table as the file will hold it.
+  const std::string& text() const { return text_; }
+
+ private:
+  std::string path_;
+  std::vector<std::string> columns_;
+  std::chrono::milliseconds flush_interval_;
+  std::chrono::steady_clock::time_point last_flush_;
+  std::string text_;
+  bool dirty_ = false;
+};
+
+// A CSV field: quoted when it holds a comma, a quote or a line break (quotes doubled).
+std::string csv_field(const std::string& text);
+
+}  // namespace kiln::train
