@@ -97,9 +97,15 @@ void ProcessGroupRing::serve() {
   }
 }
 
+const Stream& ProcessGroupRing::copy_stream(Device device) {
+  auto it = copy_streams_.find(device.index);
+  if (it == copy_streams_.end()) it = copy_streams_.emplace(device.index, Stream::create(device)).first;
+  return it->second;
+}
+
 // One all-reduce of `tensor`, on the worker: the direct exchange or the ring, staged.
-static void all_reduce_on_worker(const ring::Collective& c, const Tensor& tensor, ReduceOp op,
-                                 const std::shared_ptr<Event>& ready) {
+void ProcessGroupRing::all_reduce_on_worker(const ring::Collective& c, const Tensor& tensor, ReduceOp op,
+                                            const std::shared_ptr<Event>& ready) {
   HostStage stage(tensor, ready);
   const ring::Reducer reduce = reducer(tensor.dtype(), op);
   const int64_t n = c.mesh.size();
@@ -121,7 +127,7 @@ static void all_reduce_on_worker(const ring::Collective& c, const Tensor& tensor
   }
   // A GPU tensor on the ring: copies by chunk, overlapped (Note [Overlapped staging]).
   const std::vector<int64_t> bounds = ring::chunk_bounds(tensor.numel(), n);
-  stage.copy_in_async(bounds, ring::all_reduce_chunk_order(c.mesh.rank(), n));
+  stage.copy_in_async(copy_stream(tensor.device()), bounds, ring::all_reduce_chunk_order(c.mesh.rank(), n));
   const ring::ChunkHooks hooks{
       .before_use = [&](int64_t chunk) { stage.wait_in(chunk); },
       .chunk_final =
@@ -138,7 +144,7 @@ std::shared_ptr<Work> ProcessGroupRing::run_all_reduce(const Tensor& tensor, Red
   const auto ready = ring::record_ready(tensor);
   return enqueue(
       header_for(CollectiveKind::AllReduce, tensor, tensor.numel(), op),
-      [tensor, op, ready](const ring::Collective& c) { all_reduce_on_worker(c, tensor, op, ready); });
+      [this, tensor, op, ready](const ring::Collective& c) { all_reduce_on_worker(c, tensor, op, ready); });
 }
 
 std::shared_ptr<Work> ProcessGroupRing::run_all_reduce_coalesced(const std::vector<Tensor>& tensors,
@@ -148,7 +154,7 @@ std::shared_ptr<Work> ProcessGroupRing::run_all_reduce_coalesced(const std::vect
   // One job, one Work; each all-reduce keeps its own sequence number and header.
   return enqueue(
       header_for(CollectiveKind::AllReduce, tensors.front(), tensors.front().numel(), op),
-      [tensors, op, ready](const ring::Collective& c) {
+      [this, tensors, op, ready](const ring::Collective& c) {
         for (size_t i = 0; i < tensors.size(); ++i) {
           ring::Collective one = c;
           one.header.sequence = c.header.sequence + static_cast<uint32_t>(i);

@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -55,6 +56,10 @@ class ProcessGroupRing : public ProcessGroup {
   // Queues `job`, which runs `collectives` collectives (sequence numbers from header.sequence).
   std::shared_ptr<Work> enqueue(CollectiveHeader header, Job job, size_t collectives = 1);
   void serve();
+  void all_reduce_on_worker(const ring::Collective& c, const Tensor& tensor, ReduceOp op,
+                            const std::shared_ptr<Event>& ready);
+  // The stream the worker stages a device's tensors on, made at its first use (worker only).
+  const Stream& copy_stream(Device device);
 
   std::shared_ptr<TCPStore> store_;
   std::unique_ptr<Mesh> mesh_;
@@ -62,8 +67,9 @@ class ProcessGroupRing : public ProcessGroup {
   std::condition_variable queue_changed_;
   std::deque<Queued> queue_;
   bool stopping_ = false;
-  uint32_t issued_ = 0;       // collectives issued: the next one's sequence number
-  std::string abort_reason_;  // the first failure; later collectives fail with it (worker only)
+  uint32_t issued_ = 0;                 // collectives issued: the next one's sequence number
+  std::string abort_reason_;            // the first failure; later collectives fail with it (worker only)
+  std::map<int, Stream> copy_streams_;  // by CUDA device index (worker only)
   std::thread worker_;
 };
 

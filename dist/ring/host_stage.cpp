@@ -58,10 +58,12 @@ Tensor HostStage::slice(const Tensor& t, int64_t chunk) const {
   return t.reshape({-1}).narrow(0, bounds_[c], bounds_[c + 1] - bounds_[c]);
 }
 
-void HostStage::copy_in_async(const std::vector<int64_t>& bounds, const std::vector<int64_t>& order) {
-  KILN_ASSERT(on_gpu(), "copy_in_async of a CPU tensor");
+void HostStage::copy_in_async(const Stream& copies, const std::vector<int64_t>& bounds,
+                              const std::vector<int64_t>& order) {
+  KILN_ASSERT(on_gpu() && copies.device() == tensor_.device(),
+              "copy_in_async of a CPU tensor or on another device");
   bounds_ = bounds;
-  copies_ = Stream::create(tensor_.device());
+  copies_ = copies;
   NoGradGuard no_grad;
   StreamGuard on(*copies_);
   for (const int64_t c : order) {

@@ -6,7 +6,8 @@
 // Whole copies (copy_in, copy_out) serve the small messages and CPU tensors. A GPU tensor
 // bound for the ring is copied by chunks instead, overlapped with the network (Note
 // [Overlapped staging]): copy_in_async queues every chunk's device-to-host copy on a copy
-// stream, in the order the ring will need them, each with an event; wait_in(c) waits for
+// stream (the process group's own, made once), in the order the ring will need them, each
+// with an event; wait_in(c) waits for
 // chunk c only; copy_out_async(c) queues chunk c's host-to-device copy as soon as the
 // ring has finished it; finish() waits for the copies.
 //
@@ -42,7 +43,8 @@ class HostStage {
   void copy_out();
 
   // Chunk c is elements [bounds[c], bounds[c + 1]); `order`, the chunks as the ring needs them.
-  void copy_in_async(const std::vector<int64_t>& bounds, const std::vector<int64_t>& order);
+  void copy_in_async(const Stream& copies, const std::vector<int64_t>& bounds,
+                     const std::vector<int64_t>& order);
   void wait_in(int64_t chunk);
   void copy_out_async(int64_t chunk);
   void finish();
