@@ -2,6 +2,8 @@
 // forms of all_gather and reduce_scatter on top of the flat ones.
 #include "dist/process_group.h"
 
+#include <string>
+
 #include "core/autograd/grad_mode.h"
 #include "core/error.h"
 #include "core/ops/factory.h"
@@ -10,12 +12,13 @@
 namespace kiln::dist {
 namespace {
 
-void check_tensor(const Tensor& t, const char* op, const char* what) {
-  KILN_CHECK(t.defined(), op, ": the ", what, " tensor is undefined");
+// `what`: "output", "input", or "" for a collective's one tensor.
+void check_tensor(const Tensor& t, const char* op, const std::string& what) {
+  const std::string name = what.empty() ? "the tensor" : "the " + what + " tensor";
+  KILN_CHECK(t.defined(), op, ": ", name, " is undefined");
   const DType d = t.dtype();
-  KILN_CHECK(is_floating(d) || d == DType::Int64 || d == DType::Int32 || d == DType::UInt8, op, ": the ",
-             what, " tensor is ", d,
-             "; collectives take float32/64, float16, bfloat16, int64, int32 or uint8");
+  KILN_CHECK(is_floating(d) || d == DType::Int64 || d == DType::Int32 || d == DType::UInt8, op, ": ", name,
+             " is ", d, "; collectives take float32/64, float16, bfloat16, int64, int32 or uint8");
 }
 
 void check_op(const Tensor& t, ReduceOp op, const char* name) {

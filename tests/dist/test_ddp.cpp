@@ -263,11 +263,17 @@ TEST(DistributedDataParallel, GradScalerSkipsTheStepOnEveryRankWhenOneRankOverfl
   });
 }
 
+// A training run's final parameters, and the gradient norm each step had before clipping.
+struct AmpRun {
+  nn::NamedTensors parameters;
+  std::vector<double> norms;
+};
+
 // One training run at an Apex level with GradScaler and gradient clipping, on `x`'s rows
-// [first, first + count) (the whole batch when alone); returns the final parameters.
-nn::NamedTensors train_with_amp(const std::shared_ptr<nn::Sequential>& net, train::OptLevel level,
-                                const std::shared_ptr<dist::ProcessGroup>& group, int64_t first,
-                                int64_t count) {
+// [first, first + count) (the whole batch when alone).
+AmpRun train_with_amp(const std::shared_ptr<nn::Sequential>& net, train::OptLevel level,
+                      const std::shared_ptr<dist::ProcessGroup>& group, int64_t first, int64_t count) {
+  AmpRun run;
   optim::SGD sgd(net->parameters(), {.lr = 0.05, .momentum = 0.9});
   const train::AmpProperties amp = train::amp_initialize(*net, sgd, level, DType::BFloat16);
   std::optional<DistributedDataParallel> ddp;
@@ -286,11 +292,15 @@ nn::NamedTensors train_with_amp(const std::shared_ptr<nn::Sequential>& net, trai
     const Tensor loss = cross_entropy(train::amp_cast_output(amp, logits), b.y.narrow(0, first, count));
     scaler.scale(loss).backward();
     scaler.unscale_(sgd);
-    optim::clip_grad_norm_(net->parameters(), 0.5);
+    // The gradients' norms here are about 0.2: clipping at 0.1 acts on every step. The norm
+    // before clipping shows the gradient DDP averaged is the whole batch's, which the
+    // clipped weights alone would not (any gradient above 0.1 is rescaled to the same norm).
+    run.norms.push_back(optim::clip_grad_norm_(net->parameters(), 0.1).item<double>());
     scaler.step(sgd);
     scaler.update();
   }
-  return net->named_parameters();
+  run.parameters = net->named_parameters();
+  return run;
 }
 
 TEST(DistributedDataParallel, AmpLevelsWithGradScalerAndClippingMatchOneProcess) {
@@ -298,9 +308,9 @@ TEST(DistributedDataParallel, AmpLevelsWithGradScalerAndClippingMatchOneProcess)
     for (const train::OptLevel level :
          {train::OptLevel::O0, train::OptLevel::O1, train::OptLevel::O2, train::OptLevel::O3}) {
       SCOPED_TRACE(train::name(level));
-      const nn::NamedTensors alone = train_with_amp(conv_net(5), level, nullptr, 0, 4);
+      const AmpRun alone = train_with_amp(conv_net(5), level, nullptr, 0, 4);
       std::vector<std::shared_ptr<nn::Sequential>> nets = {conv_net(5), conv_net(5)};
-      std::vector<nn::NamedTensors> ranks(2);
+      std::vector<AmpRun> ranks(2);
       const auto errors = run_ranks_in_threads(2, [&](ProcessGroupRing& group) {
         const auto r = static_cast<size_t>(group.rank());
         ranks[r] = train_with_amp(nets[r], level, handle(group), group.rank() * 2, 2);
@@ -310,11 +320,19 @@ TEST(DistributedDataParallel, AmpLevelsWithGradScalerAndClippingMatchOneProcess)
       // batch is split in two halves.
       const testing::Tolerance tolerance =
           level == train::OptLevel::O0 ? testing::Tolerance{1e-5, 1e-4} : testing::Tolerance{2e-2, 2e-2};
-      for (size_t i = 0; i < alone.size(); ++i) {
-        EXPECT_TRUE(testing::all_close(ranks[0][i].second.to(DType::Float32),
-                                       alone[i].second.to(DType::Float32), tolerance))
-            << alone[i].first;
-        EXPECT_TRUE(testing::bitwise_equal(ranks[0][i].second, ranks[1][i].second)) << alone[i].first;
+      const nn::NamedTensors& expected = alone.parameters;
+      for (size_t i = 0; i < expected.size(); ++i) {
+        const Tensor& got = ranks[0].parameters[i].second;
+        EXPECT_TRUE(
+            testing::all_close(got.to(DType::Float32), expected[i].second.to(DType::Float32), tolerance))
+            << expected[i].first;
+        EXPECT_TRUE(testing::bitwise_equal(got, ranks[1].parameters[i].second)) << expected[i].first;
+      }
+      ASSERT_EQ(ranks[0].norms.size(), alone.norms.size());
+      for (size_t step = 0; step < alone.norms.size(); ++step) {
+        EXPECT_GT(alone.norms[step], 0.1) << "step " << step << ": clipping did not act";
+        EXPECT_NEAR(ranks[0].norms[step], alone.norms[step], alone.norms[step] * tolerance.rtol * 2)
+            << "step " << step;
       }
     }
   });

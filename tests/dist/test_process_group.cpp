@@ -216,7 +216,7 @@ TEST(ProcessGroupRing, ArgumentErrorsOnTheCallingThread) {
                         "reduce_scatter: the input has 5");
       EXPECT_KILN_ERROR(group.all_gather({zeros({3})}, zeros({3})),
                         "all_gather: 1 output tensors for a group of 2");
-      EXPECT_KILN_ERROR(group.all_reduce(Tensor()), "all_reduce: the  tensor is undefined");
+      EXPECT_KILN_ERROR(group.all_reduce(Tensor()), "all_reduce: the tensor is undefined");
       group.barrier()->wait();  // the group still works: nothing was issued
     }));
   });
