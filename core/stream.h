@@ -81,6 +81,8 @@ class Event {
   // the event (on CUDA it is created on the stream's device at the first record).
   void record(const Stream& stream);
   bool recorded() const { return handle_ != nullptr || recorded_on_cpu_; }
+  // The device of the stream it was last recorded on.
+  Device device() const { return device_; }
   // True when the work before the event has finished, or it was never recorded.
   bool query() const;
   // Blocks the host until the event has completed.

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 #include <map>
-#include <sstream>
+#include <tuple>
 #include <unordered_set>
 
 #include "core/autograd/accumulate_grad.h"
@@ -18,6 +18,10 @@ namespace kiln::dist {
 namespace {
 
 int64_t bytes_of(double megabytes) { return static_cast<int64_t>(megabytes * 1024.0 * 1024.0); }
+
+// Tensors that can share a flat buffer: the same dtype on the same device.
+using Placement = std::tuple<DType, DeviceType, int>;
+Placement placement_of(const Tensor& t) { return {t.dtype(), t.device().type, t.device().index}; }
 
 // The leaves whose gradients `outputs` depend on: a walk of the autograd graph.
 std::unordered_set<const TensorImpl*> leaves_reached(const std::vector<Tensor>& outputs) {
@@ -41,18 +45,22 @@ std::unordered_set<const TensorImpl*> leaves_reached(const std::vector<Tensor>& 
 }  // namespace
 
 void broadcast_coalesced(ProcessGroup& group, const std::vector<Tensor>& tensors, int64_t root) {
-  std::map<std::pair<int, std::string>, std::vector<Tensor>> groups;  // by dtype and device
-  for (const Tensor& t : tensors) {
-    std::ostringstream device;
-    device << t.device();
-    groups[{static_cast<int>(t.dtype()), device.str()}].push_back(t);
-  }
+  std::map<Placement, std::vector<Tensor>> groups;
+  for (const Tensor& t : tensors) groups[placement_of(t)].push_back(t);
   NoGradGuard no_grad;
-  for (auto& [key, members] : groups) {
+  // Every broadcast is issued before any is waited for; each result is copied back on the
+  // caller's stream once its broadcast is done (no host wait on a device backend).
+  std::vector<std::pair<Tensor, std::shared_ptr<Work>>> flats;
+  for (const auto& [placement, members] : groups) {
     std::vector<Tensor> flat_parts;
     for (const Tensor& t : members) flat_parts.push_back(t.reshape({-1}));
     const Tensor flat = cat(flat_parts, 0);
-    group.broadcast(flat, root)->wait();
+    flats.emplace_back(flat, group.broadcast(flat, root));
+  }
+  size_t g = 0;
+  for (const auto& [placement, members] : groups) {
+    const auto& [flat, work] = flats[g++];
+    work->wait_stream();
     int64_t at = 0;
     for (const Tensor& t : members) {
       Tensor target = t;
@@ -70,10 +78,12 @@ struct DistributedDataParallel::State {
     std::string name;
     size_t bucket = 0;
     int64_t offset = 0;  // in the bucket's flat tensor, in elements
+    Tensor view = {};    // its slice of the flat tensor, shaped as the parameter: its .grad
   };
   struct Bucket {
     std::vector<size_t> params;
     Tensor flat;
+    Tensor world_size;   // the divisor, a scalar on the bucket's device (made once)
     size_t pending = 0;  // parameters not ready yet in this backward
     std::shared_ptr<Work> work;
   };
@@ -88,11 +98,6 @@ struct DistributedDataParallel::State {
   std::vector<bool> marked;        // ready in this backward
   std::vector<bool> locally_used;  // with find_unused: the forward output depends on it
   size_t next_bucket = 0;          // the next bucket to launch
-
-  Tensor slot(size_t i) const {
-    const Param& p = params[i];
-    return buckets[p.bucket].flat.narrow(0, p.offset, p.tensor.numel()).view(p.tensor.sizes());
-  }
 
   void arm() {
     armed = true;
@@ -111,13 +116,12 @@ struct DistributedDataParallel::State {
         "no_sync for all but the last)");
     marked[i] = true;
     ++marked_count;
-    const Tensor view = slot(i);
-    const Tensor grad = params[i].tensor.grad();
-    if (locally_used[i] && grad.defined() && grad.data_ptr() != view.data_ptr()) {
+    Param& p = params[i];
+    const Tensor grad = p.tensor.grad();
+    if (locally_used[i] && grad.defined() && !grad.is_same(p.view)) {
       NoGradGuard no_grad;  // the gradient becomes the bucket's view (Note [Gradient buckets])
-      Tensor into = view;
-      into.copy_(grad);
-      params[i].tensor.set_grad(view);
+      p.view.copy_(grad);
+      p.tensor.set_grad(p.view);
     }
     if (--buckets[params[i].bucket].pending == 0) launch_ready_buckets();
   }
@@ -131,8 +135,7 @@ struct DistributedDataParallel::State {
     std::vector<Tensor> flats;
     for (const size_t b : ready) {
       Tensor& flat = buckets[b].flat;
-      if (group->size() > 1)
-        flat.div_(scalar_tensor(static_cast<double>(group->size()), {.dtype = flat.dtype()}));
+      if (group->size() > 1) flat.div_(buckets[b].world_size);
       flats.push_back(flat);
     }
     if (!flats.empty()) {
@@ -145,7 +148,7 @@ struct DistributedDataParallel::State {
 
   void finish() {
     armed = false;
-    for (Bucket& b : buckets) b.work->wait();
+    for (Bucket& b : buckets) b.work->wait_stream();  // the optimizer runs after, on the same stream
     if (!find_unused) return;
     // Which parameters some rank used: they get the averaged gradient; the others keep theirs.
     std::vector<int32_t> flags(params.size());
@@ -154,7 +157,7 @@ struct DistributedDataParallel::State {
     group->all_reduce(used, ReduceOp::Max)->wait();
     const std::vector<int32_t> globally = used.to_vector<int32_t>();
     for (size_t i = 0; i < params.size(); ++i)
-      if (!locally_used[i] && globally[i] != 0) params[i].tensor.set_grad(slot(i));
+      if (!locally_used[i] && globally[i] != 0) params[i].tensor.set_grad(params[i].view);
   }
 
   // Counts the parameters `outputs` does not depend on as ready, with zero gradient.
@@ -165,10 +168,7 @@ struct DistributedDataParallel::State {
       if (reached.count(params[i].tensor.impl()) != 0) continue;
       locally_used[i] = false;
       const Tensor grad = params[i].tensor.grad();
-      if (!grad.defined() || grad.data_ptr() != slot(i).data_ptr()) {
-        Tensor view = slot(i);
-        view.zero_();
-      }
+      if (!grad.defined() || !grad.is_same(params[i].view)) params[i].view.zero_();
       mark_ready(i);
     }
   }
@@ -212,13 +212,11 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Layer> modu
   for (const auto& [name, p] : module_->named_parameters())
     if (p.requires_grad()) s.params.push_back({.tensor = p, .name = name});
   std::reverse(s.params.begin(), s.params.end());
-  std::map<std::pair<int, std::string>, std::pair<size_t, int64_t>> open;  // key -> (bucket, bytes)
+  std::map<Placement, std::pair<size_t, int64_t>> open;  // placement -> (bucket, its cap in bytes)
   std::vector<int64_t> bucket_elements;
   for (size_t i = 0; i < s.params.size(); ++i) {
     State::Param& p = s.params[i];
-    std::ostringstream device;
-    device << p.tensor.device();
-    const std::pair<int, std::string> key{static_cast<int>(p.tensor.dtype()), device.str()};
+    const Placement key = placement_of(p.tensor);
     auto it = open.find(key);
     if (it == open.end()) {
       const int64_t cap = bytes_of(s.buckets.empty() ? options.first_bucket_cap_mb : options.bucket_cap_mb);
@@ -234,16 +232,20 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Layer> modu
     if (bucket_elements[b] * static_cast<int64_t>(p.tensor.element_size()) >= it->second.second)
       open.erase(it);
   }
+  NoGradGuard no_grad;
   for (size_t b = 0; b < s.buckets.size(); ++b) {
-    const Tensor& first = s.params[s.buckets[b].params.front()].tensor;
-    s.buckets[b].flat = zeros({bucket_elements[b]}, {.dtype = first.dtype(), .device = first.device()});
-    for (const size_t i : s.buckets[b].params) {
-      const Tensor grad = s.params[i].tensor.grad();
+    State::Bucket& bucket = s.buckets[b];
+    const Tensor& first = s.params[bucket.params.front()].tensor;
+    const TensorOptions placement{.dtype = first.dtype(), .device = first.device()};
+    bucket.flat = zeros({bucket_elements[b]}, placement);
+    bucket.world_size = scalar_tensor(static_cast<double>(group_->size()), placement);
+    for (const size_t i : bucket.params) {
+      State::Param& p = s.params[i];
+      p.view = bucket.flat.narrow(0, p.offset, p.tensor.numel()).view(p.tensor.sizes());
+      const Tensor grad = p.tensor.grad();
       if (!grad.defined()) continue;
-      NoGradGuard no_grad;
-      Tensor view = s.slot(i);
-      view.copy_(grad);
-      s.params[i].tensor.set_grad(view);
+      p.view.copy_(grad);
+      p.tensor.set_grad(p.view);
     }
   }
   const std::weak_ptr<State> weak = state_;

@@ -261,9 +261,12 @@ class ProcessGroupNccl final : public ProcessGroup {
                     .deadline = Clock::now() + timeout(),
                     .description = h.describe()};
     pending.done.record(stream_);
+    pending.work->set_device_done(pending.done);  // wait_stream() waits on the device, not the host
+    bool waited = false;  // the copies back, ordered after the collective on the caller's stream
     for (size_t i = 0; i < outputs.size(); ++i) {
       if (staged_outputs[i].is_same(outputs[i])) continue;
-      current.wait(pending.done);  // the copy back, ordered after the collective on the caller's stream
+      if (!waited) current.wait(pending.done);
+      waited = true;
       outputs[i].copy_(staged_outputs[i]);
     }
     const std::shared_ptr<Work> work = pending.work;

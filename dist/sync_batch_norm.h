@@ -6,9 +6,9 @@
 // A BatchNormNd does the work (nn/batchnorm.h) once it has a BatchNormSync; this file's
 // ProcessGroupBatchNormSync is that sync over a ProcessGroup:
 // - forward: every rank's (count, mean, M2 = count * biased variance) per channel is
-//   all-gathered and merged in rank order with Chan's pairwise formulas (Note [Merging
-//   statistics]), so uneven batch sizes (even an empty one) are exact and every rank
-//   gets the same bits; the running statistics use the total count.
+//   all-gathered and merged on the device with the k-way form of Chan's formulas (Note
+//   [Merging statistics]), so uneven batch sizes (even an empty one) are exact and every
+//   rank gets the same bits; the running statistics use the total count.
 // - backward: the per-channel sums of dy and dy * (x - mean) are all-reduced between the
 //   two backward kernels; the weight and bias gradients stay each rank's own (DDP
 //   averages them).

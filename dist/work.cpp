@@ -1,17 +1,34 @@
-// Work (work.h): a completion flag and an error under a mutex.
+// Work (work.h): a completion flag, an error and, for device collectives, the event that
+// completes with them, under a mutex.
 #include "dist/work.h"
 
 namespace kiln::dist {
+
+void Work::run_finish() {
+  if (!finish_) return;
+  const std::function<void()> finish = std::move(finish_);
+  finish_ = nullptr;
+  finish();  // under the lock: a second waiter returns only once the results are out
+}
 
 void Work::wait() {
   std::unique_lock<std::mutex> lock(mutex_);
   done_changed_.wait(lock, [this] { return done_; });
   if (error_) std::rethrow_exception(error_);
-  if (finish_) {
-    const std::function<void()> finish = std::move(finish_);
-    finish_ = nullptr;
-    finish();  // under the lock: a second waiter returns only once the results are out
+  run_finish();
+}
+
+void Work::wait_stream() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (device_done_ && !error_) {
+      // The collective's stream orders the rest; what follows on the caller's stream waits.
+      Stream::current(device_done_->device()).wait(*device_done_);
+      run_finish();
+      return;
+    }
   }
+  wait();
 }
 
 bool Work::is_completed() const {
