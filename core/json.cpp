@@ -126,7 +126,29 @@ void append_number(std::string& out, double value) {
   if (text.find_first_of(".eE") == std::string_view::npos) out += ".0";
 }
 
-void append_value(std::string& out, const Value& value) {
+// Between items: nothing (compact), or a line break and `depth` levels of `indent` spaces.
+void append_break(std::string& out, int indent, int depth) {
+  if (indent <= 0) return;
+  out.push_back('\n');
+  out.append(static_cast<size_t>(indent) * static_cast<size_t>(depth), ' ');
+}
+
+// An array or object: `open`, each item on its own line when indenting (written by
+// append_item(i)), `close`; empty ones stay "[]" and "{}".
+template <typename AppendItem>
+void append_container(std::string& out, char open, char close, size_t count, int indent, int depth,
+                      const AppendItem& append_item) {
+  out.push_back(open);
+  for (size_t i = 0; i < count; ++i) {
+    if (i > 0) out.push_back(',');
+    append_break(out, indent, depth + 1);
+    append_item(i);
+  }
+  if (count > 0) append_break(out, indent, depth);
+  out.push_back(close);
+}
+
+void append_value(std::string& out, const Value& value, int indent, int depth) {
   switch (value.type()) {
     case Type::Null: out += "null"; return;
     case Type::Bool: out += value.as_bool() ? "true" : "false"; return;
@@ -134,27 +156,18 @@ void append_value(std::string& out, const Value& value) {
     case Type::Number: append_number(out, value.as_number()); return;
     case Type::String: append_quoted(out, value.as_string()); return;
     case Type::Array: {
-      out.push_back('[');
-      bool first = true;
-      for (const Value& item : value.as_array()) {
-        if (!first) out.push_back(',');
-        first = false;
-        append_value(out, item);
-      }
-      out.push_back(']');
+      const std::vector<Value>& items = value.as_array();
+      append_container(out, '[', ']', items.size(), indent, depth,
+                       [&](size_t i) { append_value(out, items[i], indent, depth + 1); });
       return;
     }
     case Type::Object: {
-      out.push_back('{');
-      bool first = true;
-      for (const auto& [key, member] : value.as_object()) {
-        if (!first) out.push_back(',');
-        first = false;
-        append_quoted(out, key);
-        out.push_back(':');
-        append_value(out, member);
-      }
-      out.push_back('}');
+      const std::vector<Value::Member>& members = value.as_object();
+      append_container(out, '{', '}', members.size(), indent, depth, [&](size_t i) {
+        append_quoted(out, members[i].first);
+        out += indent > 0 ? ": " : ":";
+        append_value(out, members[i].second, indent, depth + 1);
+      });
       return;
     }
   }
@@ -199,9 +212,9 @@ void append_quoted(std::string& out, std::string_view text) {
   out.push_back('"');
 }
 
-std::string dump(const Value& value) {
+std::string dump(const Value& value, int indent) {
   std::string out;
-  append_value(out, value);
+  append_value(out, value, indent, 0);
   return out;
 }
 

@@ -79,9 +79,11 @@ class Value {
 // an error (a ParseError, as every problem with the text).
 Value parse(std::string_view text, ParseLimits limits = {});
 
-// Compact serialization (see the file comment). Non-finite numbers and strings that are not
-// valid UTF-8 (find_invalid_utf8) are an error.
-std::string dump(const Value& value);
+// Serialization (see the file comment): compact, or with indent > 0 one item per line
+// indented by `indent` spaces per level (for files people read: configurations, run
+// summaries). Non-finite numbers and strings that are not valid UTF-8 (find_invalid_utf8)
+// are an error.
+std::string dump(const Value& value, int indent = 0);
 // Appends `text` as a quoted, escaped JSON string.
 void append_quoted(std::string& out, std::string_view text);
 

@@ -16,6 +16,7 @@
 #include "nn/load_report.h"
 #include "nn/loss.h"
 #include "nn/mixed_precision.h"
+#include "nn/models/by_name.h"
 #include "nn/models/densenet3d.h"
 #include "nn/models/layers.h"
 #include "nn/models/resnet3d.h"

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "core/autograd/checkpoint.h"
+#include "core/autograd/grad_mode.h"
 #include "core/error.h"
 #include "core/ops/factory.h"
 #include "core/ops/shape.h"
@@ -272,13 +274,21 @@ void ResNet3d::build_head() {
                       LinearOptions{.in_features = feature_channels_, .out_features = options_.num_classes}));
 }
 
+// A stage, under checkpoint when asked and a graph is being recorded (under NoGradGuard
+// there is nothing to save, and checkpoint would only add a node).
+Tensor ResNet3d::forward_stage(Layer& stage, const Tensor& x) {
+  if (!options_.checkpoint_stages || !autograd::grad_mode_enabled()) return stage.forward(x);
+  return checkpoint([&stage](const std::vector<Tensor>& inputs) { return std::vector<Tensor>{stage.forward(inputs[0])}; },
+                    {x})[0];
+}
+
 Tensor ResNet3d::features(const Tensor& input) {
   KILN_CHECK(input.defined() && input.dim() == 5 && input.size(1) == options_.in_channels,
              "ResNet3d: expected an input [N, ", options_.in_channels, ", D, H, W], got shape ",
              input.defined() ? input.sizes() : std::vector<int64_t>{});
   Tensor y = relu_unless_fused(bn1_->forward(conv1_->forward(input)), options_.fused_bn_relu);
   if (maxpool_) y = maxpool_->forward(y);
-  for (const auto& layer : layers_) y = layer->forward(y);
+  for (const auto& layer : layers_) y = forward_stage(*layer, y);
   return y;
 }
 

@@ -66,6 +66,10 @@ struct ResNet3dOptions {
   ConvInit init = ConvInit::KaimingNormalFanOut;
   bool zero_init_residual = false;  // the last BN of each block starts at weight 0
   bool fused_bn_relu = false;       // every "bn, relu" pair as one fused BatchNorm3d (layers.h)
+  // Each stage (layer1..4) under activation checkpointing (core/autograd/checkpoint.h):
+  // only the stages' inputs are kept for backward, which re-runs each stage's forward; the
+  // gradients and running statistics are bit for bit those of the plain network.
+  bool checkpoint_stages = false;
   Generator* generator = nullptr;   // for the initialisation; the default generator when null
 };
 
@@ -96,6 +100,7 @@ class ResNet3d : public Layer {
   };
   void build_stem();
   std::shared_ptr<Layer> make_layer(int64_t planes, int64_t blocks, Stage stage);
+  Tensor forward_stage(Layer& stage, const Tensor& x);
   void build_head();
 
   ResNet3dOptions options_;

@@ -150,6 +150,17 @@ TEST(Json, DumpIsCompactWithSerdeEscapes) {
   EXPECT_KILN_ERROR(json::dump(Value::number(std::numeric_limits<double>::infinity())), "non-finite");
 }
 
+TEST(Json, IndentedDumpPutsEachItemOnItsLine) {
+  Value v = Value::object();
+  v.add("a", Value::array({Value::integer(1), Value::object()}));
+  v.add("b", Value::array());
+  v.add("c", Value::object({{"d", Value::string("e")}}));
+  EXPECT_EQ(json::dump(v, 2),
+            "{\n  \"a\": [\n    1,\n    {}\n  ],\n  \"b\": [],\n  \"c\": {\n    \"d\": \"e\"\n  }\n}");
+  EXPECT_EQ(json::dump(json::parse(json::dump(v, 4))), json::dump(v));
+  EXPECT_EQ(json::dump(Value::integer(3), 2), "3");
+}
+
 // Doubles round-trip exactly and stay numbers: an integral double once came out without
 // a "." or exponent, and 2^63 was then refused as an int64 overflow (an optimizer state with
 // such an option could not be reloaded).

@@ -10,6 +10,7 @@
 #include "core/ops.h"
 #include "core/safetensors.h"
 #include "nn/layer.h"
+#include "tests/test_util.h"
 
 namespace kiln::testing {
 
@@ -106,6 +107,30 @@ void expect_matches_fixture(nn::Layer& model, const std::string& file, DType dty
     } else if (key.starts_with("buffer.")) {
       EXPECT_LE(relative_error(by_name.at(key.substr(7)), expected), tolerance) << key;
     }
+  }
+}
+
+TrainStep train_step(nn::Layer& model, const Tensor& x, const Tensor& w) {
+  fill_formula_weights(model);
+  model.train();
+  model.zero_grad();
+  const Tensor input = x.detach().requires_grad_(true);
+  manual_seed(3);  // the dropout masks
+  mul(model.forward(input), w).sum().backward();
+  TrainStep step{.input_grad = input.grad(), .grads = {}, .state = model.state_dict()};
+  for (const auto& [name, p] : model.named_parameters()) step.grads.emplace_back(name, p.grad());
+  return step;
+}
+
+void expect_same_step(const TrainStep& a, const TrainStep& b) {
+  EXPECT_TRUE(all_equal(b.input_grad, a.input_grad));
+  ASSERT_EQ(a.grads.size(), b.grads.size());
+  for (size_t i = 0; i < a.grads.size(); ++i) {
+    EXPECT_TRUE(all_equal(b.grads[i].second, a.grads[i].second)) << a.grads[i].first;
+  }
+  ASSERT_EQ(a.state.size(), b.state.size());
+  for (size_t i = 0; i < a.state.size(); ++i) {
+    EXPECT_TRUE(all_equal(b.state[i].second, a.state[i].second)) << a.state[i].first;
   }
 }
 

@@ -27,4 +27,16 @@ double relative_error(const Tensor& actual, const Tensor& expected);
 // single ReLU mask flipped by rounding moves a sum; see the .cpp).
 void expect_matches_fixture(nn::Layer& model, const std::string& file, DType dtype, double tolerance);
 
+// One training step's input gradient, parameter gradients and state (buffers included),
+// for comparing two modes of a model: formula weights, train mode, the default generators
+// seeded with 3 (dropout masks), backward from sum(model(x) * w).
+struct TrainStep {
+  Tensor input_grad;
+  nn::NamedTensors grads, state;
+};
+TrainStep train_step(nn::Layer& model, const Tensor& x, const Tensor& w);
+
+// Two steps' gradients and state are bit for bit the same.
+void expect_same_step(const TrainStep& a, const TrainStep& b);
+
 }  // namespace kiln::testing

@@ -224,6 +224,23 @@ TEST(ResNet3d, FusedBatchNormReluGivesTheSameNetwork) {
   EXPECT_TRUE(testing::all_close(fused.forward(x), plain.forward(x), {1e-4, 1e-4}));
 }
 
+// Checkpointed stages recompute the same arithmetic: the gradients and running statistics
+// are bit for bit the plain network's (with dropout, whose mask the recompute redraws).
+TEST(ResNet3d, CheckpointedStagesGiveBitIdenticalGradientsAndState) {
+  for (const DType dtype : {DType::Float64, DType::Float32}) {
+    SCOPED_TRACE(::testing::Message() << dtype);
+    const ResNet3dOptions options{.depth = 18, .widen_factor = 0.125, .dropout = 0.3};
+    ResNet3dOptions checkpointed_options = options;
+    checkpointed_options.checkpoint_stages = true;
+    ResNet3d plain(options), checkpointed(checkpointed_options);
+    plain.to(dtype);
+    checkpointed.to(dtype);
+    const Tensor x = testing::random_uniform({2, 1, 12, 12, 12}, -1, 1, dtype, 4);
+    const Tensor w = testing::random_uniform({2, 2}, -1, 1, dtype, 5);
+    testing::expect_same_step(testing::train_step(plain, x, w), testing::train_step(checkpointed, x, w));
+  }
+}
+
 // Float64 gradient checks of tiny networks (2 channels wide) with respect to the input:
 // both shortcut types, both families' blocks, training-mode batch norm.
 TEST(ResNet3d, GradientsOfTinyNetworksAreCorrect) {
