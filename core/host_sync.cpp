@@ -1,25 +1,32 @@
-// The host-sync counters (host_sync.h): one relaxed atomic per kind.
+// The host-sync counters (host_sync.h): plain counters of the calling thread.
 #include "core/host_sync.h"
-
-#include <array>
-#include <atomic>
 
 namespace kiln {
 namespace {
 
-std::array<std::atomic<int64_t>, static_cast<size_t>(HostSync::kCount)> g_counts{};
-
-int64_t count(HostSync kind) { return g_counts[static_cast<size_t>(kind)].load(std::memory_order_relaxed); }
+thread_local HostSyncs t_counts;
 
 }  // namespace
 
 void note_host_sync(HostSync kind) {
-  g_counts[static_cast<size_t>(kind)].fetch_add(1, std::memory_order_relaxed);
+  switch (kind) {
+    case HostSync::Item:
+      ++t_counts.item;
+      return;
+    case HostSync::CopyToHost:
+      ++t_counts.copy_to_host;
+      return;
+    case HostSync::Synchronize:
+      ++t_counts.synchronize;
+      return;
+    case HostSync::IndexCheck:
+      ++t_counts.index_check;
+      return;
+    case HostSync::kCount:
+      return;
+  }
 }
 
-HostSyncs host_syncs() {
-  return {count(HostSync::Item), count(HostSync::CopyToHost), count(HostSync::Synchronize),
-          count(HostSync::IndexCheck)};
-}
+HostSyncs host_syncs() { return t_counts; }
 
 }  // namespace kiln

@@ -8,7 +8,10 @@
 //   Synchronize   a device, stream or event synchronize
 //   IndexCheck    a GPU index op reading back its out-of-bounds flag
 //
-// Counters are process-wide, relaxed atomics: one increment per event.
+// Counters are per thread (a thread-local increment per event), and host_syncs() reads the
+// calling thread's: what stalls a GPU is its training thread waiting, while a loader
+// worker's item() on its own CPU tensors (a random draw in an augmentation) waits for
+// nothing.
 //
 //   const HostSyncs before = host_syncs();
 //   train_step();
@@ -24,6 +27,13 @@ enum class HostSync : uint8_t { Item, CopyToHost, Synchronize, IndexCheck, kCoun
 struct HostSyncs {
   int64_t item = 0, copy_to_host = 0, synchronize = 0, index_check = 0;
   int64_t total() const { return item + copy_to_host + synchronize + index_check; }
+  HostSyncs& operator+=(const HostSyncs& more) {
+    item += more.item;
+    copy_to_host += more.copy_to_host;
+    synchronize += more.synchronize;
+    index_check += more.index_check;
+    return *this;
+  }
   HostSyncs operator-(const HostSyncs& earlier) const {
     return {item - earlier.item, copy_to_host - earlier.copy_to_host, synchronize - earlier.synchronize,
             index_check - earlier.index_check};

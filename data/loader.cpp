@@ -199,8 +199,11 @@ void DataLoader::worker_loop(int64_t worker) {
   }
 }
 
-void DataLoader::start_epoch(int64_t epoch) {
+void DataLoader::start_epoch(int64_t epoch, int64_t first_batch) {
   std::vector<std::vector<int64_t>> batches = batches_->batches(epoch);
+  KILN_CHECK(first_batch >= 0 && first_batch <= static_cast<int64_t>(batches.size()), "DataLoader: epoch ", epoch,
+             " has ", batches.size(), " batches; cannot start at batch ", first_batch);
+  batches.erase(batches.begin(), batches.begin() + first_batch);
   for (const std::vector<int64_t>& batch : batches) {
     KILN_CHECK(!batch.empty(), "DataLoader: the batch sampler gave an empty batch");
   }
@@ -291,8 +294,8 @@ void DataLoader::stop_epoch() {
 
 // ---- epochs ------------------------------------------------------------------------------
 
-DataLoader::Epoch DataLoader::epoch(int64_t epoch) {
-  start_epoch(epoch);
+DataLoader::Epoch DataLoader::epoch(int64_t epoch, int64_t first_batch) {
+  start_epoch(epoch, first_batch);
   return Epoch(this);
 }
 

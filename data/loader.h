@@ -103,8 +103,10 @@ class DataLoader {
 
   // Batches per epoch.
   int64_t size() const;
-  // The batches of epoch `epoch` (one Epoch at a time per loader).
-  Epoch epoch(int64_t epoch);
+  // The batches of epoch `epoch` (one Epoch at a time per loader), from batch
+  // `first_batch` on: a run resumed from a checkpoint taken mid-epoch skips the batches it
+  // trained on without loading them (the order is the same: Note [Loader order and errors]).
+  Epoch epoch(int64_t epoch, int64_t first_batch = 0);
   const DataLoaderOptions& options() const { return options_; }
   // What the last (or current) epoch measured.
   LoaderStats stats() const;
@@ -130,7 +132,7 @@ class DataLoader {
   struct Slot;
   struct State;
   Batch load_batch(int64_t batch, const std::vector<int64_t>& indices, int64_t epoch) const;
-  void start_epoch(int64_t epoch);
+  void start_epoch(int64_t epoch, int64_t first_batch);
   std::optional<Batch> next_batch();
   void stop_epoch();
   void worker_loop(int64_t worker);

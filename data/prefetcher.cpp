@@ -11,8 +11,8 @@ DevicePrefetcher::DevicePrefetcher(DataLoader& loader, Device device) : loader_(
   if (!device.is_cpu()) copy_stream_ = Stream::create(device);
 }
 
-DevicePrefetcher::Epoch DevicePrefetcher::epoch(int64_t epoch) {
-  DataLoader::Epoch batches = loader_.epoch(epoch);  // throws if an epoch is in progress
+DevicePrefetcher::Epoch DevicePrefetcher::epoch(int64_t epoch, int64_t first_batch) {
+  DataLoader::Epoch batches = loader_.epoch(epoch, first_batch);  // throws if an epoch is in progress
   pending_.clear();
   copy_seconds_ = copy_wait_seconds_ = 0;
   return Epoch(this, std::move(batches));

@@ -44,8 +44,9 @@ class DevicePrefetcher {
   // `loader` must outlive the prefetcher.
   DevicePrefetcher(DataLoader& loader, Device device);
 
-  // The batches of epoch `epoch`, on the device (one Epoch at a time).
-  Epoch epoch(int64_t epoch);
+  // The batches of epoch `epoch` from batch `first_batch` on (DataLoader::epoch), on the
+  // device (one Epoch at a time).
+  Epoch epoch(int64_t epoch, int64_t first_batch = 0);
   Device device() const { return device_; }
   // The loader's statistics of the last (or current) epoch, with the device time of its
   // copies and of the consumer's waits for them (Note [Loader statistics], Note [Copy

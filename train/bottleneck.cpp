@@ -51,8 +51,8 @@ std::string diagnose(const BottleneckReport& r, const ReportContext& context) {
   }
   if (optimizer >= 0.25)
     return "the optimizer took " + percent(optimizer) +
-           " of the time: use a fused optimizer (--fused) and set "
-           "gradients to None";
+           " of the time: Kiln's optimizers already update every parameter in one fused "
+           "multi-tensor call, so step less often (--accumulate) or with a larger batch (--batch-size)";
   if (evaluation >= 0.30)
     return "evaluation took " + percent(evaluation) +
            " of the time: evaluate less often (--eval-every) or with a "
@@ -79,7 +79,7 @@ BottleneckReport bottleneck_report(const std::vector<TimeRangeRecord>& records, 
   for (const char* name : kPhases) {
     PhaseTime p{.phase = name};
     for (const TimeRangeRecord& record : records) {
-      if (record.name != name) continue;
+      if (record.name != name || record.depth != 0) continue;  // a nested range is its enclosing phase's
       p.seconds += record.seconds();
       if (record.device_ms) p.device_seconds = p.device_seconds.value_or(0) + *record.device_ms / 1e3;
     }

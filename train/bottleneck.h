@@ -3,7 +3,8 @@
 // flag to try, from the TimeRange records the trainer makes (core/time_range.h).
 //
 // The trainer wraps each phase of its loop in a TimeRange named after it (Phase below).
-// The report sums each phase's records, counts what is left as "other", and reads the
+// The report sums each phase's top-level records (a range nested in another, such as the
+// data waits inside an evaluation, belongs to the enclosing phase), counts what is left as "other", and reads the
 // shares: data loading above 20%, copies above 15%, any host sync per step on a GPU, an
 // optimizer above 25%, evaluation above 30% or checkpoints above 10% each have their own
 // advice; otherwise the step is compute-bound, and the advice is about compute.

@@ -68,6 +68,14 @@ void CsvLog::add_row(const std::vector<std::pair<std::string, double>>& values) 
   if (std::chrono::steady_clock::now() - last_flush_ >= flush_interval_) flush();
 }
 
+void CsvLog::restore(const std::string& text) {
+  const std::string header = text_.substr(0, text_.find('\n') + 1);
+  KILN_CHECK(text.starts_with(header), "CsvLog: ", path_, ": the saved table's columns are not this log's");
+  text_ = text;
+  dirty_ = true;
+  flush();
+}
+
 void CsvLog::flush() {
   last_flush_ = std::chrono::steady_clock::now();
   if (!dirty_) return;

@@ -29,6 +29,9 @@ class CsvLog {
   // A column the log does not have is an error naming it.
   void add_row(const std::vector<std::pair<std::string, double>>& values);
   void flush();
+  // Replaces the table by `text`, a table this log wrote before (its header must be this
+  // log's): a resumed run continues the table its checkpoint saved.
+  void restore(const std::string& text);
   const std::string& path() const { return path_; }
   // The table as the file will hold it.
   const std::string& text() const { return text_; }

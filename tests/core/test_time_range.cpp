@@ -90,5 +90,13 @@ TEST(HostSync, ItemAndToVectorCountOnTheCpuCopiesAndSynchronizeDoNot) {
   EXPECT_EQ(counted.total(), 2);
 }
 
+// The counts are the calling thread's: another thread's reads (a loader worker's) are not.
+TEST(HostSync, CountsAreTheCallingThreads) {
+  const HostSyncs before = host_syncs();
+  std::thread other([] { (void)ones({2}).sum().item<float>(); });
+  other.join();
+  EXPECT_EQ((host_syncs() - before).total(), 0);
+}
+
 }  // namespace
 }  // namespace kiln

@@ -140,6 +140,26 @@ TEST(DataLoader, WorkerCountChangesNothing) {
   });
 }
 
+// A resumed run starts an epoch part-way: the batches from there are the full epoch's, for
+// any worker count; a start past the end is an error.
+TEST(DataLoader, AnEpochStartedAtABatchIsTheTailOfTheFullEpoch) {
+  with_watchdog(seconds(120), [] {
+    const auto dataset = std::make_shared<Numbers>(23, /*jitter=*/true);
+    const auto noise = std::make_shared<AddNoise>();
+    for (int64_t workers : {0, 2}) {
+      DataLoader loader(dataset,
+                        {.batch_size = 4, .shuffle = true, .num_workers = workers, .transform = noise, .seed = 3});
+      std::vector<std::vector<float>> full, tail;
+      for (Batch& batch : loader.epoch(1)) full.push_back(batch.at("x").reshape({-1}).to_vector<float>());
+      for (Batch& batch : loader.epoch(1, 4)) tail.push_back(batch.at("x").reshape({-1}).to_vector<float>());
+      ASSERT_EQ(full.size(), 6u);
+      EXPECT_EQ(tail, std::vector<std::vector<float>>(full.begin() + 4, full.end())) << workers << " workers";
+      EXPECT_FALSE(loader.epoch(1, 6).next().has_value());
+      EXPECT_KILN_ERROR(loader.epoch(1, 7), "DataLoader", "6 batches", "cannot start at batch 7");
+    }
+  });
+}
+
 TEST(DataLoader, AWorkerErrorNamesTheSampleAtItsBatch) {
   with_watchdog(seconds(60), [] {
     for (int64_t workers : {0, 2}) {

@@ -1,0 +1,321 @@
+// TrainConfig's field table (Note [Configuration fields] in train/config.h), its JSON both
+// ways, the recipes and the checks of values.
+#include "train/config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace kiln::train {
+namespace {
+
+using C = TrainConfig;
+
+// The choices a string field takes, for validate().
+struct Choices {
+  std::string TrainConfig::*member;
+  const char* name;
+  std::vector<std::string> values;
+};
+
+const std::vector<Choices>& choices() {
+  static const std::vector<Choices> table = {
+      {&C::loss, "loss", {"auto", "cross-entropy", "bce", "multilabel-bce", "mse"}},
+      {&C::optimizer, "optimizer", {"sgd", "adam", "adamw", "rmsprop"}},
+      {&C::scheduler,
+       "scheduler",
+       {"none", "step", "multistep", "exponential", "cosine", "linear", "cyclic", "onecycle", "plateau"}},
+      {&C::cyclic_mode, "cyclic-mode", {"triangular", "triangular2", "exp_range"}},
+      {&C::amp, "amp", {"O0", "O1", "O2", "O3"}},
+      {&C::amp_dtype, "amp-dtype", {"f16", "bf16"}},
+      {&C::monitor, "monitor", {"auc", "acc", "loss"}},
+  };
+  return table;
+}
+
+std::string joined(const std::vector<std::string>& values) {
+  std::string text;
+  for (const std::string& value : values) text += (text.empty() ? "" : ", ") + value;
+  return text;
+}
+
+template <typename T>
+void check_at_least(const TrainConfig& config, T C::*member, const char* name, T minimum) {
+  KILN_CHECK(config.*member >= minimum, "config: ", name, " must be at least ", minimum, ", got ",
+             config.*member);
+}
+
+void check_finite_non_negative(const TrainConfig& config, double C::*member, const char* name) {
+  KILN_CHECK(std::isfinite(config.*member) && config.*member >= 0, "config: ", name,
+             " must be a finite number >= 0, got ", config.*member);
+}
+
+// A JSON value as the field's type; the error names the source and the key.
+void set_field(TrainConfig& config, const ConfigField& field, const json::Value& value,
+               const std::string& source) {
+  const auto expected = [&](const char* what) {
+    return Error(source + ": \"" + field.name + "\" must be " + what + ", got " + json::dump(value));
+  };
+  std::visit(
+      [&](auto member) {
+        using T = std::remove_cvref_t<decltype(config.*member)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          if (!value.is(json::Type::String)) throw expected("a string");
+          config.*member = value.as_string();
+        } else if constexpr (std::is_same_v<T, int64_t>) {
+          if (!value.is(json::Type::Integer)) throw expected("an integer");
+          config.*member = value.as_integer();
+        } else if constexpr (std::is_same_v<T, double>) {
+          if (!value.is(json::Type::Integer) && !value.is(json::Type::Number)) throw expected("a number");
+          config.*member = value.as_number();
+        } else if constexpr (std::is_same_v<T, bool>) {
+          if (!value.is(json::Type::Bool)) throw expected("true or false");
+          config.*member = value.as_bool();
+        } else {
+          if (!value.is(json::Type::Array)) throw expected("an array of numbers");
+          std::vector<double> numbers;
+          for (const json::Value& item : value.as_array()) {
+            if (!item.is(json::Type::Integer) && !item.is(json::Type::Number))
+              throw expected("an array of numbers");
+            numbers.push_back(item.as_number());
+          }
+          config.*member = std::move(numbers);
+        }
+      },
+      field.member);
+}
+
+}  // namespace
+
+const std::vector<ConfigField>& config_fields() {
+  static const std::vector<ConfigField> fields = {
+      {"dataset", "data", "a MedMNIST 3D flag (adrenalmnist3d, vesselmnist3d, ...) or synthetic",
+       &C::dataset},
+      {"size", "data", "MedMNIST: 28 or 64; synthetic: the volumes' side", &C::size},
+      {"data-root", "data", "MedMNIST's folder (default $MEDMNIST_ROOT, else ~/.medmnist)", &C::data_root,
+       false},
+      {"download", "data", "fetch a missing MedMNIST file (MD5-checked)", &C::download, false},
+      {"synthetic-samples", "data", "synthetic: training volumes (validation and test: a quarter each)",
+       &C::synthetic_samples},
+      {"augment", "data", "augment the training set (MedMNIST's shape transform, random flips)", &C::augment},
+      {"batch-size", "data", "samples per micro-batch", &C::batch_size},
+      {"workers", "data", "loader worker threads (0: load in the training thread)", &C::workers, false},
+      {"prefetch-factor", "data", "batches each worker loads ahead", &C::prefetch_factor, false},
+      {"pin-memory", "data", "with a GPU: collate into pinned memory (asynchronous copies)", &C::pin_memory,
+       false},
+      {"persistent-workers", "data", "keep the workers between epochs", &C::persistent_workers, false},
+      {"device-prefetch", "data", "with a GPU: copy the next batch on a copy stream during this one",
+       &C::device_prefetch, false},
+      {"model", "model", "resnet10..resnet200, densenet121..densenet264", &C::model},
+      {"stem", "model", "resnet: medmnist or medicalnet; densenet: standard or small (default: the model's)",
+       &C::stem},
+      {"width", "model", "scales the model's channels", &C::width},
+      {"dropout", "model", "dropout rate (resnet: before the classifier; densenet: per dense layer)",
+       &C::dropout},
+      {"checkpoint-activations", "model", "recompute activations in backward instead of keeping them",
+       &C::checkpoint_activations, false},
+      {"memory-efficient", "model", "densenet: checkpointed dense layers", &C::memory_efficient, false},
+      {"dsconv", "model", "densenet: depthwise-separable 3x3x3 convolutions", &C::dsconv},
+      {"activation", "model", "densenet: relu, swish or prelu", &C::activation},
+      {"fused-bn-relu", "model", "batch norm and ReLU as one fused layer", &C::fused_bn_relu},
+      {"pretrained", "model", "weights to start from (safetensors or PyTorch .pth), loaded by name",
+       &C::pretrained},
+      {"loss", "loss", "auto, cross-entropy, bce, multilabel-bce or mse (auto: the task's)", &C::loss},
+      {"class-weights", "loss", "cross-entropy: one weight per class", &C::class_weights},
+      {"label-smoothing", "loss", "cross-entropy: label smoothing in [0, 1]", &C::label_smoothing},
+      {"pos-weight", "loss", "bce: the positives' weight, a number or auto (negatives / positives)",
+       &C::pos_weight},
+      {"optimizer", "optimizer", "sgd, adam, adamw or rmsprop", &C::optimizer},
+      {"lr", "optimizer", "learning rate", &C::lr},
+      {"momentum", "optimizer", "sgd, rmsprop: momentum", &C::momentum},
+      {"nesterov", "optimizer", "sgd: Nesterov momentum", &C::nesterov},
+      {"weight-decay", "optimizer", "weight decay (adamw: decoupled)", &C::weight_decay},
+      {"beta1", "optimizer", "adam, adamw: beta1", &C::beta1},
+      {"beta2", "optimizer", "adam, adamw: beta2", &C::beta2},
+      {"eps", "optimizer", "adam, adamw, rmsprop: epsilon", &C::eps},
+      {"alpha", "optimizer", "rmsprop: smoothing constant", &C::alpha},
+      {"scheduler", "scheduler",
+       "none, step, multistep, exponential, cosine, linear (per epoch), cyclic, onecycle (per batch), "
+       "plateau "
+       "(on the monitored metric)",
+       &C::scheduler},
+      {"milestones", "scheduler", "multistep: epochs, or fractions of --epochs when all are below 1",
+       &C::milestones},
+      {"gamma", "scheduler", "step, multistep, exponential: the factor; cyclic exp_range: the base",
+       &C::gamma},
+      {"step-size", "scheduler", "step: epochs between decays", &C::step_size},
+      {"min-lr", "scheduler", "cosine: eta_min; cyclic: base_lr; plateau: the floor", &C::min_lr},
+      {"max-lr", "scheduler", "cyclic, onecycle: the peak (0: 10 x --lr)", &C::max_lr},
+      {"cyclic-mode", "scheduler", "cyclic: triangular, triangular2 or exp_range", &C::cyclic_mode},
+      {"step-size-up", "scheduler", "cyclic: batches from base to max (0: one epoch)", &C::step_size_up},
+      {"cycle-momentum", "scheduler", "cyclic, onecycle: cycle momentum (Adam: beta1) inversely to the lr",
+       &C::cycle_momentum},
+      {"pct-start", "scheduler", "onecycle: the fraction of steps rising", &C::pct_start},
+      {"plateau-patience", "scheduler", "plateau: epochs without improvement before a decay",
+       &C::plateau_patience},
+      {"plateau-factor", "scheduler", "plateau: the decay factor", &C::plateau_factor},
+      {"epochs", "training", "epochs to train", &C::epochs, false},
+      {"accumulate", "training", "micro-batches per optimizer step (the loss is divided by it)",
+       &C::accumulate},
+      {"clip-grad-norm", "training", "clip the gradients' total norm to this (after unscaling; 0: off)",
+       &C::clip_grad_norm},
+      {"clip-grad-value", "training", "clip each gradient element to +-this (after unscaling; 0: off)",
+       &C::clip_grad_value},
+      {"amp", "training",
+       "mixed precision: O0 (off), O1 (autocast), O2 (half model, float32 masters), O3 (half)", &C::amp},
+      {"amp-dtype", "training", "f16 (with a dynamic loss scale) or bf16", &C::amp_dtype},
+      {"cudnn-benchmark", "training", "time cuDNN's algorithms once per shape and keep the fastest",
+       &C::cudnn_benchmark, false},
+      {"algo-cache", "training", "cuDNN algorithm cache file, loaded at start and saved at the end",
+       &C::algo_cache, false},
+      {"deterministic", "training", "deterministic algorithms only", &C::deterministic},
+      {"seed", "training", "seeds the initialisation, the shuffle, augmentation and dropout", &C::seed},
+      {"device", "training", "auto, cpu, cuda or cuda:N", &C::device, false},
+      {"monitor", "training", "the validation metric choosing the best model: auc, acc or loss", &C::monitor},
+      {"patience", "training", "stop after this many validations without improvement (0: never)",
+       &C::patience, false},
+      {"eval-every", "training", "epochs between validations", &C::eval_every, false},
+      {"out", "logs", "the run folder (default runs/<dataset>-<model>)", &C::out, false},
+      {"overwrite", "logs", "start afresh in a run folder that already holds a run", &C::overwrite, false},
+      {"log-every", "logs", "steps between reads of the running loss (the loop's only host syncs)",
+       &C::log_every, false},
+      {"csv-per-step", "logs", "also log each logged step to steps.csv", &C::csv_per_step, false},
+      {"tensorboard", "logs", "write TensorBoard event files", &C::tensorboard, false},
+      {"checkpoint-every", "logs", "steps between mid-epoch checkpoints (0: at each epoch's end only)",
+       &C::checkpoint_every, false},
+      {"keep-last", "logs", "checkpoints kept (the best weights are kept apart)", &C::keep_last, false},
+      {"resume", "logs", "a checkpoint to continue from, or auto (the run folder's latest)", &C::resume,
+       false},
+      {"profile-steps", "logs", "run this many steps, print where the time went, and stop", &C::profile_steps,
+       false},
+  };
+  return fields;
+}
+
+const ConfigField* find_config_field(std::string_view name) {
+  for (const ConfigField& field : config_fields()) {
+    if (field.name == name) return &field;
+  }
+  return nullptr;
+}
+
+json::Value field_value(const TrainConfig& config, const ConfigField& field) {
+  return std::visit(
+      [&](auto member) -> json::Value {
+        using T = std::remove_cvref_t<decltype(config.*member)>;
+        if constexpr (std::is_same_v<T, std::string>)
+          return json::Value::string(config.*member);
+        else if constexpr (std::is_same_v<T, int64_t>)
+          return json::Value::integer(config.*member);
+        else if constexpr (std::is_same_v<T, double>)
+          return json::Value::number(config.*member);
+        else if constexpr (std::is_same_v<T, bool>)
+          return json::Value::boolean(config.*member);
+        else {
+          json::Value array = json::Value::array();
+          for (const double value : config.*member) array.push_back(json::Value::number(value));
+          return array;
+        }
+      },
+      field.member);
+}
+
+std::string field_text(const TrainConfig& config, const ConfigField& field) {
+  const json::Value value = field_value(config, field);
+  if (value.is(json::Type::String)) return value.as_string().empty() ? "(none)" : value.as_string();
+  if (value.is(json::Type::Number)) {
+    std::ostringstream text;
+    text << value.as_number();
+    return text.str();
+  }
+  return json::dump(value);
+}
+
+json::Value to_json(const TrainConfig& config) {
+  json::Value object = json::Value::object();
+  for (const ConfigField& field : config_fields()) object.add(field.name, field_value(config, field));
+  return object;
+}
+
+void update_from_json(TrainConfig& config, const json::Value& object, const std::string& source) {
+  KILN_CHECK(object.is(json::Type::Object), source, ": a configuration is a JSON object of settings, got ",
+             json::dump(object));
+  for (const auto& [key, value] : object.as_object()) {
+    const ConfigField* field = find_config_field(key);
+    KILN_CHECK(field != nullptr, source, ": unknown setting \"", key, "\" (kiln train --help lists them)");
+    set_field(config, *field, value, source);
+  }
+}
+
+std::vector<std::string> recipe_names() { return {"medmnist"}; }
+
+void apply_recipe(std::string_view recipe, TrainConfig& config) {
+  KILN_CHECK(recipe == "medmnist", "unknown recipe '", recipe, "' (the recipes are ", joined(recipe_names()),
+             ")");
+  config.model = "resnet18";
+  config.stem = "medmnist";
+  config.optimizer = "adam";
+  config.lr = 1e-3;
+  config.weight_decay = 0;
+  config.batch_size = 32;
+  config.epochs = 100;
+  config.scheduler = "multistep";
+  config.milestones = {0.5, 0.75};
+  config.gamma = 0.1;
+  config.loss = "cross-entropy";
+  config.monitor = "auc";
+  config.augment = true;
+}
+
+void validate(const TrainConfig& config) {
+  for (const Choices& choice : choices()) {
+    const std::string& value = config.*choice.member;
+    KILN_CHECK(std::find(choice.values.begin(), choice.values.end(), value) != choice.values.end(),
+               "config: ", choice.name, " is one of ", joined(choice.values), ", got '", value, "'");
+  }
+  check_at_least<int64_t>(config, &C::batch_size, "batch-size", 1);
+  check_at_least<int64_t>(config, &C::workers, "workers", 0);
+  check_at_least<int64_t>(config, &C::prefetch_factor, "prefetch-factor", 1);
+  check_at_least<int64_t>(config, &C::epochs, "epochs", 1);
+  check_at_least<int64_t>(config, &C::accumulate, "accumulate", 1);
+  check_at_least<int64_t>(config, &C::eval_every, "eval-every", 1);
+  check_at_least<int64_t>(config, &C::log_every, "log-every", 1);
+  check_at_least<int64_t>(config, &C::patience, "patience", 0);
+  check_at_least<int64_t>(config, &C::checkpoint_every, "checkpoint-every", 0);
+  check_at_least<int64_t>(config, &C::keep_last, "keep-last", 1);
+  check_at_least<int64_t>(config, &C::profile_steps, "profile-steps", 0);
+  check_at_least<int64_t>(config, &C::synthetic_samples, "synthetic-samples", 4);
+  check_at_least<int64_t>(config, &C::step_size, "step-size", 1);
+  check_at_least<int64_t>(config, &C::step_size_up, "step-size-up", 0);
+  check_at_least<int64_t>(config, &C::plateau_patience, "plateau-patience", 0);
+  check_at_least<int64_t>(config, &C::seed, "seed", 0);
+  const std::pair<double C::*, const char*> non_negative[] = {{&C::lr, "lr"},
+                                                              {&C::clip_grad_norm, "clip-grad-norm"},
+                                                              {&C::clip_grad_value, "clip-grad-value"},
+                                                              {&C::label_smoothing, "label-smoothing"},
+                                                              {&C::weight_decay, "weight-decay"},
+                                                              {&C::momentum, "momentum"},
+                                                              {&C::min_lr, "min-lr"},
+                                                              {&C::max_lr, "max-lr"},
+                                                              {&C::dropout, "dropout"}};
+  for (const auto& [member, name] : non_negative) {
+    check_finite_non_negative(config, member, name);
+  }
+  KILN_CHECK(config.lr > 0, "config: lr must be positive, got ", config.lr);
+  KILN_CHECK(config.label_smoothing <= 1, "config: label-smoothing is in [0, 1], got ",
+             config.label_smoothing);
+  KILN_CHECK(config.dropout < 1, "config: dropout is in [0, 1), got ", config.dropout);
+  KILN_CHECK(config.clip_grad_norm == 0 || config.clip_grad_value == 0,
+             "config: clip-grad-norm and clip-grad-value are alternatives; set one");
+  for (const double milestone : config.milestones) {
+    KILN_CHECK(std::isfinite(milestone) && milestone > 0, "config: milestones must be positive, got ",
+               milestone);
+  }
+  KILN_CHECK(config.pos_weight.empty() || config.pos_weight == "auto" || config.loss == "bce" ||
+                 config.loss == "auto",
+             "config: pos-weight applies to the bce loss, not ", config.loss);
+}
+
+}  // namespace kiln::train

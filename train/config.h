@@ -1,0 +1,148 @@
+// TrainConfig: everything a training run is made of, as one flat set of named settings, so
+// that a flag (`--batch-size 64`), a key of a JSON configuration file ("batch-size": 64)
+// and a line of the resolved configuration a run saves are the same name.
+//
+//   train::TrainConfig config;                    // the defaults
+//   train::apply_recipe("medmnist", config);      // a published recipe's settings
+//   train::update_from_json(config, json::parse(text), "run.json");
+//   std::cout << json::dump(train::to_json(config), 2);
+//
+// Note [Configuration fields]: config_fields() lists every setting once: its name, its
+// group (for --help), its help text and a pointer to its member. The JSON reader and
+// writer, the command line's options (tools/) and the resume check (Note [Resuming a
+// different run] in train/checkpoint.h) all walk that one table, so a new setting is one
+// member and one row. A field marked `identity` defines what is being trained (the model,
+// the data, the optimizer...): a checkpoint made with a different value is refused. The
+// others (epochs, workers, log intervals, the device...) may change when a run resumes.
+//
+// Settings whose meaning depends on another (a scheduler's options) are plain fields; the
+// trainer reads those its choices use and ignores the rest, as PyTorch's own schedulers
+// ignore keywords they do not take.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "core/json.h"
+
+namespace kiln::train {
+
+struct TrainConfig {
+  // data
+  std::string dataset = "synthetic";  // a MedMNIST 3D flag (adrenalmnist3d, ...) or "synthetic"
+  int64_t size = 28;                  // MedMNIST: 28 or 64; synthetic: the cube's side
+  std::string data_root = "";         // MedMNIST's folder; empty: $MEDMNIST_ROOT, else ~/.medmnist
+  bool download = false;              // fetch a missing MedMNIST file
+  int64_t synthetic_samples = 512;    // synthetic: training samples (validation and test: a quarter each)
+  bool augment = true;                // MedMNIST's training shape transform; random flips for synthetic
+  int64_t batch_size = 32;
+  int64_t workers = 2;
+  int64_t prefetch_factor = 2;
+  bool pin_memory = true;  // with a GPU: batches collated into pinned memory
+  bool persistent_workers = true;
+  bool device_prefetch = true;  // with a GPU: batch i+1 copied on a copy stream while batch i trains
+  // model
+  std::string model = "resnet18";
+  std::string stem = "";  // empty: the model's default (nn/models/by_name.h)
+  double width = 1.0;
+  double dropout = 0.0;
+  bool checkpoint_activations = false;
+  bool memory_efficient = false;
+  bool dsconv = false;
+  std::string activation = "relu";
+  bool fused_bn_relu = false;
+  std::string pretrained = "";  // a safetensors or .pth file loaded by name before training
+  // loss
+  std::string loss = "auto";  // auto, cross-entropy, bce, multilabel-bce, mse
+  std::vector<double> class_weights = {};
+  double label_smoothing = 0.0;
+  std::string pos_weight = "";  // bce: a number, or "auto" (negatives / positives of the training set)
+  // optimizer
+  std::string optimizer = "adam";  // sgd, adam, adamw, rmsprop
+  double lr = 1e-3;
+  double momentum = 0.0;  // sgd, rmsprop
+  bool nesterov = false;
+  double weight_decay = 0.0;
+  double beta1 = 0.9, beta2 = 0.999;  // adam, adamw
+  double eps = 1e-8;                  // adam, adamw, rmsprop
+  double alpha = 0.99;                // rmsprop
+  // scheduler
+  std::string scheduler =
+      "none";  // none, step, multistep, exponential, cosine, linear, cyclic, onecycle, plateau
+  std::vector<double> milestones = {};     // multistep: epochs, or fractions of --epochs when all are below 1
+  double gamma = 0.1;                      // step, multistep, exponential (and cyclic's exp_range)
+  int64_t step_size = 30;                  // step: epochs
+  double min_lr = 0.0;                     // cosine's eta_min, cyclic's base_lr, plateau's min_lr
+  double max_lr = 0.0;                     // cyclic, onecycle; 0: 10 x --lr
+  std::string cyclic_mode = "triangular";  // triangular, triangular2, exp_range
+  int64_t step_size_up = 0;                // cyclic: batches; 0: one epoch
+  bool cycle_momentum = true;              // cyclic, onecycle: momentum (or Adam's beta1) cycles inversely
+  double pct_start = 0.3;                  // onecycle
+  int64_t plateau_patience = 10;
+  double plateau_factor = 0.1;
+  // training
+  int64_t epochs = 10;
+  int64_t accumulate = 1;
+  double clip_grad_norm = 0.0;    // 0: off
+  double clip_grad_value = 0.0;   // 0: off
+  std::string amp = "O0";         // O0, O1, O2, O3 (train/amp.h)
+  std::string amp_dtype = "f16";  // f16 or bf16
+  bool cudnn_benchmark = false;
+  std::string algo_cache = "";  // cuDNN's algorithm cache file, loaded at start and saved at the end
+  bool deterministic = false;
+  int64_t seed = 0;
+  std::string device = "auto";  // auto (cuda when there is one), cpu, cuda, cuda:N
+  std::string monitor = "auc";  // the validation metric choosing the best model: auc, acc or loss
+  int64_t patience = 0;         // early stopping: epochs without a better validation metric; 0: off
+  int64_t eval_every = 1;       // epochs between validations
+  // logs and checkpoints
+  std::string out = "";    // the run folder; empty: runs/<dataset>-<model>
+  bool overwrite = false;  // start afresh in a run folder that holds a run
+  int64_t log_every = 50;  // steps between reads of the running loss (the only host syncs in the loop)
+  bool csv_per_step = false;
+  bool tensorboard = true;
+  int64_t checkpoint_every = 0;  // steps between mid-epoch checkpoints; 0: at the end of each epoch only
+  int64_t keep_last = 2;         // checkpoints kept (the best model's weights are kept apart)
+  std::string resume = "";       // a checkpoint file, or "auto": the run folder's latest
+  int64_t profile_steps = 0;     // run this many steps, print the bottleneck report, stop
+};
+
+using FieldMember = std::variant<std::string TrainConfig::*, int64_t TrainConfig::*, double TrainConfig::*,
+                                 bool TrainConfig::*, std::vector<double> TrainConfig::*>;
+
+struct ConfigField {
+  const char* name;   // the flag without "--" and the JSON key: "batch-size"
+  const char* group;  // data, model, loss, optimizer, scheduler, training, logs
+  const char* help;
+  FieldMember member;
+  bool identity = true;  // Note [Configuration fields]
+};
+
+// Note [Configuration fields].
+const std::vector<ConfigField>& config_fields();
+const ConfigField* find_config_field(std::string_view name);
+
+// The whole configuration, every field, in config_fields() order.
+json::Value to_json(const TrainConfig& config);
+// Sets the fields the object names; an unknown key or a value of the wrong type is an error
+// naming `source`, the key and what was expected.
+void update_from_json(TrainConfig& config, const json::Value& object, const std::string& source);
+// A field's value as JSON, and as text for messages.
+json::Value field_value(const TrainConfig& config, const ConfigField& field);
+std::string field_text(const TrainConfig& config, const ConfigField& field);
+
+// "medmnist": the MedMNIST v2 benchmark's 3D training (experiments/MedMNIST3D/train_and_eval_pytorch.py):
+// Adam 1e-3, batch 32, 100 epochs, MultiStepLR x0.1 at 50% and 75% of the epochs,
+// cross-entropy, the best model by validation AUC, ResNet-18 with MedMNIST's stem. An
+// unknown recipe is an error listing the recipes.
+void apply_recipe(std::string_view recipe, TrainConfig& config);
+std::vector<std::string> recipe_names();
+
+// Checks the values that do not depend on the machine (names of choices, ranges); an
+// error names the setting and what is valid.
+void validate(const TrainConfig& config);
+
+}  // namespace kiln::train

@@ -1,0 +1,78 @@
+// make_train_data: MedMNIST 3D (data/medmnist.h) with MedMNIST's own transforms (to [0, 1],
+// its shape transform, augmented for training), or data::SyntheticShapes.
+#include "train/data_setup.h"
+
+#include "core/error.h"
+#include "data/medmnist.h"
+#include "data/synthetic.h"
+
+namespace kiln::train {
+namespace {
+
+TrainData medmnist(const TrainConfig& config) {
+  const data::MedMnistInfo& info = data::medmnist_info(config.dataset);  // an error listing the flags
+  KILN_CHECK(config.size == 28 || config.size == 64, "dataset ", config.dataset,
+             ": the size is 28 or 64, got ", config.size);
+  const data::MedMnistOptions options{
+      .root = config.data_root, .size = config.size, .download = config.download};
+  const auto split = [&](data::Split which) {
+    return std::make_shared<data::MedMnist3d>(config.dataset, which, options);
+  };
+  const auto to_unit = std::make_shared<data::ToFloat>(1.0 / 255.0);
+  TrainData result;
+  result.description = std::string(info.python_class) + " at " + std::to_string(config.size) + "^3 from " +
+                       data::medmnist_path(config.dataset, options);
+  result.task = parse_task(info.task);
+  result.classes = static_cast<int64_t>(info.labels.size());
+  result.train = split(data::Split::Train);
+  result.val = split(data::Split::Val);
+  result.test = split(data::Split::Test);
+  result.train_transform = std::make_shared<data::Compose>(std::vector<data::TransformPtr>{
+      to_unit, std::make_shared<data::MedMnistShapeTransform>(config.augment)});
+  result.eval_transform = std::make_shared<data::Compose>(
+      std::vector<data::TransformPtr>{to_unit, std::make_shared<data::MedMnistShapeTransform>(false)});
+  return result;
+}
+
+TrainData synthetic(const TrainConfig& config) {
+  KILN_CHECK(config.size >= 8 && config.size <= 128,
+             "dataset synthetic: the size (the volumes' side) is 8 to 128, got ", config.size);
+  const auto split = [&](int64_t samples, uint64_t seed) {
+    return std::make_shared<data::SyntheticShapes>(
+        data::SyntheticShapesOptions{.size = samples, .side = config.size, .noise = 0.35, .seed = seed});
+  };
+  const int64_t held_out = std::max<int64_t>(1, config.synthetic_samples / 4);
+  TrainData result;
+  result.description = "synthetic shapes (ball, cube, jack) at " + std::to_string(config.size) + "^3, " +
+                       std::to_string(config.synthetic_samples) + " training volumes";
+  result.task = Task::MultiClass;
+  result.classes = data::SyntheticShapes::kClasses;
+  result.train = split(config.synthetic_samples, 1);
+  result.val = split(held_out, 2);
+  result.test = split(held_out, 3);
+  if (config.augment) result.train_transform = std::make_shared<data::RandomFlip>();
+  return result;
+}
+
+}  // namespace
+
+TrainData make_train_data(const TrainConfig& config) {
+  return config.dataset == "synthetic" ? synthetic(config) : medmnist(config);
+}
+
+std::vector<int64_t> class_counts(const data::Dataset& dataset, int64_t classes) {
+  std::vector<int64_t> counts(static_cast<size_t>(classes), 0);
+  const auto count = [&](int64_t label) {
+    KILN_CHECK(label >= 0 && label < classes, dataset.name(), ": label ", label, " is outside [0, ", classes,
+               ")");
+    ++counts[static_cast<size_t>(label)];
+  };
+  if (const auto* medmnist = dynamic_cast<const data::MedMnist3d*>(&dataset)) {
+    for (const int64_t label : medmnist->labels().to_vector<int64_t>()) count(label);
+    return counts;
+  }
+  for (int64_t i = 0; i < dataset.size(); ++i) count(dataset.get(i).at("label").item<int64_t>());
+  return counts;
+}
+
+}  // namespace kiln::train

@@ -1,0 +1,39 @@
+// The data of a run from its configuration: MedMNIST 3D by flag (train / val / test splits)
+// or synthetic shapes, with the transforms each split gets and the task the metrics need.
+// A C++ user with their own data fills a TrainData themselves and hands it to the Trainer.
+//
+//   train::TrainData data = train::make_train_data(config);
+//   std::cout << data.description << "\n";
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "data/transforms.h"
+#include "train/config.h"
+#include "train/metrics.h"
+
+namespace kiln::train {
+
+struct TrainData {
+  std::string description;  // what was loaded, for the log
+  Task task = Task::MultiClass;
+  int64_t classes = 2;  // classes, or labels of a multi-label task
+  std::shared_ptr<const data::Dataset> train, val, test;
+  data::TransformPtr train_transform, eval_transform;  // null: none
+};
+
+// config.dataset: a MedMNIST 3D flag (its file where MedMNIST keeps it, fetched when
+// config.download) or "synthetic" (data::SyntheticShapes at config.size, fixed seeds per
+// split, so every training seed sees the same volumes). Samples hold "image" (float32
+// [1, s, s, s]) and "label" (an int64 class) after the transforms.
+TrainData make_train_data(const TrainConfig& config);
+
+// How many training samples have each label 0 .. classes - 1 (read from a MedMNIST split's
+// label array, else from every sample's "label").
+std::vector<int64_t> class_counts(const data::Dataset& dataset, int64_t classes);
+
+}  // namespace kiln::train

@@ -1,0 +1,57 @@
+// Objective: what a run minimises and how its outputs become scores for the metrics, from
+// the configuration's loss and the task.
+//
+//   loss             outputs   training loss                         scores (for the metrics)
+//   cross-entropy    C         cross_entropy(logits, y) (class       softmax(logits)
+//                              weights, label smoothing)
+//   bce (binary)     1         BCE-with-logits(logit, y), pos_weight  sigmoid(logit)
+//   multilabel-bce   L         BCE-with-logits over [N, L] 0/1 labels sigmoid(logits)
+//   mse              1         (output - y)^2, y the label as a      softmax over classes c of
+//                              number (ordinal regression)           -(output - c)^2: nearest class first
+// "auto" is cross-entropy for binary and multi-class tasks (MedMNIST's choice) and
+// multilabel-bce for multi-label ones. pos_weight "auto" is negatives / positives of the
+// training set (for VesselMNIST3D, about 7.6; the speed-up guide used 10).
+//
+// correct(logits, labels) counts the right predictions as a device tensor, so that a
+// training loop keeps its accuracy without reading anything back (argmax, or score > 0.5,
+// or the nearest class).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "train/config.h"
+#include "train/metrics.h"
+
+namespace kiln::train {
+
+class Objective {
+ public:
+  // class_counts: the training set's samples per class (pos-weight auto), may be empty
+  // otherwise. Errors name the setting that does not fit the task.
+  Objective(const TrainConfig& config, Task task, int64_t classes, const std::vector<int64_t>& class_counts,
+            Device device);
+
+  const std::string& name() const { return name_; }  // the resolved loss
+  int64_t outputs() const { return outputs_; }       // the model's output features
+  // The mean loss of a batch (float32 logits; labels as the dataset gives them).
+  Tensor loss(const Tensor& logits, const Tensor& labels) const;
+  // Scores for the metrics: [N, C] probabilities, or [N] for a binary bce.
+  Tensor scores(const Tensor& logits) const;
+  // How many predictions are right, an int64 [] tensor on the logits' device.
+  Tensor correct(const Tensor& logits, const Tensor& labels) const;
+  // The positives' weight in use (bce), or NaN.
+  double pos_weight() const { return pos_weight_value_; }
+
+ private:
+  std::string name_;
+  Task task_;
+  int64_t classes_, outputs_;
+  Tensor class_weights_, pos_weight_, class_values_;
+  double label_smoothing_ = 0;
+  double pos_weight_value_;
+};
+
+}  // namespace kiln::train

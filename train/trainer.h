@@ -1,0 +1,107 @@
+// Trainer: the training loop of `kiln train`, as a library. Epochs of training and
+// validation, the best model kept by a validation metric, early stopping, the test split
+// at the end evaluated with the best and the final weights side by side; every speed
+// technique of the guides a setting of TrainConfig; logs, checkpoints with exact resume,
+// and the bottleneck report.
+//
+//   train::TrainData data = train::make_train_data(config);     // or your own datasets
+//   train::ModelSetup setup = train::make_model(config, data);  // or your own model
+//   train::Trainer trainer(config, data, setup.model);
+//   const train::RunSummary summary = trainer.fit();
+//
+// Note [A training step]: for each micro-batch, in TimeRanges named after the report's
+// phases (train/bottleneck.h):
+//   data      the next batch (waiting for the loader; the prefetcher queues its copies)
+//   copy      without device prefetching, the batch's copies to the GPU
+//   forward   the forward pass and the loss, under the run's autocast
+//   backward  (loss / accumulate x scale).backward()
+//   optimizer every `accumulate` micro-batches (and at an epoch's end): unscale, clip,
+//             the scaler's step (skipped on the device after an overflow), its update,
+//             gradients to None, a per-batch scheduler's step
+// The running loss and accuracy are sums on the device, read once per log interval
+// (log-every), which is the only host-device synchronisation of the loop: the steps
+// between two reads make none (RunSummary::quiet_step_syncs counts them; a test holds it
+// at 0).
+//
+// Note [Best and final]: MedMNIST's script keeps a reference to the model as "the best"
+// and so reports the final epoch's test metrics as the best epoch's. Here the best
+// weights are a copy (and best.safetensors), and the test split is evaluated twice: with
+// the final weights and with the best. For binary tasks a threshold calibrated on the
+// validation set (Youden's J, with the best weights) is reported with the test ACC at it,
+// beside the ACC at 0.5.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/json.h"
+#include "nn/layer.h"
+#include "train/bottleneck.h"
+#include "train/config.h"
+#include "train/data_setup.h"
+#include "train/metrics.h"
+
+namespace kiln::train {
+
+struct TestResult {
+  std::string weights;   // "best" or "final"
+  int64_t epoch = 0;     // the epoch the weights are from
+  Evaluation metrics;    // at 0.5
+  double threshold = 0;  // Youden's J on the validation set (binary tasks; NaN otherwise)
+  double acc_at_threshold = 0;
+};
+
+struct RunSummary {
+  std::string run_dir;
+  std::string stopped;  // "completed", "early stopping", "profile"
+  int64_t epochs = 0;   // epochs completed
+  int64_t steps = 0;    // optimizer steps
+  int64_t best_epoch = 0;
+  double best_metric = 0;        // the monitored validation metric at best_epoch (NaN: never validated)
+  std::vector<TestResult> test;  // best, then final (Note [Best and final])
+  double train_seconds = 0;      // the training epochs' wall time (validation included)
+  double samples_per_s = 0;      // training samples per second of training phases
+  BottleneckReport report;       // over the whole run (or the profiled steps)
+  int64_t quiet_steps = 0;       // micro-batches that did not log
+  int64_t quiet_step_syncs = 0;  // host syncs made inside them (Note [A training step])
+};
+
+// The summary as JSON (summary.json): the configuration, the result, the time per phase.
+json::Value to_json(const RunSummary& summary, const TrainConfig& config);
+// The end-of-run lines: best epoch, test metrics side by side, where the logs are.
+std::string format_summary(const RunSummary& summary);
+
+struct TrainerOutput {
+  std::ostream* out = nullptr;  // null: std::cout
+  bool terminal = false;        // redraw the progress line in place
+};
+
+class Trainer {
+ public:
+  // `model` is on the CPU or already on the run's device, in float32.
+  Trainer(TrainConfig config, TrainData data, std::shared_ptr<nn::Layer> model, TrainerOutput output = {});
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Trains (or resumes, with config.resume), tests, writes summary.json; returns the summary.
+  RunSummary fit();
+
+  nn::Layer& model();
+  Device device() const;
+  const std::string& run_dir() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// "auto": the GPU when there is one, else the CPU; otherwise Device::parse.
+Device resolve_device(const std::string& name);
+// config.out, or runs/<dataset>-<model>.
+std::string run_folder(const TrainConfig& config);
+
+}  // namespace kiln::train
