@@ -8,9 +8,10 @@ CMAKE_FLAGS ?=
 # Debian packages the build needs (compiler, CMake, Eigen, oneDNN for the CPU convolutions,
 # GoogleTest, Google Benchmark, and zlib, the NIfTI library and libcurl for the data
 # pipeline), pkg-config for the test of the installed kiln.pc (tests/install/), and
-# iproute2 for the distributed tests across two network namespaces (tests/dist/).
+# iproute2 for the distributed tests across two network namespaces (tests/dist/), and CLI11
+# for the `kiln` command's flags (tools/).
 PACKAGES := g++ make cmake libeigen3-dev libdnnl-dev libgtest-dev libbenchmark-dev pkg-config zlib1g-dev \
-  libnifti2-dev libcurl4-openssl-dev iproute2
+  libnifti2-dev libcurl4-openssl-dev iproute2 libcli11-dev
 # `make sanitize` builds with Clang (its sanitizer runtimes and its OpenMP) as well.
 SANITIZE_PACKAGES := clang libclang-rt-dev libomp-dev
 SANITIZE_BUILD ?= build-sanitize
@@ -53,9 +54,11 @@ build: configure
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
+# `kiln train` on AdrenalMNIST3D (or generated volumes offline), sized to the machine
+# (scripts/demo.sh).
 demo: configure
-	cmake --build $(BUILD) -j$(JOBS) --target train_cnn3d
-	$(BUILD)/bin/train_cnn3d
+	cmake --build $(BUILD) -j$(JOBS) --target kiln_cli
+	scripts/demo.sh $(BUILD)/bin/kiln
 
 bench: configure
 	cmake --build $(BUILD) -j$(JOBS) --target kiln_bench

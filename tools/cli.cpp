@@ -18,6 +18,14 @@ struct Subcommand {
 };
 
 const Subcommand kSubcommands[] = {
+    {"train", "[--recipe medmnist] [--config FILE.json] [FLAGS]",
+     "train a 3D classifier (MedMNIST 3D or synthetic; ResNet, DenseNet): logs, checkpoints, exact resume, the "
+     "bottleneck report; kiln train --help lists every flag",
+     run_train},
+    {"eval", "--weights FILE [--split test] [FLAGS]", "ACC, AUC and the confusion matrix of trained weights on a split",
+     run_eval},
+    {"predict", "--weights FILE --output FILE.csv|.npy [--split test] [FLAGS]",
+     "per-sample scores of trained weights on a split", run_predict},
     {"info", "", "Kiln's version and build, its libraries' versions, and the GPUs it sees", run_info},
     {"inspect", "FILE",
      "what a file holds: a safetensors file's tensors and metadata, an .npy/.npz file's arrays, a .nii/.nii.gz scan's "

@@ -59,5 +59,13 @@ int run_data(const std::vector<std::string>& args, std::ostream& out);
 int run_launch(const std::vector<std::string>& args, std::ostream& out);
 std::string format_progress(int64_t done, int64_t total);
 
+// `kiln train [--recipe NAME] [--config FILE] [FLAGS]`: a training run (tools/
+// config_options.h lists how flags, files and recipes combine).
+int run_train(const std::vector<std::string>& args, std::ostream& out);
+// `kiln eval --weights W [--split S] [FLAGS]` and `kiln predict --weights W --output F
+// [--split S] [FLAGS]`: trained weights on a split (tools/eval_command.cpp).
+int run_eval(const std::vector<std::string>& args, std::ostream& out);
+int run_predict(const std::vector<std::string>& args, std::ostream& out);
+
 
 }  // namespace kiln::tools

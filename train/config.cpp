@@ -101,6 +101,7 @@ const std::vector<ConfigField>& config_fields() {
        &C::synthetic_samples},
       {"augment", "data", "augment the training set (MedMNIST's shape transform, random flips)", &C::augment},
       {"batch-size", "data", "samples per micro-batch", &C::batch_size},
+      {"drop-last", "data", "training: leave out the last batch when it is smaller", &C::drop_last},
       {"workers", "data", "loader worker threads (0: load in the training thread)", &C::workers, false},
       {"prefetch-factor", "data", "batches each worker loads ahead", &C::prefetch_factor, false},
       {"pin-memory", "data", "with a GPU: collate into pinned memory (asynchronous copies)", &C::pin_memory,

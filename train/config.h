@@ -39,6 +39,7 @@ struct TrainConfig {
   int64_t synthetic_samples = 512;    // synthetic: training samples (validation and test: a quarter each)
   bool augment = true;                // MedMNIST's training shape transform; random flips for synthetic
   int64_t batch_size = 32;
+  bool drop_last = false;  // training: leave out the last, smaller batch
   int64_t workers = 2;
   int64_t prefetch_factor = 2;
   bool pin_memory = true;  // with a GPU: batches collated into pinned memory

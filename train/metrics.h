@@ -54,6 +54,10 @@ struct Evaluation {
 
 Evaluation evaluate(Task task, const Tensor& y_true, const Tensor& y_score, double threshold = 0.5);
 
+// For people (metrics_format.cpp): ACC and AUC, the per-class AUCs, the confusion matrix
+// (rows: true class, columns: predicted) and, for binary tasks, sensitivity and specificity.
+std::string format_evaluation(const Evaluation& evaluation, Task task);
+
 // Binary: the positive class's score and the 0/1 labels as vectors (y_score [N] or [N, 2]).
 std::vector<double> positive_scores(const Tensor& y_score);
 std::vector<int64_t> label_vector(const Tensor& y_true);

@@ -83,10 +83,15 @@ std::string format_summary(const RunSummary& summary) {
   if (!summary.test.empty()) {
     out << "test        epoch    ACC      AUC      threshold  ACC at threshold\n";
     for (const TestResult& r : summary.test) {
-      std::snprintf(line, sizeof line, "  %-9s %5lld   %.4f   %.4f   %9.4f  %.4f\n", r.weights.c_str(),
-                    static_cast<long long>(r.epoch), r.metrics.acc, r.metrics.auc, r.threshold,
-                    r.acc_at_threshold);
+      std::snprintf(line, sizeof line, "  %-9s %5lld   %.4f   %.4f", r.weights.c_str(), static_cast<long long>(r.epoch),
+                    r.metrics.acc, r.metrics.auc);
       out << line;
+      if (std::isnan(r.threshold)) {
+        out << "   -          -\n";  // not a binary task
+      } else {
+        std::snprintf(line, sizeof line, "   %9.4f  %.4f\n", r.threshold, r.acc_at_threshold);
+        out << line;
+      }
     }
   }
   out << "logs: " << summary.run_dir << " (epochs.csv, summary.json, TensorBoard events, best.safetensors)\n";

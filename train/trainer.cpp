@@ -83,6 +83,7 @@ std::unique_ptr<data::DataLoader> make_loader(const TrainConfig& config,
   return std::make_unique<data::DataLoader>(
       std::move(dataset), data::DataLoaderOptions{.batch_size = config.batch_size,
                                                   .shuffle = train,
+                                                  .drop_last = train && config.drop_last,
                                                   .num_workers = config.workers,
                                                   .prefetch_factor = config.prefetch_factor,
                                                   .persistent_workers = config.persistent_workers,
@@ -198,7 +199,8 @@ void Trainer::State::setup() {
   train_loader = make_loader(config, data.train, data.train_transform, true, device);
   val_loader = make_loader(config, data.val, data.eval_transform, false, device);
   test_loader = make_loader(config, data.test, data.eval_transform, false, device);
-  KILN_CHECK(train_loader->size() > 0, "the training set (", data.train->size(), " samples) gives no batch");
+  KILN_CHECK(train_loader->size() > 0, "batch-size ", config.batch_size, " is larger than the training set (",
+             data.train->size(), " samples) with drop-last: no batch to train on");
   const bool prefetch = config.device_prefetch;
   train_batches = std::make_unique<DeviceBatches>(*train_loader, device, prefetch);
   val_batches = std::make_unique<DeviceBatches>(*val_loader, device, prefetch);
@@ -347,7 +349,9 @@ void Trainer::State::save_best_weights() {
   const TimeRange range(phase::kCheckpoint);
   best_state = clone_state(model->state_dict());
   nn::save_weights(*model, (fs::path(run_dir) / "best.safetensors").string(),
-                   {{"epoch", std::to_string(best_epoch)}, {"monitor", config.monitor}});
+                   {{"epoch", std::to_string(best_epoch)},
+                    {"monitor", config.monitor},
+                    {kWeightsConfigKey, json::dump(to_json(config))}});
 }
 
 // ---- training --------------------------------------------------------------------------
@@ -625,7 +629,8 @@ RunSummary Trainer::fit() {
   if (summary.stopped != "profile") {
     summary.test = s.test();
     if (!config.algo_cache.empty() && s.device.is_cuda()) cudnn::save_algorithm_cache(config.algo_cache);
-    nn::save_weights(*s.model, (fs::path(s.run_dir) / "final.safetensors").string());
+    nn::save_weights(*s.model, (fs::path(s.run_dir) / "final.safetensors").string(),
+                     {{"epoch", std::to_string(s.epoch)}, {kWeightsConfigKey, json::dump(to_json(config))}});
     save_atomically(json::dump(to_json(summary, config), 2) + "\n",
                     (fs::path(s.run_dir) / "summary.json").string(), "kiln train");
   }

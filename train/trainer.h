@@ -99,6 +99,10 @@ class Trainer {
   std::unique_ptr<State> state_;
 };
 
+// The metadata key of best.safetensors and final.safetensors holding the run's configuration
+// (JSON), so `kiln eval --weights` rebuilds the model without being told what it is.
+inline constexpr const char* kWeightsConfigKey = "kiln.config";
+
 // "auto": the GPU when there is one, else the CPU; otherwise Device::parse.
 Device resolve_device(const std::string& name);
 // config.out, or runs/<dataset>-<model>.

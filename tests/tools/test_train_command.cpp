@@ -1,0 +1,155 @@
+// `kiln train`, `kiln eval` and `kiln predict` through run_kiln (tools/cli.h) on tiny
+// synthetic runs: flags over a configuration file over a recipe; --help listing every
+// setting with its default; eval and predict from a run's weights alone; the errors a user
+// makes ending in one line with exit code 1 (or 2 for wrong flags).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/json.h"
+#include "data/npy.h"
+#include "tests/test_util.h"
+#include "tools/cli.h"
+#include "train/config.h"
+
+namespace kiln {
+namespace {
+
+using testing::TempFolder;
+
+struct CliResult {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+CliResult run_cli(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  int code = -1;
+  testing::with_watchdog(std::chrono::seconds(300), [&] { code = tools::run_kiln(args, out, err); });
+  return {code, out.str(), err.str()};
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// A tiny run's flags, with the run folder.
+std::vector<std::string> tiny(const std::string& out) {
+  return {"train",  "--size",       "12",       "--synthetic-samples",
+          "40",     "--model",      "resnet10", "--width",
+          "0.0625", "--batch-size", "8",        "--epochs",
+          "2",      "--workers",    "0",        "--device",
+          "cpu",    "--out",        out};
+}
+
+TEST(KilnTrain, FlagsOverrideTheConfigFileWhichOverridesTheRecipe) {
+  TempFolder folder;
+  const std::string config = folder.file("run.json");
+  std::ofstream(config) << R"({"lr": 0.02, "epochs": 1, "milestones": [0.5], "pin-memory": false})";
+  std::vector<std::string> args = tiny(folder.file("run"));
+  args.insert(args.end(), {"--recipe", "medmnist", "--config", config, "--epochs", "2", "--augment=false"});
+  const CliResult r = run_cli(args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json::Value saved = json::parse(read_text(folder.file("run/config.json")));
+  EXPECT_EQ(saved.find("scheduler")->as_string(), "multistep");  // the recipe's
+  EXPECT_EQ(saved.find("lr")->as_number(), 0.02);                // the file's over the recipe's 1e-3
+  EXPECT_EQ(saved.find("milestones")->as_array().size(), 1u);    // the file's
+  EXPECT_EQ(saved.find("epochs")->as_integer(), 2);              // the flag's over the file's
+  EXPECT_EQ(saved.find("pin-memory")->as_bool(), false);
+  EXPECT_EQ(saved.find("augment")->as_bool(), false);
+  EXPECT_NE(r.out.find("configuration (saved as"), std::string::npos);
+  EXPECT_NE(r.out.find("test        epoch    ACC"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("where the time went"), std::string::npos);
+}
+
+TEST(KilnTrain, HelpListsEverySettingWithItsDefault) {
+  const CliResult r = run_cli({"train", "--help"});
+  ASSERT_EQ(r.code, 0);
+  for (const train::ConfigField& field : train::config_fields()) {
+    EXPECT_NE(r.out.find(std::string("--") + field.name + " "), std::string::npos) << field.name;
+  }
+  EXPECT_NE(r.out.find("--batch-size INT=32"), std::string::npos);
+  EXPECT_NE(r.out.find("--pin-memory=false turns it off"), std::string::npos);
+  for (const char* command : {"eval", "predict"}) {
+    const CliResult help = run_cli({command, "--help"});
+    EXPECT_EQ(help.code, 0);
+    EXPECT_NE(help.out.find("--weights"), std::string::npos) << command;
+  }
+}
+
+TEST(KilnTrain, EvalAndPredictNeedOnlyTheWeightsOfARun) {
+  TempFolder folder;
+  ASSERT_EQ(run_cli(tiny(folder.file("run"))).code, 0);
+  const std::string weights = folder.file("run/best.safetensors");
+  const CliResult eval = run_cli({"eval", "--weights", weights, "--workers", "0"});
+  ASSERT_EQ(eval.code, 0) << eval.err;
+  EXPECT_NE(eval.out.find("(10 samples)"), std::string::npos) << eval.out;
+  EXPECT_NE(eval.out.find("confusion matrix"), std::string::npos);
+  // The AUC eval prints is the one the run's summary reports for its best weights.
+  const json::Value summary = json::parse(read_text(folder.file("run/summary.json")));
+  const double auc = summary.find("test")->as_array()[0].find("metrics")->find("auc")->as_number();
+  char expected[32];
+  std::snprintf(expected, sizeof expected, "AUC %.4f", auc);
+  EXPECT_NE(eval.out.find(expected), std::string::npos) << eval.out;
+
+  const CliResult csv =
+      run_cli({"predict", "--weights", weights, "--output", folder.file("p.csv"), "--split", "val"});
+  ASSERT_EQ(csv.code, 0) << csv.err;
+  const std::string table = read_text(folder.file("p.csv"));
+  EXPECT_TRUE(table.starts_with("index,label,score_0,score_1,score_2\n")) << table;
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 11);
+  ASSERT_EQ(run_cli({"predict", "--weights", weights, "--output", folder.file("p.npy")}).code, 0);
+  const Tensor scores = data::npy::load(folder.file("p.npy"));
+  EXPECT_EQ(scores.sizes(), (std::vector<int64_t>{10, 3}));
+}
+
+TEST(KilnTrain, UserErrorsEndInOneLineWithExitCode1) {
+  TempFolder folder;
+  const auto error_of = [](std::vector<std::string> args) {
+    const CliResult r = run_cli(std::move(args));
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    return r.err;
+  };
+  std::vector<std::string> args = tiny(folder.file("a"));
+  args.insert(args.end(), {"--model", "vgg16"});
+  EXPECT_NE(error_of(args).find("kiln: unknown model 'vgg16'"), std::string::npos);
+
+  args = tiny(folder.file("b"));
+  args.insert(args.end(),
+              {"--dataset", "adrenalmnist3d", "--size", "28", "--data-root", folder.file("nothing")});
+  const std::string missing = error_of(args);
+  EXPECT_NE(missing.find("kiln data download adrenalmnist3d"), std::string::npos) << missing;
+
+  args = tiny(folder.file("c"));
+  args.insert(args.end(), {"--batch-size", "64", "--drop-last"});
+  EXPECT_NE(error_of(args).find("batch-size 64 is larger than the training set (40 samples) with drop-last"),
+            std::string::npos);
+
+  ASSERT_EQ(run_cli(tiny(folder.file("d"))).code, 0);
+  args = tiny(folder.file("d"));
+  args.insert(args.end(), {"--width", "0.125", "--resume", "auto"});
+  EXPECT_NE(error_of(args).find("is a checkpoint of a different run"), std::string::npos);
+
+  const std::string config = folder.file("bad.json");
+  std::ofstream(config) << R"({"batch_size": 3})";
+  EXPECT_NE(error_of({"train", "--config", config}).find("unknown setting \"batch_size\""),
+            std::string::npos);
+  EXPECT_NE(error_of({"eval", "--weights", folder.file("d/best.safetensors"), "--model", "resnet18"})
+                .find("does not fit model resnet18"),
+            std::string::npos);
+
+  const CliResult usage = run_cli({"train", "--batch-size", "many"});
+  EXPECT_EQ(usage.code, 2);
+  EXPECT_NE(usage.err.find("usage: kiln train"), std::string::npos);
+  EXPECT_EQ(run_cli({"eval"}).code, 2);  // --weights is required
+}
+
+}  // namespace
+}  // namespace kiln

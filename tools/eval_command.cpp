@@ -1,0 +1,158 @@
+// `kiln eval` and `kiln predict`: trained weights on one split of a dataset. The model and
+// data are those of the weights' own run when the file carries its configuration
+// (best.safetensors and final.safetensors of `kiln train` do, Trainer's kWeightsConfigKey),
+// so `kiln eval --weights runs/x/best.safetensors` needs nothing else; flags override it,
+// and for other weights files they say what the model is. The weights are loaded strictly:
+// a file for another model is an error listing what did not fit.
+//
+//   kiln eval --weights W [--split test]            ACC, AUC, per-class AUC, confusion matrix
+//   kiln predict --weights W --output scores.csv    one row per sample: index, label, scores
+//   kiln predict --weights W --output scores.npy    the scores, float32 [N, C] (or [N])
+#include <fstream>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/safetensors.h"
+#include "data/loader.h"
+#include "data/medmnist.h"
+#include "data/npy.h"
+#include "nn/load_report.h"
+#include "nn/module.h"
+#include "tools/cli.h"
+#include "tools/config_options.h"
+#include "train/device_batches.h"
+#include "train/evaluate.h"
+#include "train/model_setup.h"
+#include "train/trainer.h"
+
+namespace kiln::tools {
+namespace {
+
+// What both commands run: the split's scores under the weights.
+struct SplitScores {
+  train::TrainData data;
+  train::SplitEvaluation evaluation;
+};
+
+// Parses the command line over the weights' own configuration; false after --help.
+bool parse(const std::vector<std::string>& args, ConfigCommand command, std::string& weights,
+           std::string& split, train::TrainConfig& config, std::ostream& out) {
+  if (const std::optional<std::string> path = find_flag_value(args, "--weights")) {
+    const safetensors::Header header = safetensors::read_header(*path);
+    if (const auto found = header.metadata.find(train::kWeightsConfigKey); found != header.metadata.end()) {
+      train::update_from_json(config, json::parse(found->second), *path + " (its configuration)");
+    }
+  }
+  command.extra.insert(command.extra.begin(),
+                       {{"--weights", "the weights file (safetensors or PyTorch .pth)", &weights, true},
+                        {"--split", "train, val or test", &split, false}});
+  return parse_config_command(args, command, config, out);
+}
+
+SplitScores score_split(const std::string& weights, const std::string& split,
+                        const train::TrainConfig& config) {
+  train::validate(config);
+  SplitScores result{.data = train::make_train_data(config), .evaluation = {}};
+  const data::Split which = data::split_from_name(split);
+  const std::shared_ptr<const data::Dataset> dataset = which == data::Split::Train ? result.data.train
+                                                       : which == data::Split::Val ? result.data.val
+                                                                                   : result.data.test;
+  const std::shared_ptr<nn::Layer> model = train::make_model(config, result.data).model;
+  const nn::LoadStateDictResult loaded =
+      nn::load_state_dict_mapped(*model, train::read_weights(weights)).result;
+  if (!loaded.ok()) {
+    const std::string example = !loaded.missing_keys.empty() ? "missing " + loaded.missing_keys[0]
+                                : !loaded.unexpected_keys.empty()
+                                    ? "unexpected " + loaded.unexpected_keys[0]
+                                    : "a shape differs: " + loaded.mismatched_keys[0].name;
+    throw Error("--weights " + weights + " does not fit model " + config.model + ": " +
+                std::to_string(loaded.missing_keys.size()) + " keys missing, " +
+                std::to_string(loaded.unexpected_keys.size()) + " unexpected, " +
+                std::to_string(loaded.mismatched_keys.size()) + " of another shape (" + example +
+                "); say which model it is with --model, --width, ...");
+  }
+  const Device device = train::resolve_device(config.device);
+  model->to(device);
+  data::DataLoader loader(dataset, {.batch_size = config.batch_size,
+                                    .num_workers = config.workers,
+                                    .pin_memory = config.pin_memory && device.is_cuda(),
+                                    .transform = result.data.eval_transform});
+  train::DeviceBatches batches(loader, device, config.device_prefetch);
+  const train::Objective objective(config, result.data.task, result.data.classes, {}, device);
+  const DType low = config.amp_dtype == "bf16" ? DType::BFloat16 : DType::Float16;
+  const train::OptLevel level = train::parse_opt_level(config.amp);
+  train::amp_cast_model(*model, train::amp_properties(level, low));
+  result.evaluation =
+      train::evaluate_split(*model, batches, objective, train::amp_properties(level, low), result.data.task);
+  return result;
+}
+
+std::string predictions_csv(const train::SplitEvaluation& evaluation) {
+  const Tensor scores = evaluation.scores.dim() == 1 ? evaluation.scores.unsqueeze(1) : evaluation.scores;
+  const std::vector<float> values = scores.to(DType::Float32).contiguous().to_vector<float>();
+  const int64_t n = scores.size(0), columns = scores.size(1);
+  const Tensor labels = evaluation.labels.reshape({n, -1}).to(DType::Float64);
+  const std::vector<double> label_values = labels.contiguous().to_vector<double>();
+  const int64_t label_columns = labels.size(1);
+  std::string text = "index";
+  for (int64_t l = 0; l < label_columns; ++l)
+    text += label_columns == 1 ? ",label" : ",label_" + std::to_string(l);
+  for (int64_t c = 0; c < columns; ++c) text += ",score_" + std::to_string(c);
+  text += "\n";
+  char field[32];
+  for (int64_t i = 0; i < n; ++i) {
+    text += std::to_string(i);
+    for (int64_t l = 0; l < label_columns; ++l) {
+      std::snprintf(field, sizeof field, ",%.9g", label_values[static_cast<size_t>(i * label_columns + l)]);
+      text += field;
+    }
+    for (int64_t c = 0; c < columns; ++c) {
+      std::snprintf(field, sizeof field, ",%.9g",
+                    static_cast<double>(values[static_cast<size_t>(i * columns + c)]));
+      text += field;
+    }
+    text += "\n";
+  }
+  return text;
+}
+
+}  // namespace
+
+int run_eval(const std::vector<std::string>& args, std::ostream& out) {
+  std::string weights, split = "test";
+  train::TrainConfig config;
+  if (!parse(args,
+             {.name = "eval",
+              .description = "Evaluate trained weights on a split: ACC, AUC, the confusion matrix."},
+             weights, split, config, out)) {
+    return 0;
+  }
+  const SplitScores scores = score_split(weights, split, config);
+  out << scores.data.description << ", " << split << " split; " << config.model << " from " << weights << "\n"
+      << train::format_evaluation(scores.evaluation.metrics, scores.data.task);
+  return 0;
+}
+
+int run_predict(const std::vector<std::string>& args, std::ostream& out) {
+  std::string weights, split = "test", output;
+  train::TrainConfig config;
+  if (!parse(args,
+             {.name = "predict",
+              .description = "Write per-sample scores of trained weights on a split to CSV or NPY.",
+              .extra = {{"--output", "the file to write: .csv (index, label, scores) or .npy (scores)",
+                         &output, true}}},
+             weights, split, config, out)) {
+    return 0;
+  }
+  KILN_CHECK(output.ends_with(".csv") || output.ends_with(".npy"), "--output ", output,
+             ": the file must end in .csv or .npy");
+  const SplitScores scores = score_split(weights, split, config);
+  if (output.ends_with(".npy"))
+    data::npy::save(scores.evaluation.scores, output);
+  else
+    save_atomically(predictions_csv(scores.evaluation), output, "kiln predict");
+  out << output << ": scores of " << scores.evaluation.scores.size(0) << " samples (" << split << " split)\n";
+  return 0;
+}
+
+}  // namespace kiln::tools

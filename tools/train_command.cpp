@@ -1,0 +1,54 @@
+// `kiln train`: a training run from flags and/or a configuration file (tools/
+// config_options.h), on the Trainer (train/trainer.h). Prints the resolved configuration,
+// the data and the model, the epochs, each epoch's bottleneck table, and at the end the
+// test results with the best and the final weights, the run's bottleneck report and where
+// the logs are. --profile-steps N prints only the report of N steps.
+#include <iostream>
+
+#include "nn/module.h"
+#include "tools/cli.h"
+#include "tools/config_options.h"
+#include "train/model_setup.h"
+#include "train/progress.h"
+#include "train/trainer.h"
+
+namespace kiln::tools {
+
+int run_train(const std::vector<std::string>& args, std::ostream& out) {
+  train::TrainConfig config;
+  const ConfigCommand command{
+      .name = "train",
+      .description =
+          "Train a 3D classifier: MedMNIST 3D or synthetic volumes, ResNet or DenseNet, every speed "
+          "technique a flag; logs, checkpoints and a report of where the time goes."};
+  if (!parse_config_command(args, command, config, out)) return 0;
+  train::validate(config);
+  const bool profile = config.profile_steps > 0;
+  if (!profile) {
+    out << "configuration (saved as " << train::run_folder(config) << "/config.json):\n"
+        << format_config(config);
+  }
+  const train::TrainData data = train::make_train_data(config);
+  const train::ModelSetup setup = train::make_model(config, data);
+  if (!profile) {
+    out << "data: " << data.description << "; " << data.train->size() << " train, " << data.val->size()
+        << " val, " << data.test->size() << " test\n"
+        << "model: " << config.model << ", " << nn::parameter_count(*setup.model) << " parameters\n";
+    if (!setup.load_report.empty())
+      out << "pretrained weights from " << config.pretrained << ":\n" << setup.load_report;
+  }
+  train::Trainer trainer(
+      config, data, setup.model,
+      {.out = &out, .terminal = &out == &std::cout && train::ProgressBar::is_terminal(stdout)});
+  if (!profile) out << "device: " << trainer.device().str() << "\n";
+  const train::RunSummary summary = trainer.fit();
+  if (profile) {
+    out << train::format_bottleneck_report(summary.report);
+    return 0;
+  }
+  out << "\nthe whole run:\n"
+      << train::format_bottleneck_report(summary.report) << train::format_summary(summary);
+  return 0;
+}
+
+}  // namespace kiln::tools
