@@ -1,7 +1,8 @@
 // train_cnn3d: a small 3D CNN learns to classify volumes, on the best device there is (the
 // GPU when CUDA is available, else the CPU), fed by Kiln's data pipeline.
 //
-// What `make demo` runs. Written against the public API as a user would:
+// The loop `kiln train` runs (train/trainer.h), spelled out by hand against the public
+// API, as a user would write it:
 //   - data: MedMNIST's AdrenalMNIST3D (28^3 CT crops, adrenal mass or not) when its file is
 //     where MedMNIST keeps it ($MEDMNIST_ROOT, else ~/.medmnist), or can be downloaded
 //     there (0.3 MB, resumable, MD5-checked); otherwise data::SyntheticShapes (16^3

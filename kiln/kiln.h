@@ -28,3 +28,7 @@
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "train/amp.h"
+#include "train/trainer.h"
+#include "train/model_setup.h"
+#include "train/data_setup.h"
+#include "train/metrics.h"
