@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/fault_injection.h"
+#include "dist/socket.h"
 
 namespace kiln::testing {
 
@@ -25,6 +26,8 @@ Tensor random_nonzero(const std::vector<int64_t>& sizes, DType dtype, uint64_t s
   Tensor sign_bit = lt(rand(sizes, {.dtype = DType::Float64}, &gen), 0.5);
   return where(sign_bit, neg(magnitude), magnitude).to(dtype);
 }
+
+uint16_t free_port() { return dist::Socket::listen("127.0.0.1", 0).port(); }
 
 void with_watchdog(std::chrono::seconds limit, const std::function<void()>& body) {
   auto done = std::make_shared<std::promise<void>>();

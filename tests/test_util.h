@@ -112,6 +112,10 @@ class ScopedFlag {
 // rethrown here.
 void with_watchdog(std::chrono::seconds limit, const std::function<void()>& body);
 
+// A TCP port on 127.0.0.1 that was free a moment ago (the OS's pick): for a distributed
+// job's store.
+uint16_t free_port();
+
 // A fresh empty folder (mkdtemp), removed with everything in it when it goes, also after a
 // test took its write permission away.
 class TempFolder {

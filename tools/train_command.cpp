@@ -8,21 +8,26 @@
 #include "nn/module.h"
 #include "tools/cli.h"
 #include "tools/config_options.h"
+#include "train/distributed.h"
 #include "train/model_setup.h"
 #include "train/progress.h"
 #include "train/trainer.h"
 
 namespace kiln::tools {
 
-int run_train(const std::vector<std::string>& args, std::ostream& out) {
+int run_train(const std::vector<std::string>& args, std::ostream& all_ranks_out) {
   train::TrainConfig config;
   const ConfigCommand command{
       .name = "train",
       .description =
           "Train a 3D classifier: MedMNIST 3D or synthetic volumes, ResNet or DenseNet, every speed "
           "technique a flag; logs, checkpoints and a report of where the time goes."};
-  if (!parse_config_command(args, command, config, out)) return 0;
+  if (!parse_config_command(args, command, config, all_ranks_out)) return 0;
   train::validate(config);
+  // In a --ddp run rank 0 speaks for all (the others' lines would repeat it).
+  const train::DistributedRun distributed = train::join_distributed(config);
+  std::ostream silent(nullptr);
+  std::ostream& out = distributed.writes() ? all_ranks_out : silent;
   const bool profile = config.profile_steps > 0;
   if (!profile) {
     out << "configuration (saved as " << train::run_folder(config) << "/config.json):\n"

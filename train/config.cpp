@@ -31,6 +31,7 @@ const std::vector<Choices>& choices() {
       {&C::amp, "amp", {"O0", "O1", "O2", "O3"}},
       {&C::amp_dtype, "amp-dtype", {"f16", "bf16"}},
       {&C::monitor, "monitor", {"auc", "acc", "loss"}},
+      {&C::dist_backend, "dist-backend", {"auto", "ring", "nccl"}},
   };
   return table;
 }
@@ -174,6 +175,10 @@ const std::vector<ConfigField>& config_fields() {
       {"deterministic", "training", "deterministic algorithms only", &C::deterministic},
       {"seed", "training", "seeds the initialisation, the shuffle, augmentation and dropout", &C::seed},
       {"device", "training", "auto, cpu, cuda or cuda:N", &C::device, false},
+      {"ddp", "training", "data-parallel over the processes kiln launch starts (gradients averaged)", &C::ddp, false},
+      {"sync-bn", "training", "with --ddp: batch-norm statistics over all ranks' batches", &C::sync_bn, false},
+      {"dist-backend", "training", "with --ddp: auto (nccl on GPUs, else ring), ring or nccl", &C::dist_backend,
+       false},
       {"monitor", "training", "the validation metric choosing the best model: auc, acc or loss", &C::monitor},
       {"patience", "training", "stop after this many validations without improvement (0: never)",
        &C::patience, false},
@@ -308,6 +313,7 @@ void validate(const TrainConfig& config) {
   KILN_CHECK(config.label_smoothing <= 1, "config: label-smoothing is in [0, 1], got ",
              config.label_smoothing);
   KILN_CHECK(config.dropout < 1, "config: dropout is in [0, 1), got ", config.dropout);
+  KILN_CHECK(!config.sync_bn || config.ddp, "config: sync-bn synchronises the ranks of a --ddp run; add --ddp");
   KILN_CHECK(config.clip_grad_norm == 0 || config.clip_grad_value == 0,
              "config: clip-grad-norm and clip-grad-value are alternatives; set one");
   for (const double milestone : config.milestones) {

@@ -96,6 +96,9 @@ struct TrainConfig {
   bool deterministic = false;
   int64_t seed = 0;
   std::string device = "auto";  // auto (cuda when there is one), cpu, cuda, cuda:N
+  bool ddp = false;                  // data-parallel across the processes `kiln launch` starts (train/distributed.h)
+  bool sync_bn = false;              // with ddp: batch-norm statistics over every rank's batch
+  std::string dist_backend = "auto";  // auto (nccl on GPUs, else ring), ring or nccl
   std::string monitor = "auc";  // the validation metric choosing the best model: auc, acc or loss
   int64_t patience = 0;         // early stopping: epochs without a better validation metric; 0: off
   int64_t eval_every = 1;       // epochs between validations

@@ -20,6 +20,9 @@
 #include "core/ops.h"
 #include "core/time_range.h"
 #include "data/loader.h"
+#include "data/sampler.h"
+#include "dist/ddp.h"
+#include "dist/sync_batch_norm.h"
 #include "nn/serialize.h"
 #include "optim/clip_grad.h"
 #include "optim/grad_scaler.h"
@@ -27,6 +30,7 @@
 #include "train/checkpoint.h"
 #include "train/csv_log.h"
 #include "train/device_batches.h"
+#include "train/distributed.h"
 #include "train/evaluate.h"
 #include "train/objective.h"
 #include "train/progress.h"
@@ -76,13 +80,27 @@ bool improves(double metric, double best, bool higher_is_better) {
   return higher_is_better ? metric > best : metric < best;
 }
 
-// The loader of a split; training shuffles (seeded) and may pin.
+// Where rank > 0 of a distributed run prints: nowhere.
+std::ostream& null_stream() {
+  static std::ostream discard(nullptr);
+  return discard;
+}
+
+// The loader of a split; training shuffles (seeded; in a distributed run each rank takes
+// its share of the one permutation, train/distributed.h) and may pin.
 std::unique_ptr<data::DataLoader> make_loader(const TrainConfig& config,
                                               std::shared_ptr<const data::Dataset> dataset,
-                                              data::TransformPtr transform, bool train, Device device) {
+                                              data::TransformPtr transform, bool train, Device device,
+                                              const DistributedRun& distributed) {
+  data::SamplerPtr sampler = nullptr;
+  if (train && distributed.enabled) {
+    sampler = std::make_shared<data::DistributedSampler>(dataset->size(), distributed.world_size, distributed.rank,
+                                                         /*shuffle=*/true, static_cast<uint64_t>(config.seed));
+  }
   return std::make_unique<data::DataLoader>(
       std::move(dataset), data::DataLoaderOptions{.batch_size = config.batch_size,
-                                                  .shuffle = train,
+                                                  .shuffle = train && sampler == nullptr,
+                                                  .sampler = sampler,
                                                   .drop_last = train && config.drop_last,
                                                   .num_workers = config.workers,
                                                   .prefetch_factor = config.prefetch_factor,
@@ -115,6 +133,7 @@ struct Trainer::State {
   TrainConfig config;
   TrainData data;
   std::shared_ptr<nn::Layer> model;
+  DistributedRun distributed;
   std::ostream& out;
   bool terminal;
   Device device;
@@ -123,6 +142,7 @@ struct Trainer::State {
 
   std::unique_ptr<Objective> objective;
   AmpProperties amp;
+  std::shared_ptr<dist::DistributedDataParallel> ddp;  // wraps `model` in a --ddp run
   std::unique_ptr<optim::Optimizer> optimizer;
   std::unique_ptr<Schedule> schedule;
   std::unique_ptr<optim::GradScaler> scaler;
@@ -156,9 +176,10 @@ struct Trainer::State {
       : config(std::move(config_in)),
         data(std::move(data_in)),
         model(std::move(model_in)),
-        out(output.out ? *output.out : std::cout),
+        distributed(join_distributed(config)),
+        out(!distributed.writes() ? null_stream() : output.out ? *output.out : std::cout),
         terminal(output.terminal),
-        device(resolve_device(config.device)),
+        device(run_device(config, distributed)),
         run_dir(run_folder(config)),
         higher_is_better(config.monitor != "loss"),
         progress(out, terminal) {}
@@ -196,9 +217,9 @@ void Trainer::State::setup() {
       config.pos_weight == "auto" ? class_counts(*data.train, data.classes) : std::vector<int64_t>{};
   objective = std::make_unique<Objective>(config, data.task, data.classes, counts, device);
 
-  train_loader = make_loader(config, data.train, data.train_transform, true, device);
-  val_loader = make_loader(config, data.val, data.eval_transform, false, device);
-  test_loader = make_loader(config, data.test, data.eval_transform, false, device);
+  train_loader = make_loader(config, data.train, data.train_transform, true, device, distributed);
+  val_loader = make_loader(config, data.val, data.eval_transform, false, device, distributed);
+  test_loader = make_loader(config, data.test, data.eval_transform, false, device, distributed);
   KILN_CHECK(train_loader->size() > 0, "batch-size ", config.batch_size, " is larger than the training set (",
              data.train->size(), " samples) with drop-last: no batch to train on");
   const bool prefetch = config.device_prefetch;
@@ -206,10 +227,14 @@ void Trainer::State::setup() {
   val_batches = std::make_unique<DeviceBatches>(*val_loader, device, prefetch);
   test_batches = std::make_unique<DeviceBatches>(*test_loader, device, prefetch);
 
+  if (config.sync_bn) dist::convert_sync_batchnorm(*model, distributed.group);
   model->to(device);
   const DType low = config.amp_dtype == "bf16" ? DType::BFloat16 : DType::Float16;
   optimizer = make_optimizer(config, model->parameters());
   amp = amp_initialize(*model, *optimizer, parse_opt_level(config.amp), low);
+  if (distributed.enabled) {  // after amp: DDP hooks the parameters the optimizer holds
+    ddp = std::make_shared<dist::DistributedDataParallel>(model, dist::DDPOptions{.group = distributed.group});
+  }
   scaler = std::make_unique<optim::GradScaler>(
       optim::GradScalerOptions{.enabled = amp.dynamic_loss_scale && low == DType::Float16});
   const int64_t steps_per_epoch = (train_loader->size() + config.accumulate - 1) / config.accumulate;
@@ -238,6 +263,7 @@ std::optional<std::string> Trainer::State::checkpoint_to_resume() const {
 }
 
 void Trainer::State::open_run_folder(bool resuming) {
+  if (!distributed.writes()) return;  // rank 0 writes the run folder
   std::error_code error;
   fs::create_directories(run_dir, error);
   KILN_CHECK(!error, "run folder ", run_dir, ": cannot create it: ", error.message());
@@ -254,7 +280,7 @@ void Trainer::State::open_run_folder(bool resuming) {
 }
 
 void Trainer::State::open_logs(const json::Value* saved_logs) {
-  if (config.profile_steps > 0) return;
+  if (config.profile_steps > 0 || !distributed.writes()) return;
   epochs_csv = std::make_unique<CsvLog>((fs::path(run_dir) / "epochs.csv").string(), kEpochColumns);
   if (config.csv_per_step) {
     steps_csv = std::make_unique<CsvLog>((fs::path(run_dir) / "steps.csv").string(), kStepColumns);
@@ -304,6 +330,7 @@ void Trainer::State::resume(const std::string& path) {
 }
 
 void Trainer::State::save_checkpoint(int64_t epoch_number, int64_t batch_number) {
+  if (!distributed.writes()) return;
   const TimeRange range(phase::kCheckpoint);
   CheckpointContents contents;
   for (const auto& [name, tensor] : model->state_dict())
@@ -348,6 +375,7 @@ void Trainer::State::save_best_weights() {
   if (config.profile_steps > 0) return;
   const TimeRange range(phase::kCheckpoint);
   best_state = clone_state(model->state_dict());
+  if (!distributed.writes()) return;
   nn::save_weights(*model, (fs::path(run_dir) / "best.safetensors").string(),
                    {{"epoch", std::to_string(best_epoch)},
                     {"monitor", config.monitor},
@@ -419,11 +447,14 @@ void Trainer::State::train_epoch(int64_t epoch_number, int64_t steps_limit) {
     const HostSyncs syncs_before = host_syncs();
     const Tensor& x = next->at("image");
     const Tensor& y = next->at("label");
+    const bool boundary = (done + 1) % config.accumulate == 0 || done + 1 == batches;
+    std::optional<dist::DistributedDataParallel::NoSync> no_sync;  // DDP: all-reduce at steps only
+    if (ddp && !boundary) no_sync.emplace(*ddp);
     Tensor logits, loss;
     {
       const TimeRange range(phase::kForward, device);
       const AutocastGuard autocast(amp.low_dtype, amp.enabled_autocast);
-      logits = amp_forward(*model, amp, x);
+      logits = amp_forward(ddp ? static_cast<nn::Layer&>(*ddp) : *model, amp, x);
       loss = objective->loss(logits, y);
     }
     {
@@ -431,8 +462,8 @@ void Trainer::State::train_epoch(int64_t epoch_number, int64_t steps_limit) {
       const Tensor scaled = config.accumulate > 1 ? div(loss, static_cast<double>(config.accumulate)) : loss;
       scaler->scale(scaled).backward();
     }
+    no_sync.reset();
     ++done;
-    const bool boundary = done % config.accumulate == 0 || done == batches;
     if (boundary) optimizer_step();
     {
       const NoGradGuard no_grad;
@@ -628,6 +659,7 @@ RunSummary Trainer::fit() {
   summary.report = s.report(s.records, s.wall_seconds, s.micro_batches, s.quiet_syncs);
   if (summary.stopped != "profile") {
     summary.test = s.test();
+    if (!s.distributed.writes()) return summary;
     if (!config.algo_cache.empty() && s.device.is_cuda()) cudnn::save_algorithm_cache(config.algo_cache);
     nn::save_weights(*s.model, (fs::path(s.run_dir) / "final.safetensors").string(),
                      {{"epoch", std::to_string(s.epoch)}, {kWeightsConfigKey, json::dump(to_json(config))}});

@@ -24,8 +24,6 @@ using namespace std::chrono_literals;
 
 constexpr auto kLimit = std::chrono::seconds(120);
 
-// A free port for a job's store.
-uint16_t free_port() { return dist::Socket::listen("127.0.0.1", 0).port(); }
 
 struct Job {
   dist::LaunchResult result;
@@ -46,7 +44,7 @@ Job run_workers(int64_t ranks, const std::vector<std::string>& arguments,
   command.insert(command.end(), arguments.begin(), arguments.end());
   const auto start = std::chrono::steady_clock::now();
   job.result = dist::launch({.nproc_per_node = ranks,
-                             .master_port = free_port(),
+                             .master_port = testing::free_port(),
                              .command = command,
                              .on_line =
                                  [&](const std::string& line) {
@@ -136,23 +134,23 @@ TEST(MultiProcess, InitProcessGroupErrorsNameTheProblem) {
   EXPECT_KILN_ERROR(dist::default_group(), "the default process group is not initialized");
   EXPECT_KILN_ERROR(
       dist::init_process_group(
-          {.backend = "gloo", .rendezvous = {.rank = 0, .world_size = 1, .master_port = free_port()}}),
+          {.backend = "gloo", .rendezvous = {.rank = 0, .world_size = 1, .master_port = testing::free_port()}}),
       "unknown backend 'gloo'");
   EXPECT_FALSE(dist::is_initialized());
   if (!dist::built_with_nccl()) {
     EXPECT_KILN_ERROR(
         dist::init_process_group(
-            {.backend = "nccl", .rendezvous = {.rank = 0, .world_size = 1, .master_port = free_port()}}),
+            {.backend = "nccl", .rendezvous = {.rank = 0, .world_size = 1, .master_port = testing::free_port()}}),
         "this build of Kiln has no NCCL backend");
   } else if (cuda_device_count() == 0) {
     EXPECT_KILN_ERROR(
         dist::init_process_group(
-            {.backend = "nccl", .rendezvous = {.rank = 0, .world_size = 1, .master_port = free_port()}}),
+            {.backend = "nccl", .rendezvous = {.rank = 0, .world_size = 1, .master_port = testing::free_port()}}),
         "the nccl backend needs a GPU");
   }
   EXPECT_FALSE(dist::is_initialized());
   // A world of one, explicitly: every collective is the identity.
-  dist::init_process_group({.rendezvous = {.rank = 0, .world_size = 1, .master_port = free_port()}});
+  dist::init_process_group({.rendezvous = {.rank = 0, .world_size = 1, .master_port = testing::free_port()}});
   Tensor t = ones({3});
   dist::default_group().all_reduce(t)->wait();
   EXPECT_TRUE(testing::all_equal(t, ones({3})));
