@@ -26,6 +26,8 @@ const Subcommand kSubcommands[] = {
      run_eval},
     {"predict", "--weights FILE --output FILE.csv|.npy [--split test] [FLAGS]",
      "per-sample scores of trained weights on a split", run_predict},
+    {"plot", "RUN_DIR [--output FILE.svg]", "a run's loss, metric and learning-rate curves drawn to an SVG file",
+     run_plot},
     {"info", "", "Kiln's version and build, its libraries' versions, and the GPUs it sees", run_info},
     {"inspect", "FILE",
      "what a file holds: a safetensors file's tensors and metadata, an .npy/.npz file's arrays, a .nii/.nii.gz scan's "

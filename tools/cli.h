@@ -66,6 +66,8 @@ int run_train(const std::vector<std::string>& args, std::ostream& out);
 // [--split S] [FLAGS]`: trained weights on a split (tools/eval_command.cpp).
 int run_eval(const std::vector<std::string>& args, std::ostream& out);
 int run_predict(const std::vector<std::string>& args, std::ostream& out);
+// `kiln plot RUN_DIR [--output FILE.svg]`: a run's curves as an SVG picture (train/plot.h).
+int run_plot(const std::vector<std::string>& args, std::ostream& out);
 
 
 }  // namespace kiln::tools

@@ -1,0 +1,180 @@
+// plot_run_svg (train/plot.h): Note [Run plots].
+#include "train/plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <vector>
+
+#include "core/error.h"
+
+namespace kiln::train {
+namespace {
+
+constexpr double kPanelWidth = 340, kPanelHeight = 260;
+constexpr double kLeft = 58, kRight = 12, kTop = 34, kBottom = 40;  // the plot area's margins
+const char* const kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd"};
+
+struct Series {
+  std::string name;
+  std::vector<double> values;  // per row; NaN where missing
+};
+
+struct Panel {
+  std::string title;
+  std::vector<Series> series;
+  bool unit_range = false;  // metrics: always [0, 1]
+  bool log_scale = false;   // decided from the values (the learning rate)
+};
+
+double parse_number(const std::string& field) {
+  if (field.empty()) return std::numeric_limits<double>::quiet_NaN();
+  try {
+    size_t used = 0;
+    const double value = std::stod(field, &used);
+    return used == field.size() ? value : std::numeric_limits<double>::quiet_NaN();
+  } catch (const std::exception&) {
+    return std::numeric_limits<double>::quiet_NaN();  // "nan" and the like
+  }
+}
+
+// The column's values, or an empty series when the table has no such column.
+Series column(const data::CsvTable& table, const std::string& name) {
+  Series series{.name = name, .values = {}};
+  const int64_t c = table.column(name);
+  if (c < 0) return series;
+  for (const auto& row : table.rows) series.values.push_back(parse_number(row[static_cast<size_t>(c)]));
+  return series;
+}
+
+std::string escape(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", value);
+  return text;
+}
+
+// [low, high] over every finite value of the panel (log10 of them on a log scale).
+std::pair<double, double> value_range(const Panel& panel) {
+  if (panel.unit_range) return {0, 1};
+  double low = std::numeric_limits<double>::infinity(), high = -low;
+  for (const Series& s : panel.series) {
+    for (double v : s.values) {
+      if (!std::isfinite(v) || (panel.log_scale && v <= 0)) continue;
+      v = panel.log_scale ? std::log10(v) : v;
+      low = std::min(low, v);
+      high = std::max(high, v);
+    }
+  }
+  if (!std::isfinite(low)) return {0, 1};
+  if (high - low < 1e-12) return {low - 0.5, high + 0.5};
+  return {low, high};
+}
+
+void draw_panel(std::string& svg, const Panel& panel, const std::vector<double>& epochs, double x0) {
+  const double plot_w = kPanelWidth - kLeft - kRight, plot_h = kPanelHeight - kTop - kBottom;
+  const double left = x0 + kLeft, top = kTop;
+  const auto [low, high] = value_range(panel);
+  const double first = epochs.front(), last = epochs.back() > first ? epochs.back() : first + 1;
+  const auto x_of = [&](double epoch) { return left + (epoch - first) / (last - first) * plot_w; };
+  const auto y_of = [&](double v) {
+    const double t = ((panel.log_scale ? std::log10(v) : v) - low) / (high - low);
+    return top + (1 - t) * plot_h;
+  };
+  char buffer[1024];  // holds the longest line below: fixed text, numbers and the fixed series names
+  std::snprintf(
+      buffer, sizeof buffer,
+      "<text x=\"%.1f\" y=\"20\" font-size=\"14\" text-anchor=\"middle\">%s</text>\n"
+      "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#888\"/>\n",
+      left + plot_w / 2, escape(panel.title + (panel.log_scale ? " (log)" : "")).c_str(), left, top, plot_w,
+      plot_h);
+  svg += buffer;
+  const auto label = [&](double value) { return number(panel.log_scale ? std::pow(10, value) : value); };
+  std::snprintf(buffer, sizeof buffer,
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%s</text>\n"
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%s</text>\n"
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%s</text>\n"
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%s</text>\n"
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">epoch</text>\n",
+                left - 4, top + 10, label(high).c_str(), left - 4, top + plot_h, label(low).c_str(), left,
+                top + plot_h + 14, number(first).c_str(), left + plot_w, top + plot_h + 14,
+                number(last).c_str(), left + plot_w / 2, top + plot_h + 30);
+  svg += buffer;
+  size_t colour = 0, drawn = 0;
+  for (const Series& s : panel.series) {
+    if (s.values.empty()) continue;
+    const char* stroke = kColours[colour++ % std::size(kColours)];
+    std::string points;
+    const auto flush = [&] {
+      if (!points.empty()) {
+        svg += "<polyline fill=\"none\" stroke-width=\"1.8\" stroke=\"" + std::string(stroke) +
+               "\" points=\"" + points + "\"/>\n";
+      }
+      points.clear();
+    };
+    for (size_t i = 0; i < s.values.size(); ++i) {
+      const double v = s.values[i];
+      if (!std::isfinite(v) || !std::isfinite(epochs[i]) || (panel.log_scale && v <= 0)) {
+        flush();  // a gap in the line
+        continue;
+      }
+      std::snprintf(buffer, sizeof buffer, "%s%.1f,%.1f", points.empty() ? "" : " ", x_of(epochs[i]),
+                    y_of(v));
+      points += buffer;
+    }
+    flush();
+    std::snprintf(buffer, sizeof buffer,
+                  "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"%s\">%s</text>\n", left + 6,
+                  top + 14 + 13 * static_cast<double>(drawn++), stroke, escape(s.name).c_str());
+    svg += buffer;
+  }
+}
+
+}  // namespace
+
+std::string plot_run_svg(const data::CsvTable& table, const std::string& title) {
+  const Series epochs = column(table, "epoch");
+  KILN_CHECK(!epochs.values.empty(), "plot ", title, ": the table has no \"epoch\" column or no rows");
+  std::vector<Panel> panels = {
+      {.title = "loss", .series = {column(table, "train/loss"), column(table, "val/loss")}},
+      {.title = "metrics",
+       .series = {column(table, "val/auc"), column(table, "val/acc"), column(table, "train/acc")},
+       .unit_range = true},
+      {.title = "learning rate", .series = {column(table, "lr")}},
+  };
+  const auto [lr_low, lr_high] = value_range(panels[2]);
+  panels[2].log_scale = lr_low > 0 && lr_high / lr_low > 10;
+  const double width = kPanelWidth * static_cast<double>(panels.size());
+  char header[256];
+  std::snprintf(
+      header, sizeof header,
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+      "font-family=\"sans-serif\">\n",
+      width, kPanelHeight, width, kPanelHeight);
+  std::string svg = header;
+  svg += "<title>" + escape(title) + "</title>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  for (size_t p = 0; p < panels.size(); ++p) {
+    draw_panel(svg, panels[p], epochs.values, kPanelWidth * static_cast<double>(p));
+  }
+  svg += "</svg>\n";
+  return svg;
+}
+
+}  // namespace kiln::train
