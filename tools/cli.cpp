@@ -26,6 +26,10 @@ const Subcommand kSubcommands[] = {
      run_eval},
     {"predict", "--weights FILE --output FILE.csv|.npy [--split test] [FLAGS]",
      "per-sample scores of trained weights on a split", run_predict},
+    {"reproduce", "RECIPE --datasets NAMES [--seeds N] [FLAGS]",
+     "a recipe over datasets and seeds (medmnist: the MedMNIST v2 benchmark's 3D training), test ACC and AUC as "
+     "mean ± sd in the benchmark's table layout",
+     run_reproduce},
     {"plot", "RUN_DIR [--output FILE.svg]", "a run's loss, metric and learning-rate curves drawn to an SVG file",
      run_plot},
     {"info", "", "Kiln's version and build, its libraries' versions, and the GPUs it sees", run_info},

@@ -68,6 +68,14 @@ int run_eval(const std::vector<std::string>& args, std::ostream& out);
 int run_predict(const std::vector<std::string>& args, std::ostream& out);
 // `kiln plot RUN_DIR [--output FILE.svg]`: a run's curves as an SVG picture (train/plot.h).
 int run_plot(const std::vector<std::string>& args, std::ostream& out);
+// `kiln reproduce RECIPE --datasets NAMES [--seeds N] [FLAGS]`: a recipe over datasets and
+// seeds, the test metrics as mean ± sd in MedMNIST's table layout (reproduce_command.cpp).
+int run_reproduce(const std::vector<std::string>& args, std::ostream& out);
+// "0.863±0.012": the mean and the sample standard deviation (the mean alone for one value).
+std::string mean_and_sd(const std::vector<double>& values);
+// The table: `metrics[d][seed]` = {best ACC, best AUC, final ACC, final AUC} of dataset d.
+std::string format_reproduce_table(const std::string& method, const std::vector<std::string>& datasets,
+                                   const std::vector<std::vector<std::vector<double>>>& metrics);
 
 
 }  // namespace kiln::tools

@@ -151,5 +151,42 @@ TEST(KilnTrain, UserErrorsEndInOneLineWithExitCode1) {
   EXPECT_EQ(run_cli({"eval"}).code, 2);  // --weights is required
 }
 
+TEST(KilnReproduce, MeanAndSampleSdInTheBenchmarksLayout) {
+  EXPECT_EQ(tools::mean_and_sd({0.8, 0.9, 1.0}), "0.900±0.100");
+  EXPECT_EQ(tools::mean_and_sd({0.75}), "0.750");
+  const std::string table = tools::format_reproduce_table(
+      "resnet18 + 3D", {"adrenalmnist3d", "vesselmnist3d"},
+      {{{0.7, 0.8, 0.6, 0.9}, {0.8, 0.9, 0.7, 0.8}}, {{0.9, 0.85, 0.9, 0.8}, {0.9, 0.95, 0.9, 0.9}}});
+  EXPECT_NE(table.find("Methods"), std::string::npos);
+  EXPECT_NE(table.find("adrenalmnist3d"), std::string::npos);
+  // best row: adrenal AUC 0.85±0.071, ACC 0.75±0.071; vessel AUC 0.9±0.071, ACC 0.9±0.
+  EXPECT_NE(table.find("resnet18 + 3D (best val AUC)      0.850±0.071   0.750±0.071   0.900±0.071   0.900±0.000"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("resnet18 + 3D (final epoch)"), std::string::npos);
+}
+
+// Two seeds of a tiny synthetic run; run again, the summaries are reused, not retrained.
+TEST(KilnReproduce, RunsEachSeedOnceAndReusesFinishedRuns) {
+  TempFolder folder;
+  const std::vector<std::string> args = {"reproduce", "medmnist", "--datasets", "synthetic", "--seeds", "2",
+                                         "--size", "12", "--synthetic-samples", "40", "--model", "resnet10",
+                                         "--width", "0.0625", "--epochs", "1", "--batch-size", "8", "--workers",
+                                         "0", "--device", "cpu", "--out", folder.file("r")};
+  const CliResult first = run_cli(args);
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_NE(first.out.find("== synthetic, seed 1"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(folder.file("r/synthetic-seed0/summary.json")));
+  EXPECT_TRUE(std::filesystem::exists(folder.file("r/synthetic-seed1/summary.json")));
+  const CliResult second = run_cli(args);
+  ASSERT_EQ(second.code, 0) << second.err;
+  EXPECT_EQ(second.out.find("== synthetic"), std::string::npos);
+  EXPECT_NE(second.out.find("done before"), std::string::npos);
+  const auto table_of = [](const std::string& out) { return out.substr(out.find("test split, 2 seeds")); };
+  EXPECT_EQ(table_of(second.out), table_of(first.out));
+  EXPECT_EQ(run_cli({"reproduce"}).code, 2);
+  EXPECT_EQ(run_cli({"reproduce", "medmnist"}).code, 2);  // --datasets is required
+}
+
 }  // namespace
 }  // namespace kiln
