@@ -15,6 +15,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/backend.h"
 #include "core/cudnn.h"
+#include "core/deferred_check.h"
 #include "core/error.h"
 #include "core/host_sync.h"
 #include "core/ops.h"
@@ -443,6 +444,7 @@ void Trainer::State::train_epoch(int64_t epoch_number, int64_t steps_limit) {
   train_batches->start(epoch_number, first);
   const Clock::time_point start = Clock::now();
   int64_t done = first, epoch_samples = 0;
+  DeferIndexChecks deferred;  // a GPU's index checks read back at log steps, not every step
   while (std::optional<data::Batch> next = train_batches->next()) {
     const HostSyncs syncs_before = host_syncs();
     const Tensor& x = next->at("image");
@@ -478,6 +480,7 @@ void Trainer::State::train_epoch(int64_t epoch_number, int64_t steps_limit) {
     trained_samples += y.size(0);
     const bool logs = (micro_batches % config.log_every == 0) || done == batches;
     if (logs) {
+      deferred.check();
       log_step(epoch_number, done, batches, start, epoch_samples);
     } else {
       quiet_syncs += host_syncs() - syncs_before;
@@ -490,6 +493,7 @@ void Trainer::State::train_epoch(int64_t epoch_number, int64_t steps_limit) {
     }
     if (steps_limit > 0 && micro_batches >= steps_limit) break;
   }
+  deferred.check();
 }
 
 bool Trainer::State::validate_and_select(int64_t epoch_number, double train_loss, double train_acc,

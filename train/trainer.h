@@ -19,8 +19,9 @@
 //             the scaler's step (skipped on the device after an overflow), its update,
 //             gradients to None, a per-batch scheduler's step
 // The running loss and accuracy are sums on the device, read once per log interval
-// (log-every), which is the only host-device synchronisation of the loop: the steps
-// between two reads make none (RunSummary::quiet_step_syncs counts them; a test holds it
+// (log-every), and so are the GPU's index bound checks (Note [Deferred index checks] in
+// core/deferred_check.h): that read is the only host-device synchronisation of the loop,
+// and the steps between two reads make none (RunSummary::quiet_step_syncs counts them; a test holds it
 // at 0).
 //
 // Note [Best and final]: MedMNIST's script keeps a reference to the model as "the best"

@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "core/deferred_check.h"
 #include "core/dispatch.h"
 #include "core/host_sync.h"
 #include "core/kernel_memory.h"
@@ -53,7 +54,8 @@ namespace {
 // After the kernel, the host copies the flag back and throws if it was set.
 // The cost: reading the flag waits for the stream (a synchronize per call, a few
 // microseconds plus whatever work was queued before), so these ops do not overlap with
-// the host the way other kernels do. Correctness wins: a silent out-of-bounds read or
+// the host the way other kernels do (a training loop defers the read-back to its log
+// interval: Note [Deferred index checks] in core/deferred_check.h). Correctness wins: a silent out-of-bounds read or
 // write on the GPU corrupts memory or kills the context, and an embedding lookup with a
 // bad token id is one of the commonest mistakes a user makes. The backward passes pay
 // nothing: they reuse indices their forward already checked (IndexBounds::Checked, Note
@@ -211,7 +213,14 @@ void launch_index_kernel(const index_plan::StridedOperands<3>& ops, int device, 
         bad ? bad->flag() : nullptr, element_of(piece));
     KILN_CUDA_CHECK_LAUNCH();
   });
-  if (bad) bad->throw_if_seen(op, dim, size);
+  if (!bad) return;
+  // In a DeferIndexChecks scope the read-back waits for the scope's check() (Note
+  // [Deferred index checks] in core/deferred_check.h); the flag lives on in the check.
+  const bool deferred = defer_index_check([flag = *bad, device, op, dim, size] {
+    const OnDevice on_flag_device(device);  // checked later, maybe with another device current
+    flag.throw_if_seen(op, dim, size);
+  });
+  if (!deferred) bad->throw_if_seen(op, dim, size);
 }
 
 // out[p] = in[p with coordinate dim replaced by index[p]], p over out's shape, where the
