@@ -142,9 +142,10 @@ std::vector<std::string> list_checkpoints(const std::string& run_dir) {
   return paths;
 }
 
-void prune_checkpoints(const std::string& run_dir, int64_t keep) {
+void prune_checkpoints(const std::string& run_dir, int64_t keep, const std::string& also_keep) {
   const std::vector<std::string> paths = list_checkpoints(run_dir);
   for (size_t i = 0; i + static_cast<size_t>(std::max<int64_t>(keep, 1)) < paths.size(); ++i) {
+    if (!also_keep.empty() && fs::path(paths[i]).filename() == also_keep) continue;
     std::error_code error;
     fs::remove(paths[i], error);  // a checkpoint that cannot be removed is only disk space
   }

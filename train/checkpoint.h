@@ -61,7 +61,8 @@ void check_same_run(const json::Value& saved_config, const TrainConfig& config, 
 std::string checkpoint_name(int64_t epoch, int64_t batch);
 // The folder's checkpoints, oldest first; empty when there is none.
 std::vector<std::string> list_checkpoints(const std::string& run_dir);
-// Removes all but the newest `keep` checkpoints.
-void prune_checkpoints(const std::string& run_dir, int64_t keep);
+// Removes all but the newest `keep` checkpoints and the one named `also_keep` (the best
+// epoch's, checkpoint_name(best_epoch, 0); empty: none).
+void prune_checkpoints(const std::string& run_dir, int64_t keep, const std::string& also_keep = "");
 
 }  // namespace kiln::train

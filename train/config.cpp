@@ -191,7 +191,7 @@ const std::vector<ConfigField>& config_fields() {
       {"tensorboard", "logs", "write TensorBoard event files", &C::tensorboard, false},
       {"checkpoint-every", "logs", "steps between mid-epoch checkpoints (0: at each epoch's end only)",
        &C::checkpoint_every, false},
-      {"keep-last", "logs", "checkpoints kept (the best weights are kept apart)", &C::keep_last, false},
+      {"keep-last", "logs", "the newest checkpoints kept (and the best epoch's)", &C::keep_last, false},
       {"resume", "logs", "a checkpoint to continue from, or auto (the run folder's latest)", &C::resume,
        false},
       {"profile-steps", "logs", "run this many steps, print where the time went, and stop", &C::profile_steps,

@@ -369,7 +369,7 @@ void Trainer::State::save_checkpoint(int64_t epoch_number, int64_t batch_number)
   if (!status.durable) out << "warning: " << status.warning << "\n";
   if (epochs_csv) epochs_csv->flush();
   if (steps_csv) steps_csv->flush();
-  prune_checkpoints(run_dir, config.keep_last);
+  prune_checkpoints(run_dir, config.keep_last, best_epoch > 0 ? checkpoint_name(best_epoch, 0) : "");
 }
 
 void Trainer::State::save_best_weights() {

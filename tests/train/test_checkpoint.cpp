@@ -107,6 +107,9 @@ TEST(Checkpoint, NamesSortByProgressAndPruningKeepsTheNewest) {
             (std::vector<std::string>{"epoch-0001.safetensors", "epoch-0002.safetensors",
                                       "epoch-0003-batch-000007.safetensors",
                                       "epoch-0003-batch-000040.safetensors", "epoch-0003.safetensors"}));
+  prune_checkpoints(run, 2, "epoch-0001.safetensors");  // the best epoch's stays
+  ASSERT_EQ(list_checkpoints(run).size(), 3u);
+  EXPECT_TRUE(list_checkpoints(run).front().ends_with("epoch-0001.safetensors"));
   prune_checkpoints(run, 2);
   ASSERT_EQ(list_checkpoints(run).size(), 2u);
   EXPECT_TRUE(list_checkpoints(run).back().ends_with("epoch-0003.safetensors"));

@@ -117,7 +117,11 @@ TEST(Trainer, ARunLeavesItsLogsAndTestsTheBestAndFinalWeights) {
        {"config.json", "epochs.csv", "steps.csv", "summary.json", "best.safetensors", "final.safetensors"}) {
     EXPECT_TRUE(std::filesystem::exists(dir / name)) << name;
   }
-  EXPECT_EQ(list_checkpoints(dir.string()).size(), 2u);  // keep-last 2
+  // keep-last 2, and the best epoch's when it is older
+  const std::vector<std::string> checkpoints = list_checkpoints(dir.string());
+  EXPECT_EQ(checkpoints.size(), r.summary.best_epoch < 2 ? 3u : 2u);
+  EXPECT_TRUE(checkpoints.back().ends_with("epoch-0003.safetensors"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "checkpoints" / checkpoint_name(r.summary.best_epoch, 0)));
   const std::string epochs = read_text((dir / "epochs.csv").string());
   EXPECT_EQ(std::count(epochs.begin(), epochs.end(), '\n'), 4) << epochs;  // header + 3 epochs
   const json::Value summary = json::parse(read_text((dir / "summary.json").string()));
