@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "core/text_file.h"
 
 namespace kiln::json {
 
@@ -180,6 +181,15 @@ Value parse(std::string_view text, ParseLimits limits) {
   Value value = read_value(reader);
   reader.finish();
   return value;
+}
+
+Value parse_file(const std::string& path, ParseLimits limits) {
+  const std::string text = read_text_file(path, "json");
+  try {
+    return parse(text, limits);
+  } catch (const Error& e) {
+    throw Error("json '" + path + "': " + e.what());
+  }
 }
 
 void append_quoted(std::string& out, std::string_view text) {

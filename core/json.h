@@ -79,6 +79,9 @@ class Value {
 // an error (a ParseError, as every problem with the text).
 Value parse(std::string_view text, ParseLimits limits = {});
 
+// The JSON text of a file; an unreadable file or bad text is an error naming the path.
+Value parse_file(const std::string& path, ParseLimits limits = {});
+
 // Serialization (see the file comment): compact, or with indent > 0 one item per line
 // indented by `indent` spaces per level (for files people read: configurations, run
 // summaries). Non-finite numbers and strings that are not valid UTF-8 (find_invalid_utf8)

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/text_file.h"
 
 namespace kiln::data {
 
@@ -86,13 +87,6 @@ CsvTable parse_csv(std::string_view text, const std::string& name) {
   return table;
 }
 
-CsvTable read_csv(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  KILN_CHECK(file, "CSV '", path, "': cannot be opened");
-  std::ostringstream text;
-  text << file.rdbuf();
-  KILN_CHECK(!file.bad(), "CSV '", path, "': read error");
-  return parse_csv(text.str(), path);
-}
+CsvTable read_csv(const std::string& path) { return parse_csv(read_text_file(path, "CSV"), path); }
 
 }  // namespace kiln::data

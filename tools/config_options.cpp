@@ -4,7 +4,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -14,17 +13,6 @@
 namespace kiln::tools {
 namespace {
 
-json::Value read_json_file(const std::string& path) {
-  std::ifstream file(path);
-  KILN_CHECK(file.good(), "--config ", path, ": cannot open it");
-  std::stringstream text;
-  text << file.rdbuf();
-  try {
-    return json::parse(text.str());
-  } catch (const Error& e) {
-    throw Error("--config " + path + ": " + e.what());
-  }
-}
 
 void bind_field(CLI::App& app, const train::ConfigField& field, train::TrainConfig& config) {
   const std::string flag = std::string("--") + field.name;
@@ -67,7 +55,7 @@ bool parse_config_command(const std::vector<std::string>& args, const ConfigComm
   if (const std::optional<std::string> recipe = find_flag_value(args, "--recipe"))
     train::apply_recipe(*recipe, config);
   if (const std::optional<std::string> file = find_flag_value(args, "--config")) {
-    train::update_from_json(config, read_json_file(*file), *file);
+    train::update_from_json(config, json::parse_file(*file), *file);
   }
   CLI::App app(command.description, "kiln " + command.name);
   app.set_help_flag("-h,--help", "this help");

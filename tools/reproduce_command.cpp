@@ -10,7 +10,6 @@
 // checkpoints resumes: a reproduction stopped part-way continues where it stopped.
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "core/error.h"
@@ -53,19 +52,13 @@ std::vector<double> test_metrics(const json::Value& summary, const std::string& 
   return metrics;
 }
 
-json::Value read_json(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return json::parse(text.str());
-}
 
 // One run, or its earlier summary.
 std::vector<double> run_or_reuse(train::TrainConfig config, std::ostream& out) {
   const std::string summary_path = (fs::path(config.out) / "summary.json").string();
   if (fs::exists(summary_path)) {
     out << config.out << ": done before, its summary.json is used\n";
-    return test_metrics(read_json(summary_path), summary_path);
+    return test_metrics(json::parse_file(summary_path), summary_path);
   }
   config.resume = "auto";  // continues a run stopped part-way; starts one otherwise
   out << "== " << config.dataset << ", seed " << config.seed << " -> " << config.out << "\n";

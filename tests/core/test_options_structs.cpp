@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "core/ops.h"
+#include "core/text_file.h"
 
 namespace kiln {
 namespace {
@@ -59,12 +59,7 @@ struct Example {
   std::vector<std::string> designators;
 };
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_text(const fs::path& path) { return read_text_file(path.string()); }
 
 std::vector<fs::path> headers() {
   std::vector<fs::path> paths;

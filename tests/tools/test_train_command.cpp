@@ -10,6 +10,7 @@
 
 #include "core/json.h"
 #include "data/npy.h"
+#include "core/text_file.h"
 #include "tests/test_util.h"
 #include "tools/cli.h"
 #include "train/config.h"
@@ -32,13 +33,6 @@ CliResult run_cli(std::vector<std::string> args) {
   return {code, out.str(), err.str()};
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
 // A tiny run's flags, with the run folder.
 std::vector<std::string> tiny(const std::string& out) {
   return {"train",  "--size",       "12",       "--synthetic-samples",
@@ -56,7 +50,7 @@ TEST(KilnTrain, FlagsOverrideTheConfigFileWhichOverridesTheRecipe) {
   args.insert(args.end(), {"--recipe", "medmnist", "--config", config, "--epochs", "2", "--augment=false"});
   const CliResult r = run_cli(args);
   ASSERT_EQ(r.code, 0) << r.err;
-  const json::Value saved = json::parse(read_text(folder.file("run/config.json")));
+  const json::Value saved = json::parse(read_text_file(folder.file("run/config.json")));
   EXPECT_EQ(saved.find("scheduler")->as_string(), "multistep");  // the recipe's
   EXPECT_EQ(saved.find("lr")->as_number(), 0.02);                // the file's over the recipe's 1e-3
   EXPECT_EQ(saved.find("milestones")->as_array().size(), 1u);    // the file's
@@ -92,7 +86,7 @@ TEST(KilnTrain, EvalAndPredictNeedOnlyTheWeightsOfARun) {
   EXPECT_NE(eval.out.find("(10 samples)"), std::string::npos) << eval.out;
   EXPECT_NE(eval.out.find("confusion matrix"), std::string::npos);
   // The AUC eval prints is the one the run's summary reports for its best weights.
-  const json::Value summary = json::parse(read_text(folder.file("run/summary.json")));
+  const json::Value summary = json::parse(read_text_file(folder.file("run/summary.json")));
   const double auc = summary.find("test")->as_array()[0].find("metrics")->find("auc")->as_number();
   char expected[32];
   std::snprintf(expected, sizeof expected, "AUC %.4f", auc);
@@ -101,7 +95,7 @@ TEST(KilnTrain, EvalAndPredictNeedOnlyTheWeightsOfARun) {
   const CliResult csv =
       run_cli({"predict", "--weights", weights, "--output", folder.file("p.csv"), "--split", "val"});
   ASSERT_EQ(csv.code, 0) << csv.err;
-  const std::string table = read_text(folder.file("p.csv"));
+  const std::string table = read_text_file(folder.file("p.csv"));
   EXPECT_TRUE(table.starts_with("index,label,score_0,score_1,score_2\n")) << table;
   EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 11);
   ASSERT_EQ(run_cli({"predict", "--weights", weights, "--output", folder.file("p.npy")}).code, 0);

@@ -7,6 +7,7 @@
 #include <regex>
 #include <sstream>
 
+#include "core/text_file.h"
 #include "tests/test_util.h"
 #include "tools/cli.h"
 #include "train/plot.h"
@@ -58,10 +59,7 @@ TEST(PlotRun, KilnPlotWritesTheFile) {
   std::ofstream(folder.file("epochs.csv")) << kTable;
   std::ostringstream out, err;
   ASSERT_EQ(tools::run_kiln({"plot", folder.path().string()}, out, err), 0) << err.str();
-  std::ifstream svg(folder.file("curves.svg"));
-  std::stringstream text;
-  text << svg.rdbuf();
-  EXPECT_EQ(count(text.str(), "<polyline"), 9u);
+  EXPECT_EQ(count(read_text_file(folder.file("curves.svg")), "<polyline"), 9u);
   EXPECT_NE(out.str().find("4 epochs"), std::string::npos);
   std::ostringstream out2, err2;
   EXPECT_EQ(tools::run_kiln({"plot", folder.file("nothing")}, out2, err2), 1);

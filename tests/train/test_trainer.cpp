@@ -14,6 +14,7 @@
 #include "core/json.h"
 #include "nn/module.h"
 #include "nn/serialize.h"
+#include "core/text_file.h"
 #include "tests/test_util.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
@@ -67,13 +68,6 @@ RunResult run(const TrainConfig& config) {
   return result;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
 // epochs.csv without its timing columns (seconds, samples/s): "epoch,lr,...,val/acc" per line.
 std::vector<std::string> metric_columns(const std::string& csv) {
   std::vector<std::string> lines;
@@ -122,14 +116,14 @@ TEST(Trainer, ARunLeavesItsLogsAndTestsTheBestAndFinalWeights) {
   EXPECT_EQ(checkpoints.size(), r.summary.best_epoch < 2 ? 3u : 2u);
   EXPECT_TRUE(checkpoints.back().ends_with("epoch-0003.safetensors"));
   EXPECT_TRUE(std::filesystem::exists(dir / "checkpoints" / checkpoint_name(r.summary.best_epoch, 0)));
-  const std::string epochs = read_text((dir / "epochs.csv").string());
+  const std::string epochs = read_text_file((dir / "epochs.csv").string());
   EXPECT_EQ(std::count(epochs.begin(), epochs.end(), '\n'), 4) << epochs;  // header + 3 epochs
-  const json::Value summary = json::parse(read_text((dir / "summary.json").string()));
+  const json::Value summary = json::parse(read_text_file((dir / "summary.json").string()));
   EXPECT_EQ(summary.find("best_epoch")->as_integer(), r.summary.best_epoch);
   EXPECT_EQ(summary.find("config")->find("model")->as_string(), "resnet10");
   EXPECT_EQ(summary.find("test")->as_array().size(), 2u);
   EXPECT_NE(summary.find("time")->find("phases")->find("forward"), nullptr);
-  const json::Value saved_config = json::parse(read_text((dir / "config.json").string()));
+  const json::Value saved_config = json::parse(read_text_file((dir / "config.json").string()));
   EXPECT_EQ(saved_config.find("batch-size")->as_integer(), 8);
   bool has_events = false;
   for (const auto& entry : std::filesystem::directory_iterator(dir))
@@ -191,8 +185,8 @@ TEST(Trainer, ResumingGivesBitIdenticalWeights) {
   expect_same_weights(resumed.weights, reference.weights);
   // The table continues where the checkpoint left it: each epoch once, the same numbers
   // (all but the timings).
-  EXPECT_EQ(metric_columns(read_text(folder.file("halves/epochs.csv"))),
-            metric_columns(read_text(folder.file("whole/epochs.csv"))));
+  EXPECT_EQ(metric_columns(read_text_file(folder.file("halves/epochs.csv"))),
+            metric_columns(read_text_file(folder.file("whole/epochs.csv"))));
 }
 
 // A checkpoint taken mid-epoch resumes at its batch, with the epoch's running sums.

@@ -8,8 +8,6 @@
 // same function, float64 gradient checks of a tiny network, and option errors.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "core/allocator.h"
@@ -39,10 +37,8 @@ std::vector<std::string> state_names(const nn::Module& model) {
 // the parameter count of DenseNet-121 at full width, which make_fixtures.py printed from
 // the PyTorch modules: 11,244,674 (3D kernels: 7^3 stem, 3^3 dense convs).
 TEST(DenseNet3d, StateDictNamesOfEveryDepthAndLayoutMatchTheReference) {
-  std::ifstream in(std::string(KILN_SOURCE_DIR) + "/tests/nn/models/densenet3d_names.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  const json::Value reference = json::parse(text.str());
+  const json::Value reference =
+      json::parse_file(std::string(KILN_SOURCE_DIR) + "/tests/nn/models/densenet3d_names.json");
   ASSERT_EQ(reference.as_object().size(), 8u);
   for (const auto& [key, entry] : reference.as_object()) {
     SCOPED_TRACE(key);

@@ -7,7 +7,6 @@
 // gradient checks of tiny networks, and option errors.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -30,10 +29,7 @@ using nn::models::ShortcutType;
 const int64_t kDepths[] = {10, 18, 34, 50, 101, 152, 200};
 
 json::Value reference_names() {
-  std::ifstream in(std::string(KILN_SOURCE_DIR) + "/tests/nn/models/resnet3d_names.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  return json::parse(text.str());
+  return json::parse_file(std::string(KILN_SOURCE_DIR) + "/tests/nn/models/resnet3d_names.json");
 }
 
 // The reference's configuration key -> Kiln's options (MedicalNet: segmentation head).
