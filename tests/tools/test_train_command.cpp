@@ -103,6 +103,22 @@ TEST(KilnTrain, EvalAndPredictNeedOnlyTheWeightsOfARun) {
   EXPECT_EQ(scores.sizes(), (std::vector<int64_t>{10, 3}));
 }
 
+TEST(KilnTrain, PretrainedWeightsLoadByNameWithTheReportPrinted) {
+  TempFolder folder;
+  ASSERT_EQ(run_cli(tiny(folder.file("first"))).code, 0);
+  std::vector<std::string> args = tiny(folder.file("second"));
+  args.insert(args.end(), {"--pretrained", folder.file("first/best.safetensors")});
+  const CliResult r = run_cli(args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("pretrained weights from " + folder.file("first/best.safetensors")), std::string::npos);
+  EXPECT_NE(r.out.find("loaded 74 of 74 tensors into ResNet3d: everything matched"), std::string::npos) << r.out;
+  args = tiny(folder.file("third"));
+  args.insert(args.end(), {"--pretrained", folder.file("first/best.safetensors"), "--model", "resnet18"});
+  const CliResult partial = run_cli(args);
+  ASSERT_EQ(partial.code, 0) << partial.err;
+  EXPECT_NE(partial.out.find("missing"), std::string::npos) << partial.out;  // resnet18's second blocks
+}
+
 TEST(KilnTrain, UserErrorsEndInOneLineWithExitCode1) {
   TempFolder folder;
   const auto error_of = [](std::vector<std::string> args) {

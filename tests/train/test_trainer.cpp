@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/host_sync.h"
+#include "data/csv.h"
 #include "core/json.h"
 #include "nn/module.h"
 #include "nn/serialize.h"
@@ -165,6 +166,29 @@ TEST(Trainer, StepsBetweenLogIntervalsMakeNoHostSync) {
   const HostSyncs before = host_syncs();
   (void)zeros({}).item<float>();
   EXPECT_EQ((host_syncs() - before).item, 1);
+}
+
+// Apex's levels on the CPU: float16 with the dynamic loss scale (O1, O2) and bfloat16
+// (O2: the model itself in bfloat16, float32 masters in the optimizer) train, and the
+// loss scale is logged for float16.
+TEST(Trainer, MixedPrecisionLevelsTrain) {
+  for (const auto& [level, dtype] : std::vector<std::pair<std::string, std::string>>{
+           {"O1", "f16"}, {"O2", "f16"}, {"O2", "bf16"}}) {
+    SCOPED_TRACE(level + " " + dtype);
+    TempFolder folder;
+    TrainConfig config = tiny_config(folder.file("run"));
+    config.amp = level;
+    config.amp_dtype = dtype;
+    const RunResult r = run(config);
+    EXPECT_EQ(r.summary.epochs, 2);
+    EXPECT_TRUE(std::isfinite(r.summary.test[1].metrics.auc));
+    const data::CsvTable epochs = data::read_csv(folder.file("run/epochs.csv"));
+    const std::string scale = epochs.rows[0][static_cast<size_t>(epochs.column("loss_scale"))];
+    EXPECT_EQ(scale, dtype == "f16" ? "65536" : "1") << "float16 runs with GradScaler's scale";
+    if (level == "O2") {
+      EXPECT_EQ(r.weights[0].second.dtype(), dtype == "f16" ? DType::Float16 : DType::BFloat16);
+    }
+  }
 }
 
 // 4 epochs in one run = 2 epochs, then a run resumed from their checkpoint for 2 more.
