@@ -91,7 +91,8 @@ std::pair<double, double> value_range(const Panel& panel) {
 void draw_panel(std::string& svg, const Panel& panel, const std::vector<double>& epochs, double x0) {
   const double plot_w = kPanelWidth - kLeft - kRight, plot_h = kPanelHeight - kTop - kBottom;
   const double left = x0 + kLeft, top = kTop;
-  const auto [low, high] = value_range(panel);
+  const std::pair<double, double> range = value_range(panel);
+  const double low = range.first, high = range.second;  // plain names: lambdas capture them
   const double first = epochs.front(), last = epochs.back() > first ? epochs.back() : first + 1;
   const auto x_of = [&](double epoch) { return left + (epoch - first) / (last - first) * plot_w; };
   const auto y_of = [&](double v) {
