@@ -122,7 +122,8 @@ int run_reproduce(const std::vector<std::string>& args, std::ostream& out) {
   if (args.empty() || args[0].starts_with("-")) {
     if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
       out << "usage: kiln reproduce RECIPE --datasets NAMES [--seeds N] [FLAGS of kiln train]\n"
-             "  RECIPE: medmnist; NAMES: adrenal,vessel,... (MedMNIST 3D flags, short or full)\n";
+             "  RECIPE: medmnist; NAMES: adrenal,vessel,... (MedMNIST 3D flags, short or full)\n"
+             "  kiln reproduce medmnist --help lists every flag of kiln train it also takes\n";
       return 0;
     }
     throw UsageError("reproduce needs a RECIPE (medmnist)");
