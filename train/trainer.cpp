@@ -264,18 +264,17 @@ std::optional<std::string> Trainer::State::checkpoint_to_resume() const {
 }
 
 void Trainer::State::open_run_folder(bool resuming) {
-  if (!distributed.writes()) return;  // rank 0 writes the run folder
+  if (!distributed.writes() || config.profile_steps > 0) return;  // rank 0 writes; a profile writes nothing
   std::error_code error;
   fs::create_directories(run_dir, error);
   KILN_CHECK(!error, "run folder ", run_dir, ": cannot create it: ", error.message());
-  if (!resuming && config.profile_steps == 0) {
+  if (!resuming) {
     const bool has_run = !list_checkpoints(run_dir).empty() || fs::exists(fs::path(run_dir) / "epochs.csv");
     KILN_CHECK(!has_run || config.overwrite, "run folder ", run_dir,
                " already holds a run; continue it with --resume auto, replace it with --overwrite, or choose "
                "another --out");
     if (has_run) clear_run_folder(run_dir);
   }
-  if (config.profile_steps > 0) return;
   save_atomically(json::dump(to_json(config), 2) + "\n", (fs::path(run_dir) / "config.json").string(),
                   "kiln train");
 }
