@@ -48,7 +48,10 @@ int run_train(const std::vector<std::string>& args, std::ostream& all_ranks_out)
   if (!profile) out << "device: " << trainer.device().str() << "\n";
   const train::RunSummary summary = trainer.fit();
   if (profile) {
-    out << train::format_bottleneck_report(summary.report);
+    char rate[96];
+    std::snprintf(rate, sizeof rate, "%.1f samples/s over the %lld profiled steps (the first included)\n",
+                  summary.samples_per_s, static_cast<long long>(summary.report.steps));
+    out << train::format_bottleneck_report(summary.report) << rate;
     return 0;
   }
   out << "\nthe whole run:\n"
