@@ -161,6 +161,7 @@ struct Trainer::State {
   // The current epoch's running sums (on the device) and samples.
   Tensor loss_sum, correct;
   int64_t seen = 0, label_elements = 0;
+  double last_loss = kNaN;  // the running loss as last read (log steps)
 
   std::unique_ptr<CsvLog> epochs_csv, steps_csv;
   std::unique_ptr<TensorBoardWriter> tensorboard;
@@ -194,8 +195,9 @@ struct Trainer::State {
 
   void train_epoch(int64_t epoch, int64_t steps_limit);
   void optimizer_step();
-  void log_step(int64_t epoch, int64_t batches_done, int64_t batches, Clock::time_point epoch_start,
-                int64_t epoch_samples);
+  void show_progress(int64_t epoch, int64_t batches_done, int64_t batches, Clock::time_point epoch_start,
+                     int64_t epoch_samples);
+  void log_step(int64_t epoch, int64_t batches_done);
   bool validate_and_select(int64_t epoch, double train_loss, double train_acc, double seconds,
                            double samples_per_s);
   void save_checkpoint(int64_t epoch, int64_t batch);
@@ -248,6 +250,7 @@ void Trainer::State::reset_running_sums() {
   loss_sum = zeros({}, {.dtype = DType::Float32, .device = device});
   correct = zeros({}, {.dtype = DType::Int64, .device = device});
   seen = label_elements = 0;
+  last_loss = kNaN;
 }
 
 // ---- the run folder, logs and checkpoints ----------------------------------------------------
@@ -401,36 +404,42 @@ void Trainer::State::optimizer_step() {
   ++step;
 }
 
-void Trainer::State::log_step(int64_t epoch_number, int64_t batches_done, int64_t batches,
-                              Clock::time_point epoch_start, int64_t epoch_samples) {
-  const double loss = seen > 0 ? loss_sum.item<double>() / static_cast<double>(seen) : kNaN;
-  const double acc = label_elements > 0
-                         ? static_cast<double>(correct.item<int64_t>()) / static_cast<double>(label_elements)
-                         : kNaN;
+// The progress line after each micro-batch: counts and rates from the host's clock, the
+// loss as last read at a log step (no read here).
+void Trainer::State::show_progress(int64_t epoch_number, int64_t batches_done, int64_t batches,
+                                   Clock::time_point epoch_start, int64_t epoch_samples) {
+  if (config.profile_steps > 0) return;
   const double elapsed = seconds_since(epoch_start);
   const double rate = elapsed > 0 ? static_cast<double>(epoch_samples) / elapsed : 0;
   const double eta = batches_done > 0 ? elapsed / static_cast<double>(batches_done) *
                                             static_cast<double>(batches - batches_done)
                                       : 0;
-  if (config.profile_steps == 0) {
-    progress.update({.epoch = epoch_number,
-                     .epochs = config.epochs,
-                     .step = batches_done,
-                     .steps = batches,
-                     .samples_per_s = rate,
-                     .loss = loss,
-                     .lr = schedule->lr(),
-                     .eta_s = eta});
-  }
+  progress.update({.epoch = epoch_number,
+                   .epochs = config.epochs,
+                   .step = batches_done,
+                   .steps = batches,
+                   .samples_per_s = rate,
+                   .loss = std::isnan(last_loss) ? std::nullopt : std::optional<double>(last_loss),
+                   .lr = schedule->lr(),
+                   .eta_s = eta});
+}
+
+// A log step: the running loss and accuracy read back (the loop's one sync), to the
+// per-step CSV and TensorBoard.
+void Trainer::State::log_step(int64_t epoch_number, int64_t batches_done) {
+  last_loss = seen > 0 ? loss_sum.item<double>() / static_cast<double>(seen) : kNaN;
+  const double acc = label_elements > 0
+                         ? static_cast<double>(correct.item<int64_t>()) / static_cast<double>(label_elements)
+                         : kNaN;
   if (steps_csv) {
     steps_csv->add_row({{"step", static_cast<double>(step)},
                         {"epoch", static_cast<double>(epoch_number)},
                         {"batch", static_cast<double>(batches_done)},
                         {"lr", schedule->lr()},
-                        {"train/loss", loss},
+                        {"train/loss", last_loss},
                         {"train/acc", acc}});
   }
-  if (tensorboard) tensorboard->add_scalar("loss/train_running", loss, step);
+  if (tensorboard) tensorboard->add_scalar("loss/train_running", last_loss, step);
 }
 
 // One epoch's training (Note [A training step]); stops after `steps_limit` micro-batches
@@ -480,8 +489,10 @@ void Trainer::State::train_epoch(int64_t epoch_number, int64_t steps_limit) {
     const bool logs = (micro_batches % config.log_every == 0) || done == batches;
     if (logs) {
       deferred.check();
-      log_step(epoch_number, done, batches, start, epoch_samples);
-    } else {
+      log_step(epoch_number, done);
+    }
+    show_progress(epoch_number, done, batches, start, epoch_samples);
+    if (!logs) {
       quiet_syncs += host_syncs() - syncs_before;
       ++quiet_steps;
     }
