@@ -37,10 +37,12 @@ struct SplitScores {
 // Parses the command line over the weights' own configuration; false after --help.
 bool parse(const std::vector<std::string>& args, ConfigCommand command, std::string& weights,
            std::string& split, train::TrainConfig& config, std::ostream& out) {
-  if (const std::optional<std::string> path = find_flag_value(args, "--weights")) {
+  const std::optional<std::string> path = find_flag_value(args, "--weights");
+  if (path && !train::is_pytorch_checkpoint(*path)) {  // only Kiln's own files carry a configuration
     const safetensors::Header header = safetensors::read_header(*path);
     if (const auto found = header.metadata.find(train::kWeightsConfigKey); found != header.metadata.end()) {
       train::update_from_json(config, json::parse(found->second), *path + " (its configuration)");
+      config.pretrained.clear();  // the run's starting point; the weights given replace it
     }
   }
   command.extra.insert(command.extra.begin(),

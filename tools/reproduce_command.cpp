@@ -42,8 +42,12 @@ std::vector<double> test_metrics(const json::Value& summary, const std::string& 
   const json::Value* test = summary.find("test");
   KILN_CHECK(test && test->is(json::Type::Array), path, ": no test results");
   for (const json::Value& result : test->as_array()) {
-    const size_t at = result.find("weights")->as_string() == "best" ? 0 : 2;
-    const json::Value& m = *result.find("metrics");
+    const json::Value* weights = result.find("weights");
+    const json::Value* found = result.find("metrics");
+    KILN_CHECK(weights && weights->is(json::Type::String) && found && found->is(json::Type::Object), path,
+               ": a test result without \"weights\" and \"metrics\"");
+    const size_t at = weights->as_string() == "best" ? 0 : 2;
+    const json::Value& m = *found;
     for (const auto& [offset, key] : {std::pair<size_t, const char*>{0, "acc"}, {1, "auc"}}) {
       const json::Value* value = m.find(key);
       if (value && !value->is(json::Type::Null)) metrics[at + offset] = value->as_number();
@@ -51,7 +55,6 @@ std::vector<double> test_metrics(const json::Value& summary, const std::string& 
   }
   return metrics;
 }
-
 
 // One run, or its earlier summary.
 std::vector<double> run_or_reuse(train::TrainConfig config, std::ostream& out) {

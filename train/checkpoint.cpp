@@ -9,6 +9,7 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/generator.h"
+#include "train/schedule.h"
 
 namespace kiln::train {
 namespace {
@@ -106,6 +107,18 @@ void check_same_run(const json::Value& saved_config, const TrainConfig& config, 
   TrainConfig saved;
   update_from_json(saved, saved_config, source + " (its configuration)");
   std::string differences;
+  // The run's length is part of a schedule that is a function of it: OneCycleLR's total
+  // steps, cosine's and linear's T, milestones given as fractions of the epochs.
+  const std::vector<int64_t> fraction_milestones = milestone_epochs(config.milestones, config.epochs);
+  const bool length_sets_schedule = config.scheduler == "onecycle" || config.scheduler == "cosine" ||
+                                    config.scheduler == "linear" ||
+                                    (config.scheduler == "multistep" &&
+                                     milestone_epochs(saved.milestones, saved.epochs) != fraction_milestones);
+  if (length_sets_schedule && saved.epochs != config.epochs) {
+    differences += "\n  epochs: the checkpoint has " + std::to_string(saved.epochs) + ", this run " +
+                   std::to_string(config.epochs) + " (the " + config.scheduler +
+                   " schedule is laid out over them)";
+  }
   for (const ConfigField& field : config_fields()) {
     if (!field.identity) continue;
     const std::string was = field_text(saved, field), now = field_text(config, field);

@@ -20,7 +20,8 @@
 // Note [Resuming a different run]: a checkpoint records its configuration; resuming under
 // a configuration whose identity fields (Note [Configuration fields] in train/config.h)
 // differ is refused, naming each difference ("model: the checkpoint has resnet18, this run
-// resnet34"). Epochs, workers, the device and the like may change.
+// resnet34"). Epochs, workers, the device and the like may change; the epochs not when the
+// schedule is laid out over them (onecycle, cosine, linear, milestones as fractions).
 #pragma once
 
 #include <string>

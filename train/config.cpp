@@ -320,9 +320,8 @@ void validate(const TrainConfig& config) {
     KILN_CHECK(std::isfinite(milestone) && milestone > 0, "config: milestones must be positive, got ",
                milestone);
   }
-  KILN_CHECK(config.pos_weight.empty() || config.pos_weight == "auto" || config.loss == "bce" ||
-                 config.loss == "auto",
-             "config: pos-weight applies to the bce loss, not ", config.loss);
+  KILN_CHECK(config.pos_weight.empty() || config.loss == "bce", "config: pos-weight applies to the bce loss (--loss bce), not ",
+             config.loss);
 }
 
 }  // namespace kiln::train

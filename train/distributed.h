@@ -8,8 +8,10 @@
 //   - the training set shuffled once per epoch and dealt out by DistributedSampler, so the
 //     ranks' batches together are a one-process run's batch of world x batch-size samples
 //     (rank r takes positions r, r + W, ... of the same permutation);
-//   - every rank evaluates the whole validation and test splits (the same numbers on each,
-//     so early stopping agrees), and rank 0 alone prints and writes the run folder.
+//   - every rank evaluates the whole validation and test splits with rank 0's batch-norm
+//     buffers, and the decisions (best epoch, plateau, early stopping) use rank 0's numbers
+//     (Note [Ranks agree] in train/trainer.cpp); rank 0 alone prints and writes the run
+//     folder.
 //
 //   const train::DistributedRun dist = train::join_distributed(config);  // before the Trainer
 #pragma once

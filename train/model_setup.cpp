@@ -15,9 +15,12 @@ int64_t model_outputs(const TrainConfig& config, const TrainData& data) {
   return loss == "bce" || loss == "mse" ? 1 : data.classes;
 }
 
+bool is_pytorch_checkpoint(const std::string& path) {
+  return path.ends_with(".pth") || path.ends_with(".pt") || path.ends_with(".ckpt");
+}
+
 nn::StateDict read_weights(const std::string& path) {
-  const bool pytorch = path.ends_with(".pth") || path.ends_with(".pt") || path.ends_with(".ckpt");
-  if (pytorch) return data::pth::state_dict(data::pth::load(path));
+  if (is_pytorch_checkpoint(path)) return data::pth::state_dict(data::pth::load(path));
   return safetensors::load(path).tensors;
 }
 

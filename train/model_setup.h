@@ -28,5 +28,7 @@ int64_t model_outputs(const TrainConfig& config, const TrainData& data);
 // A weights file as a state dict: safetensors, or a PyTorch checkpoint (.pth, .pt, .ckpt:
 // its state dict, read by the restricted unpickler).
 nn::StateDict read_weights(const std::string& path);
+// Whether read_weights reads `path` as a PyTorch checkpoint (.pth, .pt, .ckpt).
+bool is_pytorch_checkpoint(const std::string& path);
 
 }  // namespace kiln::train

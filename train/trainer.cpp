@@ -3,6 +3,7 @@
 // checkpoint.h), logs, and the test at the end (Note [Best and final]).
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -95,8 +96,9 @@ std::unique_ptr<data::DataLoader> make_loader(const TrainConfig& config,
                                               const DistributedRun& distributed) {
   data::SamplerPtr sampler = nullptr;
   if (train && distributed.enabled) {
-    sampler = std::make_shared<data::DistributedSampler>(dataset->size(), distributed.world_size, distributed.rank,
-                                                         /*shuffle=*/true, static_cast<uint64_t>(config.seed));
+    sampler =
+        std::make_shared<data::DistributedSampler>(dataset->size(), distributed.world_size, distributed.rank,
+                                                   /*shuffle=*/true, static_cast<uint64_t>(config.seed));
   }
   return std::make_unique<data::DataLoader>(
       std::move(dataset), data::DataLoaderOptions{.batch_size = config.batch_size,
@@ -157,6 +159,7 @@ struct Trainer::State {
   double best_metric = kNaN;
   int64_t best_epoch = 0;
   int64_t bad_validations = 0;
+  bool stopped_early = false;  // the last validation stopped the run (patience)
   nn::StateDict best_state;
   // The current epoch's running sums (on the device) and samples.
   Tensor loss_sum, correct;
@@ -179,7 +182,9 @@ struct Trainer::State {
         data(std::move(data_in)),
         model(std::move(model_in)),
         distributed(join_distributed(config)),
-        out(!distributed.writes() ? null_stream() : output.out ? *output.out : std::cout),
+        out(!distributed.writes() ? null_stream()
+            : output.out          ? *output.out
+                                  : std::cout),
         terminal(output.terminal),
         device(run_device(config, distributed)),
         run_dir(run_folder(config)),
@@ -201,6 +206,10 @@ struct Trainer::State {
   bool validate_and_select(int64_t epoch, double train_loss, double train_acc, double seconds,
                            double samples_per_s);
   void save_checkpoint(int64_t epoch, int64_t batch);
+  void share_rank0_buffers();
+  void restore_best_weights(const std::string& checkpoint_path);
+  void forget_later_checkpoints(const std::string& checkpoint_path);
+  std::vector<double> rank0_values(const std::vector<double>& values);
   void save_best_weights();
   std::vector<TestResult> test();
   BottleneckReport report(const std::vector<TimeRangeRecord>& records, double wall, int64_t steps,
@@ -236,7 +245,8 @@ void Trainer::State::setup() {
   optimizer = make_optimizer(config, model->parameters());
   amp = amp_initialize(*model, *optimizer, parse_opt_level(config.amp), low);
   if (distributed.enabled) {  // after amp: DDP hooks the parameters the optimizer holds
-    ddp = std::make_shared<dist::DistributedDataParallel>(model, dist::DDPOptions{.group = distributed.group});
+    ddp =
+        std::make_shared<dist::DistributedDataParallel>(model, dist::DDPOptions{.group = distributed.group});
   }
   scaler = std::make_unique<optim::GradScaler>(
       optim::GradScalerOptions{.enabled = amp.dynamic_loss_scale && low == DType::Float16});
@@ -272,11 +282,14 @@ void Trainer::State::open_run_folder(bool resuming) {
   fs::create_directories(run_dir, error);
   KILN_CHECK(!error, "run folder ", run_dir, ": cannot create it: ", error.message());
   if (!resuming) {
-    const bool has_run = !list_checkpoints(run_dir).empty() || fs::exists(fs::path(run_dir) / "epochs.csv");
+    // A run is its checkpoints (or its summary): a folder whose run died before its first
+    // checkpoint holds nothing to continue, and --resume auto starts it afresh.
+    const bool has_run = !list_checkpoints(run_dir).empty() || fs::exists(fs::path(run_dir) / "summary.json");
     KILN_CHECK(!has_run || config.overwrite, "run folder ", run_dir,
                " already holds a run; continue it with --resume auto, replace it with --overwrite, or choose "
                "another --out");
-    if (has_run) clear_run_folder(run_dir);
+    clear_run_folder(
+        run_dir);  // a replaced run's files, or those of one that died before its first checkpoint
   }
   save_atomically(json::dump(to_json(config), 2) + "\n", (fs::path(run_dir) / "config.json").string(),
                   "kiln train");
@@ -319,17 +332,70 @@ void Trainer::State::resume(const std::string& path) {
   bad_validations = integer("bad_validations");
   seen = integer("seen");
   label_elements = integer("label_elements");
+  micro_batches = integer("micro_batches");
+  stopped_early = integer("stopped_early") != 0;
+  KILN_CHECK(batch == 0 || integer("world_size") == distributed.world_size, path,
+             " was taken in the middle of an epoch by ", integer("world_size"), " ranks; this run has ",
+             distributed.world_size,
+             ", whose batches hold other samples (resume from an epoch's end instead)");
   const json::Value* best = progress_state.find("best_metric");
   best_metric = best && !best->is(json::Type::Null) ? best->as_number() : kNaN;
   for (const auto& [name, tensor] : tensors_under(checkpoint.tensors, "running.")) {
     if (name == "loss_sum") loss_sum = tensor.to(device);
     if (name == "correct") correct = tensor.to(device);
   }
-  const std::string best_path = (fs::path(run_dir) / "best.safetensors").string();
-  if (best_epoch > 0 && fs::exists(best_path)) best_state = safetensors::load(best_path, device).tensors;
+  restore_best_weights(path);
+  forget_later_checkpoints(path);
   open_logs(checkpoint.state.find("logs"));
   out << "resumed from " << path << ": epoch " << epoch
       << (batch > 0 ? ", batch " + std::to_string(batch) : "") << ", step " << step << "\n";
+}
+
+// The best epoch's weights of a resumed run: best.safetensors when it is that epoch's (its
+// "epoch" metadata), else the model of that epoch's checkpoint (pruning keeps it); and
+// best.safetensors rewritten to match, since a run resumed from an older checkpoint may
+// have left a later run's best there.
+void Trainer::State::restore_best_weights(const std::string& checkpoint_path) {
+  if (best_epoch == 0) return;
+  const std::string best_path = (fs::path(run_dir) / "best.safetensors").string();
+  if (fs::exists(best_path)) {
+    const safetensors::Loaded best = safetensors::load(best_path, device);
+    const auto epoch_of = best.metadata.find("epoch");
+    if (epoch_of != best.metadata.end() && epoch_of->second == std::to_string(best_epoch)) {
+      best_state = best.tensors;
+      return;
+    }
+  }
+  const std::string best_checkpoint =
+      (fs::path(run_dir) / "checkpoints" / checkpoint_name(best_epoch, 0)).string();
+  if (!fs::exists(best_checkpoint)) {
+    out << "warning: " << checkpoint_path << ": the weights of its best epoch (" << best_epoch
+        << ") are in neither best.safetensors nor " << best_checkpoint
+        << "; the test will use the final weights only, unless a later epoch is better\n";
+    best_epoch = 0;
+    best_metric = kNaN;
+    return;
+  }
+  best_state = tensors_under(read_checkpoint(best_checkpoint, device).tensors, "model.");
+  if (!distributed.writes()) return;
+  const nn::StateDict current = clone_state(model->state_dict());
+  model->load_state_dict(best_state);
+  save_best_weights();
+  model->load_state_dict(current);
+}
+
+// Resuming from an older checkpoint of this run folder starts a new branch of the run: the
+// checkpoints after it belong to the abandoned one (and would be what --resume auto picks).
+void Trainer::State::forget_later_checkpoints(const std::string& checkpoint_path) {
+  if (!distributed.writes()) return;
+  std::error_code error;
+  const fs::path resumed = fs::weakly_canonical(checkpoint_path, error);
+  const std::vector<std::string> paths = list_checkpoints(run_dir);
+  const auto found = std::find_if(paths.begin(), paths.end(), [&](const std::string& path) {
+    return fs::weakly_canonical(path, error) == resumed;
+  });
+  if (found == paths.end()) return;  // a checkpoint from elsewhere
+  for (auto later = found + 1; later != paths.end(); ++later) fs::remove(*later, error);
 }
 
 void Trainer::State::save_checkpoint(int64_t epoch_number, int64_t batch_number) {
@@ -354,6 +420,9 @@ void Trainer::State::save_checkpoint(int64_t epoch_number, int64_t batch_number)
   progress_state.add("bad_validations", json::Value::integer(bad_validations));
   progress_state.add("seen", json::Value::integer(seen));
   progress_state.add("label_elements", json::Value::integer(label_elements));
+  progress_state.add("micro_batches", json::Value::integer(micro_batches));
+  progress_state.add("stopped_early", json::Value::integer(stopped_early ? 1 : 0));
+  progress_state.add("world_size", json::Value::integer(distributed.world_size));
   json::Value logs = json::Value::object();
   if (epochs_csv) logs.add("epochs.csv", json::Value::string(epochs_csv->text()));
   if (steps_csv) logs.add("steps.csv", json::Value::string(steps_csv->text()));
@@ -383,6 +452,27 @@ void Trainer::State::save_best_weights() {
                    {{"epoch", std::to_string(best_epoch)},
                     {"monitor", config.monitor},
                     {kWeightsConfigKey, json::dump(to_json(config))}});
+}
+
+// ---- agreement between ranks --------------------------------------------------------------
+
+// Note [Ranks agree]: in a --ddp run every rank must take the same decisions (the best
+// epoch, the plateau scheduler's step, early stopping), or one rank leaves the loop while
+// the others wait in a collective. Parameters agree (DDP), but each rank's last forward
+// updated its batch-norm running statistics on its own batch; so before validating, rank
+// 0's buffers are copied to every rank (the model each rank evaluates, and keeps as the
+// best, is then the same), and the validation numbers the decisions use are rank 0's.
+void Trainer::State::share_rank0_buffers() {
+  if (!distributed.enabled) return;
+  const std::vector<Tensor> buffers = model->buffers();
+  if (!buffers.empty()) dist::broadcast_coalesced(*distributed.group, buffers, 0);
+}
+
+std::vector<double> Trainer::State::rank0_values(const std::vector<double>& values) {
+  if (!distributed.enabled) return values;
+  const Tensor shared = tensor(values).to(device);
+  distributed.group->broadcast(shared, 0)->wait();
+  return shared.to_vector<double>();
 }
 
 // ---- training --------------------------------------------------------------------------
@@ -499,6 +589,7 @@ void Trainer::State::train_epoch(int64_t epoch_number, int64_t steps_limit) {
     batch = done == batches ? 0 : done;
     if (config.checkpoint_every > 0 && boundary && batch > 0 && step % config.checkpoint_every == 0 &&
         config.profile_steps == 0) {
+      deferred.check();  // a checkpoint never holds weights a bad index has touched
       save_checkpoint(epoch_number, batch);
     }
     if (steps_limit > 0 && micro_batches >= steps_limit) break;
@@ -515,11 +606,13 @@ bool Trainer::State::validate_and_select(int64_t epoch_number, double train_loss
     SplitEvaluation val;
     {
       const TimeRange range(phase::kEvaluation);
+      share_rank0_buffers();
       val = evaluate_split(*model, *val_batches, *objective, amp, data.task);
     }
-    val_loss = val.loss;
-    val_auc = val.metrics.auc;
-    val_acc = val.metrics.acc;
+    const std::vector<double> agreed = rank0_values({val.loss, val.metrics.auc, val.metrics.acc});
+    val_loss = agreed[0];
+    val_auc = agreed[1];
+    val_acc = agreed[2];
     const double metric = config.monitor == "auc" ? val_auc : config.monitor == "acc" ? val_acc : val_loss;
     schedule->after_validation(metric);
     if (improves(metric, best_metric, higher_is_better)) {
@@ -623,7 +716,8 @@ RunSummary Trainer::fit() {
   summary.run_dir = s.run_dir;
   summary.stopped = "completed";
   const Clock::time_point run_start = Clock::now();
-  for (int64_t epoch = s.epoch + 1; epoch <= config.epochs; ++epoch) {
+  if (s.stopped_early) summary.stopped = "early stopping";  // a resumed run that had stopped
+  for (int64_t epoch = s.epoch + 1; epoch <= config.epochs && !s.stopped_early; ++epoch) {
     Timeline timeline;
     const Clock::time_point start = Clock::now();
     const int64_t samples_before = s.trained_samples;
@@ -645,6 +739,7 @@ RunSummary Trainer::fit() {
       break;
     }
     const bool stop = s.validate_and_select(epoch, loss, acc, seconds_since(start), rate);
+    s.stopped_early = stop;
     s.epoch = epoch;
     s.batch = 0;
     s.save_checkpoint(epoch, 0);

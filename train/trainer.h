@@ -21,8 +21,9 @@
 // The running loss and accuracy are sums on the device, read once per log interval
 // (log-every), and so are the GPU's index bound checks (Note [Deferred index checks] in
 // core/deferred_check.h): that read is the only host-device synchronisation of the loop,
-// and the steps between two reads make none (RunSummary::quiet_step_syncs counts them; a test holds it
-// at 0).
+// and the steps between two reads make none (RunSummary::quiet_step_syncs counts them; a
+// test holds it at 0). One exception: with --sync-bn each batch-norm layer reads its
+// ranks' sample counts once per forward (dist/sync_batch_norm.h).
 //
 // Note [Best and final]: MedMNIST's script keeps a reference to the model as "the best"
 // and so reports the final epoch's test metrics as the best epoch's. Here the best

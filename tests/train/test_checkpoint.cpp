@@ -137,6 +137,30 @@ TEST(Checkpoint, TheSameRunCheckNamesIdentityFieldsOnly) {
   changed.workers = 7;
   changed.device = "cpu";
   check_same_run(saved, changed, "ck");  // may change on resume
+  changed.scheduler = "multistep";
+  changed.milestones = {30, 60};  // in epochs: more epochs leave them where they are
+  TrainConfig absolute = config;
+  absolute.scheduler = "multistep";
+  absolute.milestones = {30, 60};
+  check_same_run(to_json(absolute), changed, "ck");
+  for (const std::string scheduler : {"onecycle", "cosine", "linear"}) {
+    TrainConfig laid_out = config;
+    laid_out.scheduler = scheduler;
+    TrainConfig longer = laid_out;
+    longer.epochs = 20;
+    EXPECT_KILN_ERROR(check_same_run(to_json(laid_out), longer, "ck"),
+                      "epochs: the checkpoint has 10, this run 20",
+                      "the " + scheduler + " schedule is laid out over them");
+  }
+  TrainConfig fractions = config;
+  fractions.scheduler = "multistep";
+  fractions.milestones = {0.5, 0.75};
+  TrainConfig fractions_longer = fractions;
+  fractions_longer.epochs = 20;
+  EXPECT_KILN_ERROR(check_same_run(to_json(fractions), fractions_longer, "ck"),
+                    "epochs: the checkpoint has 10");
+  changed.scheduler = config.scheduler;
+  changed.milestones = config.milestones;
   changed.model = "densenet121";
   changed.batch_size = 4;
   EXPECT_KILN_ERROR(check_same_run(saved, changed, "ck"), "ck is a checkpoint of a different run",

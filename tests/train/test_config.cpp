@@ -84,6 +84,7 @@ TEST(TrainConfig, ValidationNamesTheSettingAndTheChoices) {
                     }),
                     "alternatives");
   EXPECT_KILN_ERROR(invalid([](TrainConfig& c) { c.milestones = {-1}; }), "milestones must be positive");
+  EXPECT_KILN_ERROR(invalid([](TrainConfig& c) { c.pos_weight = "auto"; }), "pos-weight applies to the bce loss");
 }
 
 TEST(Objective, EachLossItsOutputsScoresAndAccuracy) {

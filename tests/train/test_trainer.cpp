@@ -11,11 +11,11 @@
 #include <sstream>
 
 #include "core/host_sync.h"
-#include "data/csv.h"
 #include "core/json.h"
+#include "core/text_file.h"
+#include "data/csv.h"
 #include "nn/module.h"
 #include "nn/serialize.h"
-#include "core/text_file.h"
 #include "tests/test_util.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
@@ -172,8 +172,8 @@ TEST(Trainer, StepsBetweenLogIntervalsMakeNoHostSync) {
 // (O2: the model itself in bfloat16, float32 masters in the optimizer) train, and the
 // loss scale is logged for float16.
 TEST(Trainer, MixedPrecisionLevelsTrain) {
-  for (const auto& [level, dtype] : std::vector<std::pair<std::string, std::string>>{
-           {"O1", "f16"}, {"O2", "f16"}, {"O2", "bf16"}}) {
+  for (const auto& [level, dtype] :
+       std::vector<std::pair<std::string, std::string>>{{"O1", "f16"}, {"O2", "f16"}, {"O2", "bf16"}}) {
     SCOPED_TRACE(level + " " + dtype);
     TempFolder folder;
     TrainConfig config = tiny_config(folder.file("run"));
@@ -236,6 +236,48 @@ TEST(Trainer, ResumingFromAMidEpochCheckpointGivesBitIdenticalWeights) {
   second.resume = *mid;
   const RunResult resumed = run(second);
   expect_same_weights(resumed.weights, reference.weights);
+}
+
+// Resuming from an older checkpoint of the folder starts a branch: the later checkpoints
+// go (--resume auto must not pick the abandoned branch), the best weights are the resumed
+// run's own, and the branch retraces the original bit for bit.
+TEST(Trainer, ResumingFromAnOlderCheckpointStartsABranch) {
+  TempFolder folder;
+  TrainConfig config = tiny_config(folder.file("run"));
+  config.epochs = 3;
+  config.keep_last = 100;
+  const RunResult original = run(config);
+  config.resume = folder.file("run/checkpoints/epoch-0001.safetensors");
+  const RunResult branch = run(config);
+  expect_same_weights(branch.weights, original.weights);
+  EXPECT_EQ(list_checkpoints(folder.file("run")).size(), 3u);
+  EXPECT_EQ(branch.summary.best_epoch, original.summary.best_epoch);
+  EXPECT_EQ(branch.summary.test[0].metrics.auc, original.summary.test[0].metrics.auc);
+}
+
+// A run stopped by patience stays stopped when resumed; a run that died before its first
+// checkpoint is started afresh by --resume auto.
+TEST(Trainer, EarlyStoppingSurvivesAResumeAndAnEmptyRunStartsAfresh) {
+  TempFolder folder;
+  TrainConfig config = tiny_config(folder.file("run"));
+  config.epochs = 6;
+  config.lr = 1e-12;  // nothing learns: the validation accuracy does not improve
+  config.scheduler = "none";
+  config.monitor = "acc";
+  config.patience = 1;
+  const RunResult stopped = run(config);
+  ASSERT_EQ(stopped.summary.stopped, "early stopping");
+  ASSERT_EQ(stopped.summary.epochs, 2);
+  config.resume = "auto";
+  const RunResult resumed = run(config);
+  EXPECT_EQ(resumed.summary.stopped, "early stopping");
+  EXPECT_EQ(resumed.summary.epochs, 2);
+
+  TrainConfig died = tiny_config(folder.file("died"));
+  std::filesystem::create_directories(folder.file("died"));
+  std::ofstream(folder.file("died/epochs.csv")) << "epoch,lr\n";
+  died.resume = "auto";
+  EXPECT_EQ(run(died).summary.epochs, 2);
 }
 
 TEST(Trainer, ACheckpointOfADifferentRunIsRefusedSayingWhatDiffers) {
