@@ -8,6 +8,8 @@
 // than backward plus the all-reduces, so communication overlaps computation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -407,17 +409,27 @@ TEST(DistributedDataParallel, CommunicationOverlapsBackwardOnASlowNetwork) {
             const Tensor loss = ddp.forward(x).pow(2).mean();
             return seconds_of([&] { loss.backward(); });
           };
+          // Each time is the fastest of three, so that another test running beside this one
+          // (ctest -j, a sanitizer's slower threads) does not decide it.
+          constexpr int kRepeats = 3;
+          const auto fastest = [](const std::function<double()>& measure) {
+            double best = measure();
+            for (int i = 1; i < kRepeats; ++i) best = std::min(best, measure());
+            return best;
+          };
           backward_of(false);  // warm-up
-          backward_alone[r] = backward_of(false);
+          backward_alone[r] = fastest([&] { return backward_of(false); });
           // What the buckets carry, one all-reduce per layer, one after the other.
           std::vector<Tensor> per_layer;
           const auto params = model->parameters();
           for (size_t i = 0; i < params.size(); i += 2)
             per_layer.push_back(cat({params[i].grad().reshape({-1}), params[i + 1].grad().reshape({-1})}));
-          all_reduces[r] = seconds_of([&] {
-            for (const Tensor& t : per_layer) group.all_reduce(t)->wait();
+          all_reduces[r] = fastest([&] {
+            return seconds_of([&] {
+              for (const Tensor& t : per_layer) group.all_reduce(t)->wait();
+            });
           });
-          ddp_backward[r] = backward_of(true);
+          ddp_backward[r] = fastest([&] { return backward_of(true); });
         },
         60s, kDelay);
     for (const std::string& e : errors) ASSERT_EQ(e, "");
