@@ -83,9 +83,9 @@ SplitScores score_split(const std::string& weights, const std::string& split,
   const train::Objective objective(config, result.data.task, result.data.classes, {}, device);
   const DType low = config.amp_dtype == "bf16" ? DType::BFloat16 : DType::Float16;
   const train::OptLevel level = train::parse_opt_level(config.amp);
-  train::amp_cast_model(*model, train::amp_properties(level, low));
-  result.evaluation =
-      train::evaluate_split(*model, batches, objective, train::amp_properties(level, low), result.data.task);
+  const train::AmpProperties amp = train::amp_properties(level, low);
+  train::amp_cast_model(*model, amp);
+  result.evaluation = train::evaluate_split(*model, batches, objective, amp, result.data.task);
   return result;
 }
 

@@ -6,13 +6,12 @@
 #include "data/pth.h"
 #include "nn/load_report.h"
 #include "nn/models/by_name.h"
+#include "train/objective.h"
 
 namespace kiln::train {
 
 int64_t model_outputs(const TrainConfig& config, const TrainData& data) {
-  const std::string loss =
-      config.loss == "auto" && data.task == Task::MultiLabel ? "multilabel-bce" : config.loss;
-  return loss == "bce" || loss == "mse" ? 1 : data.classes;
+  return loss_outputs(resolved_loss(config.loss, data.task), data.classes);
 }
 
 bool is_pytorch_checkpoint(const std::string& path) {

@@ -10,11 +10,6 @@
 namespace kiln::train {
 namespace {
 
-std::string resolved_loss(const std::string& loss, Task task) {
-  if (loss != "auto") return loss;
-  return task == Task::MultiLabel ? "multilabel-bce" : "cross-entropy";
-}
-
 double parse_pos_weight(const std::string& text, const std::vector<int64_t>& counts) {
   if (text.empty()) return std::numeric_limits<double>::quiet_NaN();
   if (text == "auto") {
@@ -36,12 +31,21 @@ double parse_pos_weight(const std::string& text, const std::vector<int64_t>& cou
 
 }  // namespace
 
+std::string resolved_loss(const std::string& loss, Task task) {
+  if (loss != "auto") return loss;
+  return task == Task::MultiLabel ? "multilabel-bce" : "cross-entropy";
+}
+
+int64_t loss_outputs(const std::string& resolved, int64_t classes) {
+  return resolved == "bce" || resolved == "mse" ? 1 : classes;
+}
+
 Objective::Objective(const TrainConfig& config, Task task, int64_t classes,
                      const std::vector<int64_t>& class_counts, Device device)
     : name_(resolved_loss(config.loss, task)),
       task_(task),
       classes_(classes),
-      outputs_(classes),
+      outputs_(loss_outputs(name_, classes)),
       label_smoothing_(config.label_smoothing),
       pos_weight_value_(std::numeric_limits<double>::quiet_NaN()) {
   const TensorOptions on_device{.dtype = DType::Float32, .device = device};
@@ -56,14 +60,12 @@ Objective::Objective(const TrainConfig& config, Task task, int64_t classes,
   } else if (name_ == "bce") {
     KILN_CHECK(task == Task::Binary, "loss bce: the task has ", classes,
                " classes; bce is for binary tasks (cross-entropy or multilabel-bce otherwise)");
-    outputs_ = 1;
     pos_weight_value_ = parse_pos_weight(config.pos_weight, class_counts);
     if (!std::isnan(pos_weight_value_)) pos_weight_ = full({1}, pos_weight_value_, on_device);
   } else if (name_ == "multilabel-bce") {
     KILN_CHECK(task == Task::MultiLabel, "loss multilabel-bce: the task is not multi-label");
   } else if (name_ == "mse") {
     KILN_CHECK(task != Task::MultiLabel, "loss mse: the task is multi-label");
-    outputs_ = 1;
     class_values_ = arange(0, classes, 1, on_device);
   } else {
     throw Error("unknown loss '" + name_ + "' (auto, cross-entropy, bce, multilabel-bce or mse)");

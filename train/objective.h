@@ -27,6 +27,11 @@
 
 namespace kiln::train {
 
+// The loss "auto" resolves to for `task`, and the model outputs a loss needs: what Objective
+// itself uses, for building the model before the objective exists.
+std::string resolved_loss(const std::string& loss, Task task);
+int64_t loss_outputs(const std::string& resolved, int64_t classes);
+
 class Objective {
  public:
   // class_counts: the training set's samples per class (pos-weight auto), may be empty

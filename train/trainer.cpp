@@ -164,7 +164,7 @@ struct Trainer::State {
   // The current epoch's running sums (on the device) and samples.
   Tensor loss_sum, correct;
   int64_t seen = 0, label_elements = 0;
-  double last_loss = kNaN;  // the running loss as last read (log steps)
+  double last_loss = kNaN, last_acc = kNaN;  // the running sums as last read (log steps)
 
   std::unique_ptr<CsvLog> epochs_csv, steps_csv;
   std::unique_ptr<TensorBoardWriter> tensorboard;
@@ -260,7 +260,7 @@ void Trainer::State::reset_running_sums() {
   loss_sum = zeros({}, {.dtype = DType::Float32, .device = device});
   correct = zeros({}, {.dtype = DType::Int64, .device = device});
   seen = label_elements = 0;
-  last_loss = kNaN;
+  last_loss = last_acc = kNaN;
 }
 
 // ---- the run folder, logs and checkpoints ----------------------------------------------------
@@ -518,16 +518,16 @@ void Trainer::State::show_progress(int64_t epoch_number, int64_t batches_done, i
 // per-step CSV and TensorBoard.
 void Trainer::State::log_step(int64_t epoch_number, int64_t batches_done) {
   last_loss = seen > 0 ? loss_sum.item<double>() / static_cast<double>(seen) : kNaN;
-  const double acc = label_elements > 0
-                         ? static_cast<double>(correct.item<int64_t>()) / static_cast<double>(label_elements)
-                         : kNaN;
+  last_acc = label_elements > 0
+                 ? static_cast<double>(correct.item<int64_t>()) / static_cast<double>(label_elements)
+                 : kNaN;
   if (steps_csv) {
     steps_csv->add_row({{"step", static_cast<double>(step)},
                         {"epoch", static_cast<double>(epoch_number)},
                         {"batch", static_cast<double>(batches_done)},
                         {"lr", schedule->lr()},
                         {"train/loss", last_loss},
-                        {"train/acc", acc}});
+                        {"train/acc", last_acc}});
   }
   if (tensorboard) tensorboard->add_scalar("loss/train_running", last_loss, step);
 }
@@ -724,10 +724,6 @@ RunSummary Trainer::fit() {
     const HostSyncs quiet_before = s.quiet_syncs;
     s.train_epoch(epoch, config.profile_steps);
     const double train_seconds = seconds_since(start);
-    const double loss = s.seen > 0 ? s.loss_sum.item<double>() / static_cast<double>(s.seen) : kNaN;
-    const double acc = s.label_elements > 0 ? static_cast<double>(s.correct.item<int64_t>()) /
-                                                  static_cast<double>(s.label_elements)
-                                            : kNaN;
     const double rate =
         train_seconds > 0 ? static_cast<double>(s.trained_samples - samples_before) / train_seconds : 0;
     s.train_phase_seconds += train_seconds;
@@ -738,7 +734,8 @@ RunSummary Trainer::fit() {
       summary.stopped = "profile";
       break;
     }
-    const bool stop = s.validate_and_select(epoch, loss, acc, seconds_since(start), rate);
+    // The epoch's last micro-batch always logs: its read of the running sums is the epoch's.
+    const bool stop = s.validate_and_select(epoch, s.last_loss, s.last_acc, seconds_since(start), rate);
     s.stopped_early = stop;
     s.epoch = epoch;
     s.batch = 0;
