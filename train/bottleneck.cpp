@@ -66,6 +66,17 @@ std::string diagnose(const BottleneckReport& r, const ReportContext& context) {
 
 }  // namespace
 
+void add_phase_totals(std::vector<TimeRangeRecord>& totals, const std::vector<TimeRangeRecord>& ranges) {
+  for (const TimeRangeRecord& range : ranges) {
+    if (range.depth != 0) continue;  // as the report: nested time is its enclosing phase's
+    auto total = std::find_if(totals.begin(), totals.end(),
+                              [&](const TimeRangeRecord& t) { return t.name == range.name; });
+    if (total == totals.end()) total = totals.insert(totals.end(), TimeRangeRecord{.name = range.name});
+    total->end_s += range.seconds();
+    if (range.device_ms) total->device_ms = total->device_ms.value_or(0) + *range.device_ms;
+  }
+}
+
 BottleneckReport bottleneck_report(const std::vector<TimeRangeRecord>& records, double wall_seconds,
                                    int64_t steps, const HostSyncs& syncs, const ReportContext& context) {
   KILN_CHECK(wall_seconds >= 0 && steps >= 0, "bottleneck_report: wall time ", wall_seconds, " s over ",

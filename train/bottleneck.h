@@ -4,10 +4,10 @@
 //
 // The trainer wraps each phase of its loop in a TimeRange named after it (Phase below).
 // The report sums each phase's top-level records (a range nested in another, such as the
-// data waits inside an evaluation, belongs to the enclosing phase), counts what is left as "other", and reads the
-// shares: data loading above 20%, copies above 15%, any host sync per step on a GPU, an
-// optimizer above 25%, evaluation above 30% or checkpoints above 10% each have their own
-// advice; otherwise the step is compute-bound, and the advice is about compute.
+// data waits inside an evaluation, belongs to the enclosing phase), counts what is left as "other", and reads
+// the shares: data loading above 20%, copies above 15%, any host sync per step on a GPU, an optimizer above
+// 25%, evaluation above 30% or checkpoints above 10% each have their own advice; otherwise the step is
+// compute-bound, and the advice is about compute.
 //
 //   Timeline timeline;  ... the epoch ...
 //   const BottleneckReport report = bottleneck_report(timeline.stop(), wall_s, steps, syncs, context);
@@ -57,6 +57,12 @@ struct BottleneckReport {
   HostSyncs host_syncs;
   std::string diagnosis;
 };
+
+// What the report reads of a set of records, kept small: `ranges`' top-level records added
+// into one record per phase name in `totals` (seconds and device time summed), so a long
+// run keeps a handful of records rather than five per step; the report of the totals is
+// the report of all the ranges.
+void add_phase_totals(std::vector<TimeRangeRecord>& totals, const std::vector<TimeRangeRecord>& ranges);
 
 BottleneckReport bottleneck_report(const std::vector<TimeRangeRecord>& records, double wall_seconds,
                                    int64_t steps, const HostSyncs& syncs, const ReportContext& context);

@@ -170,7 +170,7 @@ struct Trainer::State {
   std::unique_ptr<TensorBoardWriter> tensorboard;
   ProgressBar progress;
 
-  // The report's inputs over the run.
+  // The report's inputs over the run (records: one per phase, add_phase_totals).
   std::vector<TimeRangeRecord> records;
   double wall_seconds = 0, train_phase_seconds = 0;
   int64_t micro_batches = 0, trained_samples = 0;
@@ -729,7 +729,7 @@ RunSummary Trainer::fit() {
     s.train_phase_seconds += train_seconds;
     if (config.profile_steps > 0) {
       std::vector<TimeRangeRecord> ranges = timeline.stop();
-      s.records.insert(s.records.end(), ranges.begin(), ranges.end());
+      add_phase_totals(s.records, ranges);
       s.wall_seconds += train_seconds;
       summary.stopped = "profile";
       break;
@@ -744,7 +744,7 @@ RunSummary Trainer::fit() {
     const double epoch_wall = seconds_since(start);
     s.out << format_bottleneck_report(
         s.report(ranges, epoch_wall, s.train_loader->size(), s.quiet_syncs - quiet_before));
-    s.records.insert(s.records.end(), ranges.begin(), ranges.end());
+    add_phase_totals(s.records, ranges);
     s.wall_seconds += epoch_wall;
     if (stop) {
       summary.stopped = "early stopping";

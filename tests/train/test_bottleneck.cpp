@@ -53,6 +53,28 @@ TEST(BottleneckReport, NestedRangesBelongToTheirEnclosingPhase) {
   EXPECT_NEAR(r.phases[7].seconds, 0.4, 1e-12);
 }
 
+// Folding epochs of records into per-phase totals changes nothing in the report.
+TEST(BottleneckReport, PhaseTotalsGiveTheSameReport) {
+  auto epoch1 = steps_of(7, {{phase::kData, 0.01}, {phase::kForward, 0.03}, {phase::kBackward, 0.05}});
+  auto epoch2 = steps_of(5, {{phase::kForward, 0.02}, {phase::kOptimizer, 0.01}});
+  epoch1[1].device_ms = 25.0;
+  epoch2.push_back({.name = phase::kData, .depth = 1, .start_s = 0, .end_s = 9});  // nested: not counted
+  std::vector<TimeRangeRecord> all = epoch1, totals;
+  all.insert(all.end(), epoch2.begin(), epoch2.end());
+  add_phase_totals(totals, epoch1);
+  add_phase_totals(totals, epoch2);
+  EXPECT_EQ(totals.size(), 4u);
+  const BottleneckReport a = bottleneck_report(all, 2.0, 12, HostSyncs{}, {});
+  const BottleneckReport b = bottleneck_report(totals, 2.0, 12, HostSyncs{}, {});
+  ASSERT_EQ(a.phases.size(), b.phases.size());
+  for (size_t i = 0; i < a.phases.size(); ++i) {
+    EXPECT_NEAR(a.phases[i].seconds, b.phases[i].seconds, 1e-12) << a.phases[i].phase;
+    EXPECT_EQ(a.phases[i].device_seconds.has_value(), b.phases[i].device_seconds.has_value());
+  }
+  EXPECT_NEAR(*b.phases[2].device_seconds, 0.025, 1e-12);
+  EXPECT_EQ(a.diagnosis, b.diagnosis);
+}
+
 TEST(BottleneckReport, EachRuleNamesItsFlag) {
   const ReportContext gpu{.on_gpu = true, .workers = 2, .pin_memory = false};
   const auto diagnosis = [&](const std::vector<std::pair<const char*, double>>& phases,
@@ -68,7 +90,8 @@ TEST(BottleneckReport, EachRuleNamesItsFlag) {
   EXPECT_NE(
       diagnosis({{phase::kForward, 0.9}}, HostSyncs{.item = 3}).find("3.0 host syncs per step: an .item()"),
       std::string::npos);
-  EXPECT_NE(diagnosis({{phase::kOptimizer, 0.3}, {phase::kForward, 0.6}}).find("--accumulate"), std::string::npos);
+  EXPECT_NE(diagnosis({{phase::kOptimizer, 0.3}, {phase::kForward, 0.6}}).find("--accumulate"),
+            std::string::npos);
   EXPECT_NE(diagnosis({{phase::kEvaluation, 0.5}, {phase::kForward, 0.4}}).find("--eval-every"),
             std::string::npos);
   EXPECT_NE(diagnosis({{phase::kCheckpoint, 0.15}, {phase::kForward, 0.8}}).find("--checkpoint-every"),
