@@ -8,10 +8,9 @@
 //   kiln eval --weights W [--split test]            ACC, AUC, per-class AUC, confusion matrix
 //   kiln predict --weights W --output scores.csv    one row per sample: index, label, scores
 //   kiln predict --weights W --output scores.npy    the scores, float32 [N, C] (or [N])
-#include <fstream>
 
-#include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/ops.h"
 #include "core/safetensors.h"
 #include "data/loader.h"
 #include "data/medmnist.h"
@@ -20,6 +19,7 @@
 #include "nn/module.h"
 #include "tools/cli.h"
 #include "tools/config_options.h"
+#include "train/csv_log.h"
 #include "train/device_batches.h"
 #include "train/evaluate.h"
 #include "train/model_setup.h"
@@ -89,33 +89,26 @@ SplitScores score_split(const std::string& weights, const std::string& split,
   return result;
 }
 
-std::string predictions_csv(const train::SplitEvaluation& evaluation) {
+// The scores as a CSV table (train/csv_log.h: one row per sample, index, label(s), scores).
+void write_predictions_csv(const train::SplitEvaluation& evaluation, const std::string& path) {
   const Tensor scores = evaluation.scores.dim() == 1 ? evaluation.scores.unsqueeze(1) : evaluation.scores;
-  const std::vector<float> values = scores.to(DType::Float32).contiguous().to_vector<float>();
-  const int64_t n = scores.size(0), columns = scores.size(1);
-  const Tensor labels = evaluation.labels.reshape({n, -1}).to(DType::Float64);
-  const std::vector<double> label_values = labels.contiguous().to_vector<double>();
-  const int64_t label_columns = labels.size(1);
-  std::string text = "index";
-  for (int64_t l = 0; l < label_columns; ++l)
-    text += label_columns == 1 ? ",label" : ",label_" + std::to_string(l);
-  for (int64_t c = 0; c < columns; ++c) text += ",score_" + std::to_string(c);
-  text += "\n";
-  char field[32];
+  const int64_t n = scores.size(0);
+  const Tensor labels = evaluation.labels.reshape({n, -1});
+  std::vector<std::string> columns = {"index"};
+  for (int64_t l = 0; l < labels.size(1); ++l)
+    columns.push_back(labels.size(1) == 1 ? "label" : "label_" + std::to_string(l));
+  for (int64_t c = 0; c < scores.size(1); ++c) columns.push_back("score_" + std::to_string(c));
+  const std::vector<double> values =
+      cat({labels.to(DType::Float64), scores.to(DType::Float64)}, 1).to_vector<double>();
+  const size_t width = columns.size() - 1;
+  train::CsvLog table(path, columns, std::chrono::hours(1));  // written whole at flush()
   for (int64_t i = 0; i < n; ++i) {
-    text += std::to_string(i);
-    for (int64_t l = 0; l < label_columns; ++l) {
-      std::snprintf(field, sizeof field, ",%.9g", label_values[static_cast<size_t>(i * label_columns + l)]);
-      text += field;
-    }
-    for (int64_t c = 0; c < columns; ++c) {
-      std::snprintf(field, sizeof field, ",%.9g",
-                    static_cast<double>(values[static_cast<size_t>(i * columns + c)]));
-      text += field;
-    }
-    text += "\n";
+    std::vector<std::pair<std::string, double>> row = {{"index", static_cast<double>(i)}};
+    for (size_t c = 0; c < width; ++c)
+      row.emplace_back(columns[c + 1], values[static_cast<size_t>(i) * width + c]);
+    table.add_row(row);
   }
-  return text;
+  table.flush();
 }
 
 }  // namespace
@@ -152,7 +145,7 @@ int run_predict(const std::vector<std::string>& args, std::ostream& out) {
   if (output.ends_with(".npy"))
     data::npy::save(scores.evaluation.scores, output);
   else
-    save_atomically(predictions_csv(scores.evaluation), output, "kiln predict");
+    write_predictions_csv(scores.evaluation, output);
   out << output << ": scores of " << scores.evaluation.scores.size(0) << " samples (" << split << " split)\n";
   return 0;
 }
