@@ -1,10 +1,9 @@
-// CsvLog (csv_log.h): the table kept as text, saved whole by save_atomically.
+// CsvLog (csv_log.h): the table kept as text in a PeriodicFile, saved whole and atomically.
 #include "train/csv_log.h"
 
 #include <cmath>
 #include <cstdio>
 
-#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace kiln::train {
@@ -30,25 +29,17 @@ std::string csv_field(const std::string& text) {
 }
 
 CsvLog::CsvLog(std::string path, std::vector<std::string> columns, std::chrono::milliseconds flush_interval)
-    : path_(std::move(path)), columns_(std::move(columns)), flush_interval_(flush_interval) {
-  KILN_CHECK(!columns_.empty(), "CsvLog: ", path_, " needs at least one column");
+    : columns_(std::move(columns)), file_(std::move(path), PeriodicFile::Mode::Replace, flush_interval, "CsvLog") {
+  KILN_CHECK(!columns_.empty(), "CsvLog: ", file_.path(), " needs at least one column");
+  std::string header;
   for (size_t i = 0; i < columns_.size(); ++i) {
     for (size_t j = 0; j < i; ++j)
       KILN_CHECK(columns_[i] != columns_[j], "CsvLog: the column '", columns_[i], "' is listed twice");
-    if (i > 0) text_ += ',';
-    text_ += csv_field(columns_[i]);
+    if (i > 0) header += ',';
+    header += csv_field(columns_[i]);
   }
-  text_ += "\n";
-  dirty_ = true;
+  file_.append(header + "\n");
   flush();
-}
-
-CsvLog::~CsvLog() {
-  try {
-    flush();
-  } catch (const Error&) {
-    // A destructor must not throw; the previous, complete file stays.
-  }
 }
 
 void CsvLog::add_row(const std::vector<std::pair<std::string, double>>& values) {
@@ -56,31 +47,26 @@ void CsvLog::add_row(const std::vector<std::pair<std::string, double>>& values) 
   for (const auto& [name, value] : values) {
     size_t c = 0;
     while (c < columns_.size() && columns_[c] != name) ++c;
-    KILN_CHECK(c < columns_.size(), "CsvLog: ", path_, " has no column '", name, "'");
+    KILN_CHECK(c < columns_.size(), "CsvLog: ", file_.path(), " has no column '", name, "'");
     fields[c] = number(value);
   }
+  std::string row;
   for (size_t c = 0; c < fields.size(); ++c) {
-    if (c > 0) text_ += ',';
-    text_ += fields[c];
+    if (c > 0) row += ',';
+    row += fields[c];
   }
-  text_ += "\n";
-  dirty_ = true;
-  if (std::chrono::steady_clock::now() - last_flush_ >= flush_interval_) flush();
+  file_.append(row + "\n");
+  file_.save_if_due();
 }
 
 void CsvLog::restore(const std::string& text) {
-  const std::string header = text_.substr(0, text_.find('\n') + 1);
-  KILN_CHECK(text.starts_with(header), "CsvLog: ", path_, ": the saved table's columns are not this log's");
-  text_ = text;
-  dirty_ = true;
+  const std::string& current = file_.text();
+  const std::string header = current.substr(0, current.find('\n') + 1);
+  KILN_CHECK(text.starts_with(header), "CsvLog: ", file_.path(), ": the saved table's columns are not this log's");
+  file_.replace(text);
   flush();
 }
 
-void CsvLog::flush() {
-  last_flush_ = std::chrono::steady_clock::now();
-  if (!dirty_) return;
-  save_atomically(text_, path_, "CsvLog");
-  dirty_ = false;
-}
+void CsvLog::flush() { file_.save(); }
 
 }  // namespace kiln::train

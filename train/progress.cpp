@@ -60,16 +60,16 @@ std::string format_progress(const Progress& p, int bar_width) {
 }
 
 ProgressBar::ProgressBar(std::ostream& out, bool terminal, std::chrono::milliseconds interval)
-    : out_(out), terminal_(terminal), interval_(interval) {}
+    : out_(out), terminal_(terminal), throttle_(terminal ? std::chrono::milliseconds(100) : interval) {}
 
 bool ProgressBar::is_terminal(std::FILE* stream) { return ::isatty(::fileno(stream)) == 1; }
 
 void ProgressBar::update(const Progress& progress) {
-  const auto now = std::chrono::steady_clock::now();
   const bool last = progress.steps > 0 && progress.step >= progress.steps;
-  const auto throttle = terminal_ ? std::chrono::milliseconds(100) : interval_;
-  if (!last && now - last_draw_ < throttle) return;
-  last_draw_ = now;
+  if (last)
+    throttle_.mark();
+  else if (!throttle_.due())
+    return;
   if (terminal_)
     out_ << "\r\033[K" << format_progress(progress) << (last ? "\n" : "") << std::flush;
   else

@@ -2,7 +2,8 @@
 // place (carriage return):
 //   epoch 3/100 [========>           ] 120/391  412.3 samples/s  loss 0.4321  lr 1.00e-03  ETA 0:41
 // elsewhere (CI, a log file) a plain line every `interval` and at the end of each epoch,
-// so logs stay readable. Redrawing is throttled to 10 per second on a terminal.
+// so logs stay readable. Redrawing is throttled to 10 per second on a terminal. The first
+// update always draws (Note [Never, not the clock's zero] in core/throttle.h).
 //
 //   ProgressBar bar(std::cout, /*terminal=*/ProgressBar::is_terminal(stdout));
 //   bar.update({.epoch = 3, .epochs = 100, .step = 120, .steps = 391, .samples_per_s = 412.3, .loss = 0.4321,
@@ -15,6 +16,8 @@
 #include <optional>
 #include <ostream>
 #include <string>
+
+#include "core/throttle.h"
 
 namespace kiln::train {
 
@@ -43,8 +46,7 @@ class ProgressBar {
  private:
   std::ostream& out_;
   bool terminal_;
-  std::chrono::milliseconds interval_;
-  std::chrono::steady_clock::time_point last_draw_{};
+  Throttle throttle_;
 };
 
 }  // namespace kiln::train

@@ -1,10 +1,9 @@
 // TensorBoardWriter (tensorboard.h): protobuf's wire format by hand, TFRecord framing, and
-// a buffered file (Note [Event files]).
+// a PeriodicFile appended to (Note [Event files]).
 #include "train/tensorboard.h"
 
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
 
@@ -97,42 +96,22 @@ TensorBoardWriter::TensorBoardWriter(const std::string& log_dir) {
   char host[256] = "localhost";
   ::gethostname(host, sizeof host - 1);
   const double started = now_seconds();
-  path_ = (std::filesystem::path(log_dir) /
-           ("events.out.tfevents." + std::to_string(static_cast<int64_t>(started)) + "." + host + "." +
-            std::to_string(::getpid()) + ".kiln"))
-              .string();
-  file_ = std::fopen(path_.c_str(), "ab");
-  KILN_CHECK(file_ != nullptr, "TensorBoardWriter: cannot open ", path_, ": ", std::strerror(errno));
-  last_flush_ = std::chrono::steady_clock::now();
-  write_record(file_version_event(started));
+  const std::string path =
+      (std::filesystem::path(log_dir) / ("events.out.tfevents." + std::to_string(static_cast<int64_t>(started)) +
+                                         "." + host + "." + std::to_string(::getpid()) + ".kiln"))
+          .string();
+  file_ = std::make_unique<PeriodicFile>(path, PeriodicFile::Mode::Append, kFlushInterval, "TensorBoardWriter");
+  file_->append(tfrecord(file_version_event(started)));
   flush();
-}
-
-TensorBoardWriter::~TensorBoardWriter() {
-  try {
-    flush();
-  } catch (const Error&) {
-    // A destructor must not throw; the last records are lost and the file says so by ending early.
-  }
-  std::fclose(file_);
 }
 
 void TensorBoardWriter::add_scalar(const std::string& tag, double value, int64_t step,
                                    std::optional<double> wall_time) {
   KILN_CHECK(!tag.empty(), "TensorBoardWriter: a scalar needs a tag");
-  write_record(scalar_event(tag, static_cast<float>(value), step, wall_time.value_or(now_seconds())));
-  if (std::chrono::steady_clock::now() - last_flush_ >= kFlushInterval) flush();
+  file_->append(tfrecord(scalar_event(tag, static_cast<float>(value), step, wall_time.value_or(now_seconds()))));
+  file_->save_if_due();
 }
 
-void TensorBoardWriter::write_record(const std::string& payload) { pending_ += tfrecord(payload); }
-
-void TensorBoardWriter::flush() {
-  last_flush_ = std::chrono::steady_clock::now();
-  if (pending_.empty()) return;
-  const size_t written = std::fwrite(pending_.data(), 1, pending_.size(), file_);
-  const bool ok = written == pending_.size() && std::fflush(file_) == 0;
-  pending_.clear();
-  KILN_CHECK(ok, "TensorBoardWriter: writing ", path_, " failed: ", std::strerror(errno));
-}
+void TensorBoardWriter::flush() { file_->save(); }
 
 }  // namespace kiln::train

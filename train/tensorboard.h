@@ -14,18 +14,20 @@
 // The first record is the file_version event "brain.Event:2". The file is named
 // events.out.tfevents.<seconds>.<host>.<pid>.kiln in the log folder, which TensorBoard scans.
 //
-// Records are buffered and written when flush() is called, two seconds after the last
-// write, and when the writer goes; a failed write is a kiln::Error naming the file.
+// Records are buffered and appended when flush() is called, at most every two seconds, and
+// when the writer goes (a PeriodicFile in Append mode, train/periodic_file.h); a failed
+// write is a kiln::Error naming the file.
 //
 //   TensorBoardWriter tb("runs/resnet18");
 //   tb.add_scalar("loss/train", loss, step);
 #pragma once
 
-#include <chrono>
 #include <cstdint>
-#include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
+
+#include "train/periodic_file.h"
 
 namespace kiln::train {
 
@@ -33,22 +35,15 @@ class TensorBoardWriter {
  public:
   // Creates `log_dir` (and its parents) if needed.
   explicit TensorBoardWriter(const std::string& log_dir);
-  ~TensorBoardWriter();
-  TensorBoardWriter(const TensorBoardWriter&) = delete;
-  TensorBoardWriter& operator=(const TensorBoardWriter&) = delete;
 
   // wall_time: seconds since the epoch (now when absent).
   void add_scalar(const std::string& tag, double value, int64_t step,
                   std::optional<double> wall_time = std::nullopt);
   void flush();
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return file_->path(); }
 
  private:
-  void write_record(const std::string& payload);
-  std::string path_;
-  std::FILE* file_ = nullptr;
-  std::string pending_;
-  std::chrono::steady_clock::time_point last_flush_;
+  std::unique_ptr<PeriodicFile> file_;
 };
 
 // The pieces (Note [Event files]), for tests and readers of the format.

@@ -1,6 +1,8 @@
 // The run's logs for people and programs: CsvLog (train/csv_log.h) writes the header at
 // once, complete rows with empty fields and "nan", quotes awkward names, refuses unknown
-// and repeated columns, and saves whole files; the progress line (train/progress.h) has
+// and repeated columns, and saves whole files, over PeriodicFile (train/periodic_file.h),
+// which saves at once the first time, then at most once per interval, whole or appended;
+// the progress line (train/progress.h) has
 // its exact layout, redraws in place on a terminal and prints plain lines elsewhere.
 #include <gtest/gtest.h>
 
@@ -10,6 +12,7 @@
 
 #include "tests/test_util.h"
 #include "train/csv_log.h"
+#include "train/periodic_file.h"
 #include "train/progress.h"
 
 namespace kiln {
@@ -53,6 +56,53 @@ TEST(CsvLog, RowsAreSavedByFlushOrWhenTheLogGoes) {
   }
   EXPECT_EQ(read_file(path), "step,loss\n1,2\n2,1\n");
   EXPECT_EQ(folder.entries(), std::vector<std::string>{"steps.csv"});  // no temporary file left
+}
+
+TEST(PeriodicFile, ReplaceSavesWholeAtOnceThenPerIntervalAndAtTheEnd) {
+  testing::TempFolder folder;
+  const std::string path = folder.file("table.csv");
+  {
+    train::PeriodicFile file(path, train::PeriodicFile::Mode::Replace, 1h, "test");
+    EXPECT_EQ(folder.entries(), std::vector<std::string>{});  // nothing written yet
+    file.append("a\n");
+    file.save_if_due();  // the first save is due at once, whatever the clock reads
+    EXPECT_EQ(read_file(path), "a\n");
+    file.append("1\n");
+    file.save_if_due();  // within the hour: kept in memory
+    EXPECT_EQ(read_file(path), "a\n");
+    EXPECT_EQ(file.text(), "a\n1\n");
+    file.replace("b\n2\n");
+    file.save();
+    EXPECT_EQ(read_file(path), "b\n2\n");
+    file.append("3\n");
+  }
+  EXPECT_EQ(read_file(path), "b\n2\n3\n");
+  EXPECT_EQ(folder.entries(), std::vector<std::string>{"table.csv"});
+}
+
+TEST(PeriodicFile, AppendAddsOnlyWhatIsNewAndIsNeverReplaced) {
+  testing::TempFolder folder;
+  const std::string path = folder.file("events");
+  {
+    train::PeriodicFile file(path, train::PeriodicFile::Mode::Append, 1h, "test");
+    EXPECT_EQ(read_file(path), "");  // created at once
+    file.append("one;");
+    file.save_if_due();
+    EXPECT_EQ(read_file(path), "one;");
+    file.append("two;");
+    file.save_if_due();
+    EXPECT_EQ(read_file(path), "one;");
+    EXPECT_EQ(file.text(), "two;");  // what is not saved yet
+    file.save();
+    EXPECT_EQ(read_file(path), "one;two;");
+    EXPECT_EQ(file.text(), "");
+    EXPECT_KILN_ERROR(file.replace("x"), "appended to, not replaced");
+    file.append("three;");
+  }
+  EXPECT_EQ(read_file(path), "one;two;three;");
+  EXPECT_KILN_ERROR(train::PeriodicFile(folder.file("no/such/folder/events"), train::PeriodicFile::Mode::Append,
+                                        1h, "TensorBoardWriter"),
+                    "TensorBoardWriter: cannot open");
 }
 
 TEST(Progress, TheLineAndHowItIsDrawn) {
