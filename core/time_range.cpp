@@ -13,8 +13,6 @@
 namespace kiln {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // A range's record with its events still unresolved.
 struct PendingRecord {
   TimeRangeRecord record;
@@ -32,7 +30,7 @@ std::atomic<uint64_t> g_next_id{1};
 
 struct Timeline::State {
   uint64_t id = g_next_id.fetch_add(1);
-  Clock::time_point start = Clock::now();
+  Stopwatch clock;  // the records' times are its readings
   std::mutex mutex;  // buffers, threads
   std::vector<std::shared_ptr<ThreadBuffer>> buffers;
   uint64_t threads = 0;
@@ -125,7 +123,7 @@ TimeRange::TimeRange(std::string name, std::optional<Device> device) {
   r.name = std::move(name);
   r.thread = slot.thread;
   r.depth = slot.depth++;
-  r.start_s = std::chrono::duration<double>(Clock::now() - open_->state->start).count();
+  r.start_s = open_->state->clock.seconds();
   if (device && !device->is_cpu()) {
     open_->pending.start_event = std::make_shared<Event>(/*enable_timing=*/true);
     open_->pending.start_event->record(Stream::current(*device));
@@ -137,7 +135,7 @@ TimeRange::~TimeRange() {
   if (t_slot.state_id == open_->state->id) --t_slot.depth;
   if (active() != open_->state) return;  // the timeline stopped while the range was open
   PendingRecord& p = open_->pending;
-  p.record.end_s = std::chrono::duration<double>(Clock::now() - open_->state->start).count();
+  p.record.end_s = open_->state->clock.seconds();
   if (p.start_event) {
     p.end_event = std::make_shared<Event>(/*enable_timing=*/true);
     p.end_event->record(Stream::current(*open_->device));

@@ -1,10 +1,12 @@
 // TimeRange and Timeline: where the time goes, as named, scoped ranges recorded per thread
 // (the trainer's bottleneck report is built on them; a trace exporter would read the same
-// records).
+// records); and Stopwatch, the clock they read. This is Kiln's one timing mechanism: the
+// trainer's epoch and run times and the loader's statistics are Stopwatch readings too.
 //
 //   Timeline timeline;                                  // collecting from now on
 //   { TimeRange range("forward"); model.forward(x); }   // on any thread
 //   std::vector<TimeRangeRecord> records = timeline.stop();
+//   Stopwatch watch;  ...  watch.seconds();           // seconds since it started
 //
 // - While no Timeline collects, a TimeRange costs one relaxed atomic load.
 // - While one does, a finished range appends {name, thread, depth, start, end} to its
@@ -26,6 +28,18 @@
 #include "core/stream.h"
 
 namespace kiln {
+
+// Seconds since construction (or restart()), on the monotonic clock (steady_clock) every
+// TimeRange record is measured with.
+class Stopwatch {
+ public:
+  Stopwatch() : start_(std::chrono::steady_clock::now()) {}
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  void restart() { start_ = std::chrono::steady_clock::now(); }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
 
 struct TimeRangeRecord {
   std::string name;

@@ -16,6 +16,12 @@
 
 namespace kiln::data {
 
+// The tensors every dataset of Kiln's names so: the input volume and its target (a class, a
+// set of labels, a value or a label map). Transforms act on kImage by default, and the
+// trainer takes these two from each batch.
+inline constexpr const char* kImage = "image";
+inline constexpr const char* kLabel = "label";
+
 // tensors[name], or an error "<what> has no tensor '<name>' (it has: ...)".
 const Tensor& tensor_named(const std::map<std::string, Tensor>& tensors, const std::string& name,
                            const char* what);

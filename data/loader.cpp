@@ -10,17 +10,9 @@
 #include "core/backend.h"  // cuda_is_available
 #include "core/error.h"
 #include "core/ops.h"
+#include "core/time_range.h"
 
 namespace kiln::data {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-}  // namespace
 
 const Tensor& Batch::at(const std::string& name) const { return tensor_named(tensors, name, "batch"); }
 
@@ -122,7 +114,7 @@ LoaderStats DataLoader::stats() const {
 }
 
 Batch DataLoader::load_batch(int64_t batch, const std::vector<int64_t>& indices, int64_t epoch) const {
-  const Clock::time_point start = Clock::now();
+  const Stopwatch loading;
   std::vector<Sample> samples;
   for (int64_t index : indices) {
     try {
@@ -137,7 +129,8 @@ Batch DataLoader::load_batch(int64_t batch, const std::vector<int64_t>& indices,
                  e.what());
     }
   }
-  const Clock::time_point collate_start = Clock::now();
+  const double load_seconds = loading.seconds();
+  const Stopwatch collating;
   Batch out;
   try {
     out = options_.collate ? options_.collate(std::move(samples), indices)
@@ -146,8 +139,8 @@ Batch DataLoader::load_batch(int64_t batch, const std::vector<int64_t>& indices,
     KILN_CHECK(false, "DataLoader: batch ", batch, " of ", dataset_->name(), ": ", e.what());
   }
   const std::lock_guard lock(state_->mutex);
-  state_->stats.load_seconds += std::chrono::duration<double>(collate_start - start).count();
-  state_->stats.collate_seconds += seconds_since(collate_start);
+  state_->stats.load_seconds += load_seconds;
+  state_->stats.collate_seconds += collating.seconds();
   return out;
 }
 
@@ -251,7 +244,7 @@ std::optional<Batch> DataLoader::next_batch() {
     return state_->initialized == options_.num_workers &&
            (state_->slots.count(batch) > 0 || !state_->worker_init_error.empty());
   };
-  const Clock::time_point start = Clock::now();
+  const Stopwatch waiting;
   if (options_.timeout > 0) {
     const bool arrived =
         state_->batch_ready.wait_for(lock, std::chrono::duration<double>(options_.timeout), ready);
@@ -260,7 +253,7 @@ std::optional<Batch> DataLoader::next_batch() {
   } else {
     state_->batch_ready.wait(lock, ready);
   }
-  state_->stats.wait_seconds += seconds_since(start);
+  state_->stats.wait_seconds += waiting.seconds();
   KILN_CHECK(state_->worker_init_error.empty(), state_->worker_init_error);
   Slot slot = std::move(state_->slots[batch]);
   state_->slots.erase(batch);

@@ -167,7 +167,7 @@ MedMnist3d::MedMnist3d(std::string_view flag, Split split, const MedMnistOptions
 
 Sample MedMnist3d::get(int64_t index) const {
   check_index(index);
-  return {.tensors = {{"image", images_.select(0, index).unsqueeze(0)}, {"label", labels_.select(0, index)}},
+  return {.tensors = {{kImage, images_.select(0, index).unsqueeze(0)}, {kLabel, labels_.select(0, index)}},
           .metadata = {}};
 }
 

@@ -18,6 +18,7 @@
 #include "core/checked_math.h"
 #include "core/error.h"
 #include "core/ops.h"
+#include "data/deflate.h"
 #include "data/transform_util.h"  // flip
 #include "data/zip.h"             // kMaxDeflateRatio
 
@@ -409,6 +410,82 @@ Volume read(const std::string& path, ReadOptions options) {
   }
   if (options.reorient_to_ras) reorient(volume.data, volume.header, path);
   return volume;
+}
+
+// ---- writing -------------------------------------------------------------------------------
+
+namespace {
+
+// The stored type of a tensor written as it is (floating types Kiln computes in but NIfTI
+// does not store as float32).
+std::pair<int, DType> written_type(DType dtype) {
+  switch (dtype) {
+    case DType::UInt8:
+    case DType::Bool: return {DT_UINT8, DType::UInt8};
+    case DType::Int32: return {DT_INT32, DType::Int32};
+    case DType::Int64: return {DT_INT64, DType::Int64};
+    case DType::Float64: return {DT_FLOAT64, DType::Float64};
+    default: return {DT_FLOAT32, DType::Float32};
+  }
+}
+
+// The 348-byte NIfTI-1 header, built by the library from an image description.
+std::string header_bytes(const std::string& path, const std::vector<int64_t>& sizes, int datatype,
+                         const WriteOptions& options) {
+  std::array<int64_t, 8> dims{static_cast<int64_t>(sizes.size()), 1, 1, 1, 1, 1, 1, 1};
+  for (size_t d = 0; d < sizes.size(); ++d) dims[d + 1] = sizes[d];
+  const Image image(nifti_make_new_nim(dims.data(), datatype, 0));
+  KILN_CHECK(image != nullptr, "nifti::write ", path, ": the library could not describe the image");
+  nifti_dmat44 affine{};
+  for (size_t r = 0; r < 4; ++r) {
+    for (size_t c = 0; c < 4; ++c) {
+      KILN_CHECK(std::isfinite(options.affine[r][c]), "nifti::write ", path, ": the affine is not finite");
+      affine.m[r][c] = options.affine[r][c];
+    }
+  }
+  double spacing[3];
+  for (size_t c = 0; c < 3; ++c) {
+    spacing[c] = std::hypot(options.affine[0][c], options.affine[1][c], options.affine[2][c]);
+    KILN_CHECK(spacing[c] > 0, "nifti::write ", path, ": the affine's voxel axis ", c, " has length 0");
+  }
+  image->dx = image->pixdim[1] = spacing[0];
+  image->dy = image->pixdim[2] = spacing[1];
+  image->dz = image->pixdim[3] = spacing[2];
+  image->xyz_units = NIFTI_UNITS_MM;
+  image->sform_code = image->qform_code = NIFTI_XFORM_SCANNER_ANAT;
+  image->sto_xyz = affine;
+  nifti_dmat44_to_quatern(affine, &image->quatern_b, &image->quatern_c, &image->quatern_d, &image->qoffset_x,
+                          &image->qoffset_y, &image->qoffset_z, nullptr, nullptr, nullptr, &image->qfac);
+  image->nifti_type = NIFTI_FTYPE_NIFTI1_1;
+  image->iname_offset = 352;  // the header and the 4 bytes saying no extensions follow
+  std::snprintf(image->descrip, sizeof image->descrip, "%s", options.description.c_str());
+  nifti_1_header header{};
+  KILN_CHECK(nifti_convert_nim2n1hdr(image.get(), &header) == 0, "nifti::write ", path,
+             ": the image does not fit a NIfTI-1 header (a size above 32767?)");
+  std::string bytes(reinterpret_cast<const char*>(&header), sizeof header);
+  bytes.append(4, '\0');
+  return bytes;
+}
+
+}  // namespace
+
+SaveStatus write(const std::string& path, const Tensor& data, const WriteOptions& options) {
+  KILN_CHECK(path.ends_with(".nii") || path.ends_with(".nii.gz"), "nifti::write ", path,
+             ": the file must end in .nii or .nii.gz");
+  KILN_CHECK(data.dim() == 3 || data.dim() == 4, "nifti::write ", path,
+             ": a volume is [X, Y, Z] or [C, X, Y, Z], got shape ", data.sizes());
+  const Tensor volume = data.dim() == 3 ? data.unsqueeze(0) : data;
+  for (const int64_t size : volume.sizes())
+    KILN_CHECK(size >= 1 && size <= 32767, "nifti::write ", path, ": NIfTI-1 sizes are 1 to 32767, got ", volume.sizes());
+  const auto [datatype, stored] = written_type(volume.dtype());
+  std::vector<int64_t> sizes = {volume.size(1), volume.size(2), volume.size(3)};
+  if (volume.size(0) > 1) sizes.push_back(volume.size(0));
+  std::string bytes = header_bytes(path, sizes, datatype, options);
+  // i fastest in the file: [C, X, Y, Z] as [C, Z, Y, X] in memory.
+  const Tensor ordered = volume.to(Device::cpu(), stored).permute({0, 3, 2, 1}).contiguous();
+  bytes.append(static_cast<const char*>(ordered.data_ptr()), static_cast<size_t>(ordered.numel()) * itemsize(stored));
+  if (path.ends_with(".gz")) bytes = deflated(bytes, DeflateWrapper::Gzip);
+  return save_atomically(bytes, path, "nifti::write");
 }
 
 }  // namespace kiln::data::nifti

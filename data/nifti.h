@@ -1,10 +1,12 @@
 // NIfTI-1 and NIfTI-2 volumes (.nii, .nii.gz): medical scans with their geometry, read
 // through the NIfTI reference library (nifti_clib, Debian's libnifti2-dev), not a parser
-// of our own.
+// of our own; and written (NIfTI-1, the header built by the library, the file saved
+// atomically).
 //
 //   const data::nifti::Volume scan = data::nifti::read("ct.nii.gz", {.reorient_to_ras = true});
 //   scan.data      // [C, X, Y, Z] float32, scl_slope/scl_inter applied; C = the 4th dim (1 for 3D)
 //   scan.header    // dims, spacing, the voxel-to-world affine and its source, orientation
+//   data::nifti::write("out.nii.gz", scan.data, {.affine = scan.header.affine});
 //
 // Layout: NIfTI stores i (x) fastest. Voxel (i, j, k) of channel c is data[c][i][j][k],
 // so the tensor's spatial axes 0, 1, 2 are the file's i, j, k, and its dims 1-3 the
@@ -31,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/tensor.h"
 
 namespace kiln::data::nifti {
@@ -80,5 +83,18 @@ struct Orientation {
   std::array<bool, 3> flip;
 };
 Orientation orientation_of(const std::array<std::array<double, 4>, 4>& affine);
+
+struct WriteOptions {
+  // Voxel (i, j, k, 1) to world (x, y, z, 1), stored as the sform and the qform (code 1,
+  // scanner anatomical); the spacing (pixdim) is its columns' lengths, in mm.
+  std::array<std::array<double, 4>, 4> affine{{{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}}};
+  std::string description = "";  // descrip: at most 79 bytes
+};
+
+// Writes `data`, [X, Y, Z] or [C, X, Y, Z] (C in the 4th dim, as read() reads it), as a
+// NIfTI-1 file: .nii, or .nii.gz (gzip). Stored as uint8, int32, int64, float32 or float64
+// as the dtype is (Bool as uint8, float16 and bfloat16 as float32), without scaling. The
+// file is written atomically (core/atomic_file.h); errors name it.
+SaveStatus write(const std::string& path, const Tensor& data, const WriteOptions& options = {});
 
 }  // namespace kiln::data::nifti

@@ -5,10 +5,13 @@
 #include <exception>
 #include <utility>
 
+#include "core/time_range.h"
+
 namespace kiln::data {
 
-DevicePrefetcher::DevicePrefetcher(DataLoader& loader, Device device) : loader_(loader), device_(device) {
-  if (!device.is_cpu()) copy_stream_ = Stream::create(device);
+DevicePrefetcher::DevicePrefetcher(DataLoader& loader, Device device, PrefetchMode mode)
+    : loader_(loader), device_(device), mode_(mode) {
+  if (!device.is_cpu() && mode == PrefetchMode::CopyStream) copy_stream_ = Stream::create(device);
 }
 
 DevicePrefetcher::Epoch DevicePrefetcher::epoch(int64_t epoch, int64_t first_batch) {
@@ -76,8 +79,24 @@ void DevicePrefetcher::Epoch::fetch_next() {
   ahead_ = std::move(flight);
 }
 
+// Note [Batch ranges]: the copies of PrefetchMode::None follow the data range, not inside it
+// (the report counts a nested range as its enclosing phase).
 std::optional<Batch> DevicePrefetcher::Epoch::next() {
-  if (!prefetcher_->copy_stream_) return loader_epoch_.next();  // the CPU: a pass-through
+  std::optional<Batch> batch;
+  {
+    const TimeRange range(kDataRange);
+    batch = prefetcher_->copy_stream_ ? hand_over_ahead() : loader_epoch_.next();  // the CPU: a pass-through
+  }
+  if (batch && !prefetcher_->copy_stream_ && !prefetcher_->device_.is_cpu()) copy_when_taken(*batch);
+  return batch;
+}
+
+void DevicePrefetcher::Epoch::copy_when_taken(Batch& batch) {
+  const TimeRange range(kCopyRange, prefetcher_->device_);
+  for (auto& [name, tensor] : batch.tensors) tensor = tensor.to(prefetcher_->device_, tensor.is_pinned());
+}
+
+std::optional<Batch> DevicePrefetcher::Epoch::hand_over_ahead() {
   if (following_error_) std::rethrow_exception(std::exchange(following_error_, nullptr));
   if (!ahead_ && !exhausted_) fetch_next();  // the first batch, or the one after an error
   if (!ahead_) return std::nullopt;

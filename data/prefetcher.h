@@ -19,6 +19,15 @@
 // holds a block read by an asynchronous copy until the copy's event.
 // On the CPU (device cpu) the prefetcher passes the loader's batches through.
 //
+// PrefetchMode::None (the trainer's --device-prefetch=false, the guides' baseline) copies
+// each batch when it is taken instead, on the consumer's stream (asynchronously when the
+// loader pinned it), so no copy overlaps the previous step.
+//
+// Note [Batch ranges]: an epoch's next() is the training loop's "data" phase: it runs in a
+// TimeRange named kDataRange (core/time_range.h); the copies of PrefetchMode::None run in
+// one named kCopyRange, timed on the device. The trainer's bottleneck report reads its
+// phases "data" and "copy" from these (train/bottleneck.h).
+//
 // Note [Copy waits]: whether the device ever waited for a copy is measured, not assumed.
 // At each hand-over a timing event is recorded on the consumer's stream just before its
 // wait; the copy's own end event is recorded on the copy stream. If the copy ended after
@@ -38,16 +47,27 @@
 
 namespace kiln::data {
 
+// Note [Batch ranges].
+inline constexpr const char* kDataRange = "data";
+inline constexpr const char* kCopyRange = "copy";
+
+enum class PrefetchMode : uint8_t {
+  CopyStream,  // batch i+1 copied on the prefetcher's stream while batch i is used
+  None,        // each batch copied on the consumer's stream when it is taken
+};
+
 class DevicePrefetcher {
  public:
   class Epoch;
   // `loader` must outlive the prefetcher.
-  DevicePrefetcher(DataLoader& loader, Device device);
+  DevicePrefetcher(DataLoader& loader, Device device, PrefetchMode mode = PrefetchMode::CopyStream);
 
   // The batches of epoch `epoch` from batch `first_batch` on (DataLoader::epoch), on the
   // device (one Epoch at a time).
   Epoch epoch(int64_t epoch, int64_t first_batch = 0);
   Device device() const { return device_; }
+  // The loader's batches per epoch.
+  int64_t size() const { return loader_.size(); }
   // The loader's statistics of the last (or current) epoch, with the device time of its
   // copies and of the consumer's waits for them (Note [Loader statistics], Note [Copy
   // waits]; over the batches handed over so far, waiting for their events).
@@ -90,6 +110,11 @@ class DevicePrefetcher {
     Epoch(DevicePrefetcher* prefetcher, DataLoader::Epoch loader_epoch);
     // Takes the loader's next batch and queues its copies (ahead_), or marks the end.
     void fetch_next();
+    // CopyStream: the batch copied ahead, ready for the consumer's stream, and the next
+    // one's copies queued.
+    std::optional<Batch> hand_over_ahead();
+    // None: the batch copied now, on the consumer's stream.
+    void copy_when_taken(Batch& batch);
 
     DevicePrefetcher* prefetcher_;
     DataLoader::Epoch loader_epoch_;
@@ -101,7 +126,8 @@ class DevicePrefetcher {
  private:
   DataLoader& loader_;
   Device device_;
-  std::optional<Stream> copy_stream_;                // set for a device with queues
+  PrefetchMode mode_;
+  std::optional<Stream> copy_stream_;                // CopyStream on a device with queues
   std::deque<CopyTiming> pending_;                   // handed over, events not yet folded in
   double copy_seconds_ = 0, copy_wait_seconds_ = 0;  // folded in, this epoch
 };

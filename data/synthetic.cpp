@@ -58,8 +58,8 @@ Sample SyntheticShapes::get(int64_t index) const {
       }
     }
   }
-  return {.tensors = {{"image", tensor(values, {1, side, side, side})},
-                      {"label", full({}, label, {.dtype = DType::Int64})}},
+  return {.tensors = {{kImage, tensor(values, {1, side, side, side})},
+                      {kLabel, full({}, label, {.dtype = DType::Int64})}},
           .metadata = {}};
 }
 

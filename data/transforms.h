@@ -51,7 +51,7 @@ class Compose final : public Transform {
 // x -> float32(x) * scale (MedMNIST divides its uint8 volumes by 255).
 class ToFloat final : public Transform {
  public:
-  explicit ToFloat(double scale = 1.0, Keys keys = {"image"});
+  explicit ToFloat(double scale = 1.0, Keys keys = {kImage});
   void apply(Sample& sample, Generator& generator) const override;
   std::string name() const override { return "ToFloat"; }
 
@@ -67,10 +67,10 @@ class ToFloat final : public Transform {
 class Normalize final : public Transform {
  public:
   enum class Mode { ZScore, MinMax, Window };
-  static Normalize zscore(Keys keys = {"image"});
-  static Normalize zscore(double mean, double std, Keys keys = {"image"});
-  static Normalize min_max(Keys keys = {"image"});
-  static Normalize window(double low, double high, Keys keys = {"image"});
+  static Normalize zscore(Keys keys = {kImage});
+  static Normalize zscore(double mean, double std, Keys keys = {kImage});
+  static Normalize min_max(Keys keys = {kImage});
+  static Normalize window(double low, double high, Keys keys = {kImage});
   void apply(Sample& sample, Generator& generator) const override;
   std::string name() const override { return "Normalize"; }
 
@@ -85,7 +85,7 @@ class Normalize final : public Transform {
 // Flips each spatial axis in `axes` with probability p, independently.
 class RandomFlip final : public Transform {
  public:
-  explicit RandomFlip(std::vector<int> axes = {0, 1, 2}, double p = 0.5, Keys keys = {"image"});
+  explicit RandomFlip(std::vector<int> axes = {0, 1, 2}, double p = 0.5, Keys keys = {kImage});
   void apply(Sample& sample, Generator& generator) const override;
   std::string name() const override { return "RandomFlip"; }
 
@@ -100,7 +100,7 @@ class RandomFlip final : public Transform {
 class RandomRotate90 final : public Transform {
  public:
   explicit RandomRotate90(std::array<int, 2> plane = {1, 2}, std::vector<int> ks = {0, 1, 2, 3},
-                          Keys keys = {"image"});
+                          Keys keys = {kImage});
   void apply(Sample& sample, Generator& generator) const override;
   std::string name() const override { return "RandomRotate90"; }
 
@@ -114,7 +114,7 @@ class RandomRotate90 final : public Transform {
 // is an error naming both shapes.
 class CenterCrop final : public Transform {
  public:
-  explicit CenterCrop(std::array<int64_t, 3> size, Keys keys = {"image"});
+  explicit CenterCrop(std::array<int64_t, 3> size, Keys keys = {kImage});
   void apply(Sample& sample, Generator& generator) const override;
   std::string name() const override { return "CenterCrop"; }
 
@@ -125,7 +125,7 @@ class CenterCrop final : public Transform {
 
 class RandomCrop final : public Transform {
  public:
-  explicit RandomCrop(std::array<int64_t, 3> size, Keys keys = {"image"});
+  explicit RandomCrop(std::array<int64_t, 3> size, Keys keys = {kImage});
   void apply(Sample& sample, Generator& generator) const override;
   std::string name() const override { return "RandomCrop"; }
 
@@ -138,7 +138,7 @@ class RandomCrop final : public Transform {
 // odd voxel after), as MONAI's SpatialPad.
 class Pad final : public Transform {
  public:
-  explicit Pad(std::array<int64_t, 3> size, double value = 0, Keys keys = {"image"});
+  explicit Pad(std::array<int64_t, 3> size, double value = 0, Keys keys = {kImage});
   void apply(Sample& sample, Generator& generator) const override;
   std::string name() const override { return "Pad"; }
 
@@ -153,7 +153,7 @@ class Pad final : public Transform {
 // classes and dtype).
 class Resize final : public Transform {
  public:
-  explicit Resize(std::array<int64_t, 3> size, Keys keys = {"image"}, Keys nearest_keys = {});
+  explicit Resize(std::array<int64_t, 3> size, Keys keys = {kImage}, Keys nearest_keys = {});
   void apply(Sample& sample, Generator& generator) const override;
   std::string name() const override { return "Resize"; }
 
@@ -175,7 +175,7 @@ class RandomAffine final : public Transform {
     std::array<double, 3> scale_range{0, 0, 0};      // relative
     std::array<double, 3> translate_range{0, 0, 0};  // voxels
     double p = 1.0;
-    Keys keys = {"image"};
+    Keys keys = {kImage};
     Keys nearest_keys = {};
   };
   explicit RandomAffine(Options options);
@@ -209,7 +209,7 @@ class RandomIntensity : public Transform {
 // x * s, s ~ U[low, high).
 class RandomIntensityScale final : public RandomIntensity {
  public:
-  RandomIntensityScale(double low, double high, Keys keys = {"image"});
+  RandomIntensityScale(double low, double high, Keys keys = {kImage});
 
  private:
   Tensor change(const Tensor& x, double s) const override;
@@ -218,7 +218,7 @@ class RandomIntensityScale final : public RandomIntensity {
 // x + t, t ~ U[low, high).
 class RandomIntensityShift final : public RandomIntensity {
  public:
-  RandomIntensityShift(double low, double high, Keys keys = {"image"});
+  RandomIntensityShift(double low, double high, Keys keys = {kImage});
 
  private:
   Tensor change(const Tensor& x, double t) const override;
@@ -227,7 +227,7 @@ class RandomIntensityShift final : public RandomIntensity {
 // With probability p, x + N(0, std^2) per voxel.
 class RandomGaussianNoise final : public Transform {
  public:
-  explicit RandomGaussianNoise(double std, double p = 1.0, Keys keys = {"image"});
+  explicit RandomGaussianNoise(double std, double p = 1.0, Keys keys = {kImage});
   void apply(Sample& sample, Generator& generator) const override;
   std::string name() const override { return "RandomGaussianNoise"; }
 
@@ -240,7 +240,7 @@ class RandomGaussianNoise final : public Transform {
 // min, min and max the sample's (MONAI's RandAdjustContrast); a constant volume is kept.
 class RandomGamma final : public Transform {
  public:
-  RandomGamma(double low, double high, Keys keys = {"image"});
+  RandomGamma(double low, double high, Keys keys = {kImage});
   void apply(Sample& sample, Generator& generator) const override;
   std::string name() const override { return "RandomGamma"; }
 
@@ -253,7 +253,7 @@ class RandomGamma final : public Transform {
 // u ~ U[0, 1), evaluation volumes times 0.5.
 class MedMnistShapeTransform final : public Transform {
  public:
-  explicit MedMnistShapeTransform(bool train, Keys keys = {"image"});
+  explicit MedMnistShapeTransform(bool train, Keys keys = {kImage});
   void apply(Sample& sample, Generator& generator) const override;
   std::string name() const override {
     return train_ ? "MedMnistShapeTransform(train)" : "MedMnistShapeTransform(eval)";

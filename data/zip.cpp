@@ -13,6 +13,7 @@
 
 #include "core/checked_math.h"
 #include "core/error.h"
+#include "data/deflate.h"
 
 namespace kiln::data::zip {
 namespace {
@@ -337,26 +338,6 @@ std::vector<uint8_t> Archive::read_prefix(const Entry& entry, int64_t n) const {
 
 // ---- writing -------------------------------------------------------------------------------
 
-namespace {
-
-std::string deflated(std::string_view bytes) {
-  z_stream stream{};
-  KILN_ASSERT(deflateInit2(&stream, 6, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK,
-              "zlib: deflateInit2");
-  std::string out(deflateBound(&stream, static_cast<uLong>(bytes.size())), '\0');
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-  stream.avail_in = static_cast<uInt>(bytes.size());
-  stream.next_out = reinterpret_cast<Bytef*>(out.data());
-  stream.avail_out = static_cast<uInt>(out.size());
-  const int status = deflate(&stream, Z_FINISH);
-  out.resize(stream.total_out);
-  deflateEnd(&stream);
-  KILN_ASSERT(status == Z_STREAM_END, "zlib: deflate returned ", status);
-  return out;
-}
-
-}  // namespace
-
 std::string write_archive(const std::vector<NewMember>& members, bool compress, bool force_zip64) {
   std::string out, directory;
   constexpr uint16_t kDosDate = (0 << 9) | (1 << 5) | 1;  // 1980-01-01
@@ -364,7 +345,7 @@ std::string write_archive(const std::vector<NewMember>& members, bool compress, 
     KILN_CHECK(member.bytes.size() < (uint64_t{1} << 32), "zip: member '", member.name,
                "' is 4 GiB or more; one deflate call here takes less (split the array)");
     KILN_CHECK(member.name.size() <= 0xffff, "zip: member name of ", member.name.size(), " bytes");
-    const std::string data = compress ? deflated(member.bytes) : std::string(member.bytes);
+    const std::string data = compress ? deflated(member.bytes, DeflateWrapper::Raw) : std::string(member.bytes);
     const uint32_t crc =
         static_cast<uint32_t>(crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(member.bytes.data()),
                                     static_cast<uInt>(member.bytes.size())));

@@ -16,18 +16,18 @@ namespace {
 
 void bind_field(CLI::App& app, const train::ConfigField& field, train::TrainConfig& config) {
   const std::string flag = std::string("--") + field.name;
+  // A choice's names come from its table (train/choices.h), never from the help text.
+  const std::string help = field.choices ? std::string(field.help) + " (" + field.choices() + ")" : field.help;
   CLI::Option* option = std::visit(
       [&](auto member) -> CLI::Option* {
         auto& value = config.*member;
         using T = std::remove_cvref_t<decltype(value)>;
         if constexpr (std::is_same_v<T, bool>) {
-          return app.add_flag(
-              flag, value,
-              std::string(field.help) + (value ? " (on; " + flag + "=false turns it off)" : " (off)"));
+          return app.add_flag(flag, value, help + (value ? " (on; " + flag + "=false turns it off)" : " (off)"));
         } else if constexpr (std::is_same_v<T, std::vector<double>>) {
-          return app.add_option(flag, value, field.help)->delimiter(',');
+          return app.add_option(flag, value, help)->delimiter(',');
         } else {  // given twice, the last one counts (as argparse)
-          return app.add_option(flag, value, field.help)
+          return app.add_option(flag, value, help)
               ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
         }
       },

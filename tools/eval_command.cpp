@@ -15,12 +15,12 @@
 #include "data/loader.h"
 #include "data/medmnist.h"
 #include "data/npy.h"
+#include "data/prefetcher.h"
 #include "nn/load_report.h"
 #include "nn/module.h"
 #include "tools/cli.h"
 #include "tools/config_options.h"
 #include "train/csv_log.h"
-#include "train/device_batches.h"
 #include "train/evaluate.h"
 #include "train/model_setup.h"
 #include "train/trainer.h"
@@ -53,7 +53,7 @@ bool parse(const std::vector<std::string>& args, ConfigCommand command, std::str
 
 SplitScores score_split(const std::string& weights, const std::string& split,
                         const train::TrainConfig& config) {
-  train::validate(config);
+  const train::Choices choices = train::validate(config);
   SplitScores result{.data = train::make_train_data(config), .evaluation = {}};
   const data::Split which = data::split_from_name(split);
   const std::shared_ptr<const data::Dataset> dataset = which == data::Split::Train ? result.data.train
@@ -79,11 +79,11 @@ SplitScores score_split(const std::string& weights, const std::string& split,
                                     .num_workers = config.workers,
                                     .pin_memory = config.pin_memory && device.is_cuda(),
                                     .transform = result.data.eval_transform});
-  train::DeviceBatches batches(loader, device, config.device_prefetch);
-  const train::Objective objective(config, result.data.task, result.data.classes, {}, device);
-  const DType low = config.amp_dtype == "bf16" ? DType::BFloat16 : DType::Float16;
-  const train::OptLevel level = train::parse_opt_level(config.amp);
-  const train::AmpProperties amp = train::amp_properties(level, low);
+  data::DevicePrefetcher batches(
+      loader, device, config.device_prefetch ? data::PrefetchMode::CopyStream : data::PrefetchMode::None);
+  const train::Objective objective(train::LossSettings::of(config, choices.loss), result.data.task,
+                                   result.data.classes, {}, device);
+  const train::AmpProperties amp = train::amp_properties(choices.amp, train::to_dtype(choices.amp_dtype));
   train::amp_cast_model(*model, amp);
   result.evaluation = train::evaluate_split(*model, batches, objective, amp, result.data.task);
   return result;

@@ -57,16 +57,16 @@ std::vector<double> test_metrics(const json::Value& summary, const std::string& 
 }
 
 // One run, or its earlier summary.
-std::vector<double> run_or_reuse(train::TrainConfig config, std::ostream& out) {
-  const std::string summary_path = (fs::path(config.out) / "summary.json").string();
+std::vector<double> run_or_reuse(train::RunContext run, std::ostream& out) {
+  const std::string summary_path = run.folder.path(train::RunFile::Summary);
   if (fs::exists(summary_path)) {
-    out << config.out << ": done before, its summary.json is used\n";
+    out << run.folder.root() << ": done before, its summary.json is used\n";
     return test_metrics(json::parse_file(summary_path), summary_path);
   }
-  config.resume = "auto";  // continues a run stopped part-way; starts one otherwise
-  out << "== " << config.dataset << ", seed " << config.seed << " -> " << config.out << "\n";
+  const train::TrainConfig config = run.config;
+  out << "== " << config.dataset << ", seed " << config.seed << " -> " << run.folder.root() << "\n";
   const train::TrainData data = train::make_train_data(config);
-  train::Trainer trainer(config, data, train::make_model(config, data).model, {.out = &out});
+  train::Trainer trainer(std::move(run), data, train::make_model(config, data).model, {.out = &out});
   const train::RunSummary summary = trainer.fit();
   out << train::format_summary(summary);
   return test_metrics(to_json(summary, config), summary_path);
@@ -153,17 +153,24 @@ int run_reproduce(const std::vector<std::string>& args, std::ostream& out) {
   if (seed_count < 1) throw UsageError("--seeds must be at least 1");
   const std::vector<std::string> flags = dataset_flags(datasets);
   const std::string base = config.out.empty() ? "runs/reproduce-" + args[0] : config.out;
-  std::vector<std::vector<std::vector<double>>> metrics;
+  // Every run's context first, so that a setting one of them cannot take stops them all
+  // before the first trains.
+  std::vector<std::vector<train::RunContext>> runs;
   for (const std::string& flag : flags) {
-    metrics.emplace_back();
+    runs.emplace_back();
     for (int64_t seed = 0; seed < seed_count; ++seed) {
       train::TrainConfig run = config;
       run.dataset = flag;
       run.seed = seed;
       run.out = (fs::path(base) / (flag + "-seed" + std::to_string(seed))).string();
-      train::validate(run);
-      metrics.back().push_back(run_or_reuse(run, out));
+      run.resume = "auto";  // continues a run stopped part-way; starts one otherwise
+      runs.back().push_back(train::resolve_run(std::move(run)));
     }
+  }
+  std::vector<std::vector<std::vector<double>>> metrics;
+  for (std::vector<train::RunContext>& dataset_runs : runs) {
+    metrics.emplace_back();
+    for (train::RunContext& run : dataset_runs) metrics.back().push_back(run_or_reuse(std::move(run), out));
   }
   out << "\ntest split, " << seed_count << " seed" << (seed_count > 1 ? "s" : "") << " (mean±sd), recipe "
       << args[0] << ":\n"

@@ -23,15 +23,12 @@ int run_train(const std::vector<std::string>& args, std::ostream& all_ranks_out)
           "Train a 3D classifier: MedMNIST 3D or synthetic volumes, ResNet or DenseNet, every speed "
           "technique a flag; logs, checkpoints and a report of where the time goes."};
   if (!parse_config_command(args, command, config, all_ranks_out)) return 0;
-  train::validate(config);
+  train::RunContext run = train::resolve_run(config);
   // In a --ddp run rank 0 speaks for all (the others' lines would repeat it).
-  const train::DistributedRun distributed = train::join_distributed(config);
-  std::ostream silent(nullptr);
-  std::ostream& out = distributed.writes() ? all_ranks_out : silent;
+  std::ostream& out = run.distributed.writes() ? all_ranks_out : train::null_stream();
   const bool profile = config.profile_steps > 0;
   if (!profile) {
-    out << "configuration (saved as " << train::run_folder(config) << "/config.json):\n"
-        << format_config(config);
+    out << "configuration (saved as " << run.folder.path(train::RunFile::Config) << "):\n" << format_config(config);
   }
   const train::TrainData data = train::make_train_data(config);
   const train::ModelSetup setup = train::make_model(config, data);
@@ -43,7 +40,7 @@ int run_train(const std::vector<std::string>& args, std::ostream& all_ranks_out)
       out << "pretrained weights from " << config.pretrained << ":\n" << setup.load_report;
   }
   train::Trainer trainer(
-      config, data, setup.model,
+      std::move(run), data, setup.model,
       {.out = &out, .terminal = &out == &std::cout && train::ProgressBar::is_terminal(stdout)});
   if (!profile) out << "device: " << trainer.device().str() << "\n";
   const train::RunSummary summary = trainer.fit();

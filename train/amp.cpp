@@ -9,6 +9,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/error.h"
 #include "nn/mixed_precision.h"
+#include "train/choices.h"
 
 namespace kiln::train {
 
@@ -28,15 +29,7 @@ OptLevel parse_opt_level(std::string_view name) {
   return OptLevel::O0;
 }
 
-const char* name(OptLevel level) {
-  switch (level) {
-    case OptLevel::O0: return "O0";
-    case OptLevel::O1: return "O1";
-    case OptLevel::O2: return "O2";
-    case OptLevel::O3: return "O3";
-  }
-  return "?";
-}
+const char* name(OptLevel level) { return choice_name(level); }
 
 AmpProperties amp_properties(OptLevel level, DType low) {
   KILN_CHECK(low == DType::Float16 || low == DType::BFloat16, "amp: the low dtype must be float16 or bfloat16, got ",
@@ -83,6 +76,10 @@ Tensor amp_cast_input(const AmpProperties& properties, const Tensor& x) {
 Tensor amp_cast_output(const AmpProperties& properties, const Tensor& y) {
   if (!properties.cast_model || !y.defined() || (y.dtype() != DType::Float16 && y.dtype() != DType::BFloat16)) return y;
   return y.to(DType::Float32);
+}
+
+Tensor amp_forward(nn::Layer& model, const AmpProperties& properties, const Tensor& input) {
+  return amp_cast_output(properties, model.forward(amp_cast_input(properties, input)));
 }
 
 }  // namespace kiln::train

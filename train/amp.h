@@ -33,6 +33,7 @@
 
 #include "core/dtype.h"
 #include "core/tensor.h"
+#include "nn/layer.h"
 #include "nn/module.h"
 #include "optim/optimizer.h"
 
@@ -77,5 +78,10 @@ Tensor amp_cast_input(const AmpProperties& properties, const Tensor& x);
 // O2/O3: a float16/bfloat16 output (the model's logits) cast to float32 for the loss,
 // differentiably (Note [Loss in float32 under O2]); otherwise y unchanged.
 Tensor amp_cast_output(const AmpProperties& properties, const Tensor& y);
+
+// The model's forward pass as a run's mixed precision makes it: the input cast for O2/O3
+// and the output back to float32 (amp_cast_input, amp_cast_output). The caller holds the
+// AutocastGuard of O1, so that the loss is computed under it too.
+Tensor amp_forward(nn::Layer& model, const AmpProperties& properties, const Tensor& input);
 
 }  // namespace kiln::train

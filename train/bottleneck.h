@@ -21,13 +21,14 @@
 
 #include "core/host_sync.h"
 #include "core/time_range.h"
+#include "data/prefetcher.h"
 
 namespace kiln::train {
 
 // The phase names the trainer's ranges use.
 namespace phase {
-inline constexpr const char* kData = "data";        // waiting for the next batch
-inline constexpr const char* kCopy = "copy";        // host-to-device copies
+inline constexpr const char* kData = data::kDataRange;  // waiting for the next batch (Note [Batch ranges])
+inline constexpr const char* kCopy = data::kCopyRange;  // host-to-device copies without device prefetching
 inline constexpr const char* kForward = "forward";  // forward and loss
 inline constexpr const char* kBackward = "backward";
 inline constexpr const char* kOptimizer = "optimizer";  // clipping, unscaling, step, scheduler
@@ -63,6 +64,19 @@ struct BottleneckReport {
 // run keeps a handful of records rather than five per step; the report of the totals is
 // the report of all the ranges.
 void add_phase_totals(std::vector<TimeRangeRecord>& totals, const std::vector<TimeRangeRecord>& ranges);
+
+// What a run's report is made of, gathered epoch by epoch: the records as phase totals,
+// the wall time of the epochs and of their training phases, and the host syncs made in the
+// steps between log intervals (Note [A training step] in train/trainer.h).
+struct RunTimes {
+  std::vector<TimeRangeRecord> records;  // add_phase_totals of every epoch's ranges
+  double wall_seconds = 0;               // the epochs, validation and checkpoints included
+  double train_seconds = 0;              // their training phases
+  int64_t trained_samples = 0;
+  HostSyncs quiet_syncs;
+  int64_t quiet_steps = 0;
+  double samples_per_s() const { return train_seconds > 0 ? static_cast<double>(trained_samples) / train_seconds : 0; }
+};
 
 BottleneckReport bottleneck_report(const std::vector<TimeRangeRecord>& records, double wall_seconds,
                                    int64_t steps, const HostSyncs& syncs, const ReportContext& context);

@@ -9,6 +9,7 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/generator.h"
+#include "train/run_folder.h"
 #include "train/schedule.h"
 
 namespace kiln::train {
@@ -61,10 +62,20 @@ CheckpointContents read_checkpoint(const std::string& path, Device device) {
   KILN_CHECK(contents.state.is(json::Type::Object) && format != nullptr && format->is(json::Type::Integer) &&
                  format->as_integer() == kFormat,
              "checkpoint ", path, ": unknown checkpoint format (this Kiln reads format ", kFormat, ")");
-  for (const char* key : {"config", "progress", "optimizer", "scheduler", "scaler", "generators", "logs"}) {
+  for (const char* key : kStateParts) {
     KILN_CHECK(contents.state.find(key) != nullptr, "checkpoint ", path, ": its state has no \"", key, "\"");
   }
   return contents;
+}
+
+json::Value checkpoint_state(StateParts parts) {
+  json::Value state = json::Value::object({{"format", json::Value::integer(kFormat)}});
+  for (size_t i = 0; i < parts.size(); ++i) state.add(kStateParts[i], std::move(parts[i]));
+  return state;
+}
+
+const json::Value& state_part(const CheckpointContents& checkpoint, StatePart part) {
+  return *checkpoint.state.find(kStateParts[static_cast<size_t>(part)]);
 }
 
 safetensors::NamedTensors tensors_under(const safetensors::NamedTensors& tensors, const std::string& prefix) {
@@ -107,14 +118,9 @@ void check_same_run(const json::Value& saved_config, const TrainConfig& config, 
   TrainConfig saved;
   update_from_json(saved, saved_config, source + " (its configuration)");
   std::string differences;
-  // The run's length is part of a schedule that is a function of it: OneCycleLR's total
-  // steps, cosine's and linear's T, milestones given as fractions of the epochs.
-  const std::vector<int64_t> fraction_milestones = milestone_epochs(config.milestones, config.epochs);
-  const bool length_sets_schedule = config.scheduler == "onecycle" || config.scheduler == "cosine" ||
-                                    config.scheduler == "linear" ||
-                                    (config.scheduler == "multistep" &&
-                                     milestone_epochs(saved.milestones, saved.epochs) != fraction_milestones);
-  if (length_sets_schedule && saved.epochs != config.epochs) {
+  // The run's length is part of a schedule laid out over it (schedule_depends_on_epochs).
+  const Scheduler scheduler = parse_choice<Scheduler>(config.scheduler);
+  if (schedule_depends_on_epochs(scheduler, config.milestones) && saved.epochs != config.epochs) {
     differences += "\n  epochs: the checkpoint has " + std::to_string(saved.epochs) + ", this run " +
                    std::to_string(config.epochs) + " (the " + config.scheduler +
                    " schedule is laid out over them)";
@@ -142,7 +148,7 @@ std::string checkpoint_name(int64_t epoch, int64_t batch) {
 std::vector<std::string> list_checkpoints(const std::string& run_dir) {
   std::vector<std::string> names;
   std::error_code error;
-  const fs::path folder = fs::path(run_dir) / "checkpoints";
+  const fs::path folder = RunFolder(run_dir).path(RunFile::Checkpoints);
   for (const fs::directory_entry& entry : fs::directory_iterator(folder, error)) {
     const std::string name = entry.path().filename().string();
     if (entry.is_regular_file() && is_checkpoint_name(name)) names.push_back(name);

@@ -24,6 +24,9 @@
 // schedule is laid out over them (onecycle, cosine, linear, milestones as fractions).
 #pragma once
 
+#include <array>
+#include <cstdint>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,25 @@ struct CheckpointContents {
   safetensors::NamedTensors tensors;  // Note [Checkpoint layout]
   json::Value state;                  // the "kiln.checkpoint" object
 };
+
+// The parts of the "kiln.checkpoint" object and the owners' tensor prefixes (Note
+// [Checkpoint layout]): the writer builds the object from kStateParts and read_checkpoint
+// checks every part is there, so the two cannot drift apart.
+enum class StatePart : uint8_t { Config, Progress, Optimizer, Scheduler, Scaler, Generators, Logs };
+inline constexpr const char* kStateParts[] = {"config", "progress", "optimizer", "scheduler",
+                                             "scaler", "generators", "logs"};
+static_assert(std::size(kStateParts) == static_cast<size_t>(StatePart::Logs) + 1, "one name per StatePart");
+using StateParts = std::array<json::Value, std::size(kStateParts)>;
+namespace prefix {
+inline constexpr const char* kModel = "model.";
+inline constexpr const char* kOptimizer = "optimizer.";
+inline constexpr const char* kRunning = "running.";
+}  // namespace prefix
+
+// The "kiln.checkpoint" object: the format and each part under its name.
+json::Value checkpoint_state(StateParts parts);
+// A part of a checkpoint read_checkpoint returned (which checked it is there).
+const json::Value& state_part(const CheckpointContents& checkpoint, StatePart part);
 
 // Writes `contents` to `path` atomically; returns whether the save is durable (a warning
 // to show otherwise). A failure is a kiln::Error naming the file; the previous file at

@@ -2,7 +2,6 @@
 // ways, the recipes and the checks of values.
 #include "train/config.h"
 
-#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -12,29 +11,6 @@ namespace kiln::train {
 namespace {
 
 using C = TrainConfig;
-
-// The choices a string field takes, for validate().
-struct Choices {
-  std::string TrainConfig::*member;
-  const char* name;
-  std::vector<std::string> values;
-};
-
-const std::vector<Choices>& choices() {
-  static const std::vector<Choices> table = {
-      {&C::loss, "loss", {"auto", "cross-entropy", "bce", "multilabel-bce", "mse"}},
-      {&C::optimizer, "optimizer", {"sgd", "adam", "adamw", "rmsprop"}},
-      {&C::scheduler,
-       "scheduler",
-       {"none", "step", "multistep", "exponential", "cosine", "linear", "cyclic", "onecycle", "plateau"}},
-      {&C::cyclic_mode, "cyclic-mode", {"triangular", "triangular2", "exp_range"}},
-      {&C::amp, "amp", {"O0", "O1", "O2", "O3"}},
-      {&C::amp_dtype, "amp-dtype", {"f16", "bf16"}},
-      {&C::monitor, "monitor", {"auc", "acc", "loss"}},
-      {&C::dist_backend, "dist-backend", {"auto", "ring", "nccl"}},
-  };
-  return table;
-}
 
 std::string joined(const std::vector<std::string>& values) {
   std::string text;
@@ -92,7 +68,9 @@ void set_field(TrainConfig& config, const ConfigField& field, const json::Value&
 
 const std::vector<ConfigField>& config_fields() {
   static const std::vector<ConfigField> fields = {
-      {"dataset", "data", "a MedMNIST 3D flag (adrenalmnist3d, vesselmnist3d, ...) or synthetic",
+      {"dataset", "data",
+       "a MedMNIST 3D flag (adrenalmnist3d, vesselmnist3d, ...), synthetic, or your own scans: a CSV manifest or "
+       "a folder of class folders",
        &C::dataset},
       {"size", "data", "MedMNIST: 28 or 64; synthetic: the volumes' side", &C::size},
       {"data-root", "data", "MedMNIST's folder (default $MEDMNIST_ROOT, else ~/.medmnist)", &C::data_root,
@@ -101,6 +79,27 @@ const std::vector<ConfigField>& config_fields() {
       {"synthetic-samples", "data", "synthetic: training volumes (validation and test: a quarter each)",
        &C::synthetic_samples},
       {"augment", "data", "augment the training set (MedMNIST's shape transform, random flips)", &C::augment},
+      {"task", "data", "your own scans: what the labels are (auto: a class per scan from one label column, "
+                       "multi-label from several)", &C::task, true, &choice_list<TaskChoice>},
+      {"image-columns", "data", "your manifest: the columns of image files, comma-separated (several: channels)",
+       &C::image_columns},
+      {"label-columns", "data", "your manifest: the columns of labels, comma-separated", &C::label_columns},
+      {"class-names", "data", "your scans: the classes in order, comma-separated (default: the labels found, sorted)",
+       &C::class_names},
+      {"val-fraction", "data", "your scans without given splits: the validation share, stratified by class",
+       &C::val_fraction},
+      {"test-fraction", "data", "your scans without given splits: the test share, stratified by class",
+       &C::test_fraction},
+      {"split-seed", "data", "your scans without given splits: the seed of the split's shuffle", &C::split_seed},
+      {"orientation", "data", "your scans: stored (as the files are) or RAS (reoriented, as nibabel's canonical)",
+       &C::orientation},
+      {"spacing", "data", "your scans: resample to MM or MM,MM,MM voxels (from the NIfTI header)", &C::spacing},
+      {"normalize", "data", "your scans: auto (zscore), zscore, minmax, window:LO,HI (a CT window), scale:F, none",
+       &C::normalize},
+      {"crop-pad", "data", "your scans: pad and centre-crop to D,H,W", &C::crop_pad},
+      {"resize", "data", "your scans: resample to D,H,W voxels (trilinear)", &C::resize},
+      {"cache-mb", "data", "your scans: keep decoded volumes in memory, up to this many MiB", &C::cache_mb, false},
+      {"check-data", "data", "read every scan's header, report every problem, and stop", &C::check_data, false},
       {"batch-size", "data", "samples per micro-batch", &C::batch_size},
       {"drop-last", "data", "training: leave out the last batch when it is smaller", &C::drop_last},
       {"workers", "data", "loader worker threads (0: load in the training thread)", &C::workers, false},
@@ -124,12 +123,13 @@ const std::vector<ConfigField>& config_fields() {
       {"fused-bn-relu", "model", "batch norm and ReLU as one fused layer", &C::fused_bn_relu},
       {"pretrained", "model", "weights to start from (safetensors or PyTorch .pth), loaded by name",
        &C::pretrained},
-      {"loss", "loss", "auto, cross-entropy, bce, multilabel-bce or mse (auto: the task's)", &C::loss},
+      {"loss", "loss", "the loss (auto: the task's: cross-entropy, multilabel-bce for multi-label, mse for "
+                       "regression)", &C::loss, true, &choice_list<LossChoice>},
       {"class-weights", "loss", "cross-entropy: one weight per class", &C::class_weights},
       {"label-smoothing", "loss", "cross-entropy: label smoothing in [0, 1]", &C::label_smoothing},
       {"pos-weight", "loss", "bce: the positives' weight, a number or auto (negatives / positives)",
        &C::pos_weight},
-      {"optimizer", "optimizer", "sgd, adam, adamw or rmsprop", &C::optimizer},
+      {"optimizer", "optimizer", "the optimizer", &C::optimizer, true, &choice_list<Optimizer>},
       {"lr", "optimizer", "learning rate", &C::lr},
       {"momentum", "optimizer", "sgd, rmsprop: momentum", &C::momentum},
       {"nesterov", "optimizer", "sgd: Nesterov momentum", &C::nesterov},
@@ -139,10 +139,9 @@ const std::vector<ConfigField>& config_fields() {
       {"eps", "optimizer", "adam, adamw, rmsprop: epsilon", &C::eps},
       {"alpha", "optimizer", "rmsprop: smoothing constant", &C::alpha},
       {"scheduler", "scheduler",
-       "none, step, multistep, exponential, cosine, linear (per epoch), cyclic, onecycle (per batch), "
-       "plateau "
-       "(on the monitored metric)",
-       &C::scheduler},
+       "the learning-rate schedule: per epoch (step, multistep, exponential, cosine, linear), per batch (cyclic, "
+       "onecycle), or on the monitored metric (plateau)",
+       &C::scheduler, true, &choice_list<Scheduler>},
       {"milestones", "scheduler", "multistep: epochs, or fractions of --epochs when all are below 1",
        &C::milestones},
       {"gamma", "scheduler", "step, multistep, exponential: the factor; cyclic exp_range: the base",
@@ -150,7 +149,8 @@ const std::vector<ConfigField>& config_fields() {
       {"step-size", "scheduler", "step: epochs between decays", &C::step_size},
       {"min-lr", "scheduler", "cosine: eta_min; cyclic: base_lr; plateau: the floor", &C::min_lr},
       {"max-lr", "scheduler", "cyclic, onecycle: the peak (0: 10 x --lr)", &C::max_lr},
-      {"cyclic-mode", "scheduler", "cyclic: triangular, triangular2 or exp_range", &C::cyclic_mode},
+      {"cyclic-mode", "scheduler", "cyclic: the cycle's shape", &C::cyclic_mode, true,
+       &choice_list<optim::CyclicMode>},
       {"step-size-up", "scheduler", "cyclic: batches from base to max (0: one epoch)", &C::step_size_up},
       {"cycle-momentum", "scheduler", "cyclic, onecycle: cycle momentum (Adam: beta1) inversely to the lr",
        &C::cycle_momentum},
@@ -165,9 +165,10 @@ const std::vector<ConfigField>& config_fields() {
        &C::clip_grad_norm},
       {"clip-grad-value", "training", "clip each gradient element to +-this (after unscaling; 0: off)",
        &C::clip_grad_value},
-      {"amp", "training",
-       "mixed precision: O0 (off), O1 (autocast), O2 (half model, float32 masters), O3 (half)", &C::amp},
-      {"amp-dtype", "training", "f16 (with a dynamic loss scale) or bf16", &C::amp_dtype},
+      {"amp", "training", "mixed precision: O0 (off), O1 (autocast), O2 (half model, float32 masters), O3 (half)",
+       &C::amp, true, &choice_list<OptLevel>},
+      {"amp-dtype", "training", "the low precision: f16 (with a dynamic loss scale) or bf16", &C::amp_dtype, true,
+       &choice_list<LowPrecision>},
       {"cudnn-benchmark", "training", "time cuDNN's algorithms once per shape and keep the fastest",
        &C::cudnn_benchmark, false},
       {"algo-cache", "training", "cuDNN algorithm cache file, loaded at start and saved at the end",
@@ -177,9 +178,10 @@ const std::vector<ConfigField>& config_fields() {
       {"device", "training", "auto, cpu, cuda or cuda:N", &C::device, false},
       {"ddp", "training", "data-parallel over the processes kiln launch starts (gradients averaged)", &C::ddp, false},
       {"sync-bn", "training", "with --ddp: batch-norm statistics over all ranks' batches", &C::sync_bn, false},
-      {"dist-backend", "training", "with --ddp: auto (nccl on GPUs, else ring), ring or nccl", &C::dist_backend,
-       false},
-      {"monitor", "training", "the validation metric choosing the best model: auc, acc or loss", &C::monitor},
+      {"dist-backend", "training", "with --ddp: the collectives (auto: nccl on GPUs, else ring)", &C::dist_backend,
+       false, &choice_list<DistBackend>},
+      {"monitor", "training", "the validation metric choosing the best model (auto: auc; rmse for regression)",
+       &C::monitor, true, &choice_list<Monitor>},
       {"patience", "training", "stop after this many validations without improvement (0: never)",
        &C::patience, false},
       {"eval-every", "training", "epochs between validations", &C::eval_every, false},
@@ -275,12 +277,17 @@ void apply_recipe(std::string_view recipe, TrainConfig& config) {
   config.augment = true;
 }
 
-void validate(const TrainConfig& config) {
-  for (const Choices& choice : choices()) {
-    const std::string& value = config.*choice.member;
-    KILN_CHECK(std::find(choice.values.begin(), choice.values.end(), value) != choice.values.end(),
-               "config: ", choice.name, " is one of ", joined(choice.values), ", got '", value, "'");
-  }
+Choices validate(const TrainConfig& config) {
+  Choices choices{.optimizer = parse_choice<Optimizer>(config.optimizer),
+                        .scheduler = parse_choice<Scheduler>(config.scheduler),
+                        .cyclic_mode = parse_choice<optim::CyclicMode>(config.cyclic_mode),
+                        .loss = parse_choice<LossChoice>(config.loss),
+                        .monitor = parse_choice<Monitor>(config.monitor),
+                        .amp = parse_choice<OptLevel>(config.amp),
+                        .amp_dtype = parse_choice<LowPrecision>(config.amp_dtype),
+                        .dist_backend = parse_choice<DistBackend>(config.dist_backend),
+                        .task = parse_choice<TaskChoice>(config.task),
+                        .preprocessing = parse_preprocessing(config)};
   check_at_least<int64_t>(config, &C::batch_size, "batch-size", 1);
   check_at_least<int64_t>(config, &C::workers, "workers", 0);
   check_at_least<int64_t>(config, &C::prefetch_factor, "prefetch-factor", 1);
@@ -297,6 +304,13 @@ void validate(const TrainConfig& config) {
   check_at_least<int64_t>(config, &C::step_size_up, "step-size-up", 0);
   check_at_least<int64_t>(config, &C::plateau_patience, "plateau-patience", 0);
   check_at_least<int64_t>(config, &C::seed, "seed", 0);
+  check_at_least<int64_t>(config, &C::split_seed, "split-seed", 0);
+  check_at_least<int64_t>(config, &C::cache_mb, "cache-mb", 0);
+  KILN_CHECK(config.cache_mb <= (int64_t{1} << 40), "config: cache-mb is at most 2^40, got ", config.cache_mb);
+  for (const auto& [value, name] : {std::pair{config.val_fraction, "val-fraction"}, {config.test_fraction, "test-fraction"}})
+    KILN_CHECK(std::isfinite(value) && value >= 0 && value < 1, "config: ", name, " is in [0, 1), got ", value);
+  KILN_CHECK(config.val_fraction + config.test_fraction < 1, "config: val-fraction + test-fraction leave no training "
+             "share (", config.val_fraction, " + ", config.test_fraction, ")");
   const std::pair<double C::*, const char*> non_negative[] = {{&C::lr, "lr"},
                                                               {&C::clip_grad_norm, "clip-grad-norm"},
                                                               {&C::clip_grad_value, "clip-grad-value"},
@@ -320,8 +334,9 @@ void validate(const TrainConfig& config) {
     KILN_CHECK(std::isfinite(milestone) && milestone > 0, "config: milestones must be positive, got ",
                milestone);
   }
-  KILN_CHECK(config.pos_weight.empty() || config.loss == "bce", "config: pos-weight applies to the bce loss (--loss bce), not ",
-             config.loss);
+  KILN_CHECK(config.pos_weight.empty() || choices.loss == LossChoice::Bce,
+             "config: pos-weight applies to the bce loss (--loss bce), not ", config.loss);
+  return choices;
 }
 
 }  // namespace kiln::train

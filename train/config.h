@@ -5,6 +5,7 @@
 //   train::TrainConfig config;                    // the defaults
 //   train::apply_recipe("medmnist", config);      // a published recipe's settings
 //   train::update_from_json(config, json::parse(text), "run.json");
+//   const train::Choices choices = train::validate(config);  // every choice as an enum
 //   std::cout << json::dump(train::to_json(config), 2);
 //
 // Note [Configuration fields]: config_fields() lists every setting once: its name, its
@@ -27,17 +28,35 @@
 #include <vector>
 
 #include "core/json.h"
+#include "train/choices.h"
+#include "train/preprocessing.h"
 
 namespace kiln::train {
 
 struct TrainConfig {
   // data
-  std::string dataset = "synthetic";  // a MedMNIST 3D flag (adrenalmnist3d, ...) or "synthetic"
+  std::string dataset = "synthetic";  // a MedMNIST 3D flag (adrenalmnist3d, ...), "synthetic", or a
+                                      // CSV manifest or folder of one's own scans (train/scans.h)
   int64_t size = 28;                  // MedMNIST: 28 or 64; synthetic: the cube's side
   std::string data_root = "";         // MedMNIST's folder; empty: $MEDMNIST_ROOT, else ~/.medmnist
   bool download = false;              // fetch a missing MedMNIST file
   int64_t synthetic_samples = 512;    // synthetic: training samples (validation and test: a quarter each)
-  bool augment = true;                // MedMNIST's training shape transform; random flips for synthetic
+  bool augment = true;                // MedMNIST's training shape transform; random flips otherwise
+  // one's own scans (train/scans.h, train/preprocessing.h)
+  std::string task = "auto";              // auto, classification, multi-label, regression
+  std::string image_columns = "image";    // manifest columns of image files (several: channels)
+  std::string label_columns = "label";    // manifest columns of labels (several: multi-label or targets)
+  std::string class_names = "";           // the classes in a stated order (else: the labels found, sorted)
+  double val_fraction = 0.1;              // without a split column or split folders: stratified by class
+  double test_fraction = 0.2;
+  int64_t split_seed = 0;                 // the seeded shuffle of that split
+  std::string orientation = "stored";     // stored or RAS
+  std::string spacing = "";               // MM or MM,MM,MM: resampled from the NIfTI header
+  std::string normalize = "auto";         // auto (zscore), zscore, minmax, window:LO,HI, scale:F, none
+  std::string crop_pad = "";              // D,H,W: padded and centre-cropped to that size
+  std::string resize = "";                // D,H,W: resampled to that size
+  int64_t cache_mb = 0;                   // decoded volumes kept in memory, up to this many MiB
+  bool check_data = false;                // read every header, report every problem, and stop
   int64_t batch_size = 32;
   bool drop_last = false;  // training: leave out the last, smaller batch
   int64_t workers = 2;
@@ -99,7 +118,7 @@ struct TrainConfig {
   bool ddp = false;                  // data-parallel across the processes `kiln launch` starts (train/distributed.h)
   bool sync_bn = false;              // with ddp: batch-norm statistics over every rank's batch
   std::string dist_backend = "auto";  // auto (nccl on GPUs, else ring), ring or nccl
-  std::string monitor = "auc";  // the validation metric choosing the best model: auc, acc or loss
+  std::string monitor = "auto";  // the validation metric choosing the best model (train/choices.h)
   int64_t patience = 0;         // early stopping: epochs without a better validation metric; 0: off
   int64_t eval_every = 1;       // epochs between validations
   // logs and checkpoints
@@ -123,6 +142,8 @@ struct ConfigField {
   const char* help;
   FieldMember member;
   bool identity = true;  // Note [Configuration fields]
+  // A choice's names from its table (train/choices.h), for --help; null for other fields.
+  std::string (*choices)() = nullptr;
 };
 
 // Note [Configuration fields].
@@ -145,8 +166,23 @@ std::string field_text(const TrainConfig& config, const ConfigField& field);
 void apply_recipe(std::string_view recipe, TrainConfig& config);
 std::vector<std::string> recipe_names();
 
-// Checks the values that do not depend on the machine (names of choices, ranges); an
-// error names the setting and what is valid.
-void validate(const TrainConfig& config);
+// Every choice of a configuration as its enum (train/choices.h): what validate() returns,
+// and what the run switches on.
+struct Choices {
+  Optimizer optimizer = Optimizer::Adam;
+  Scheduler scheduler = Scheduler::None;
+  optim::CyclicMode cyclic_mode = optim::CyclicMode::Triangular;
+  LossChoice loss = LossChoice::Auto;
+  Monitor monitor = Monitor::Auto;
+  OptLevel amp = OptLevel::O0;
+  LowPrecision amp_dtype = LowPrecision::F16;
+  DistBackend dist_backend = DistBackend::Auto;
+  TaskChoice task = TaskChoice::Auto;
+  Preprocessing preprocessing = {};
+};
+
+// Checks the values that do not depend on the machine (names of choices, ranges) and
+// returns the choices parsed; an error names the setting and what is valid.
+Choices validate(const TrainConfig& config);
 
 }  // namespace kiln::train

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "data/medmnist.h"
+#include "data/sampler.h"
 #include "data/synthetic.h"
 
 namespace kiln::train {
@@ -54,7 +55,43 @@ TrainData synthetic(const TrainConfig& config) {
   return result;
 }
 
+std::unique_ptr<data::DataLoader> make_loader(const RunContext& run, std::shared_ptr<const data::Dataset> dataset,
+                                              data::TransformPtr transform, bool train) {
+  const TrainConfig& config = run.config;
+  data::SamplerPtr sampler = nullptr;
+  if (train && run.distributed.enabled) {
+    sampler = std::make_shared<data::DistributedSampler>(dataset->size(), run.distributed.world_size,
+                                                         run.distributed.rank, /*shuffle=*/true,
+                                                         static_cast<uint64_t>(config.seed));
+  }
+  return std::make_unique<data::DataLoader>(
+      std::move(dataset), data::DataLoaderOptions{.batch_size = config.batch_size,
+                                                  .shuffle = train && sampler == nullptr,
+                                                  .sampler = sampler,
+                                                  .drop_last = train && config.drop_last,
+                                                  .num_workers = config.workers,
+                                                  .prefetch_factor = config.prefetch_factor,
+                                                  .persistent_workers = config.persistent_workers,
+                                                  .pin_memory = config.pin_memory && run.device.is_cuda(),
+                                                  .transform = std::move(transform),
+                                                  .seed = static_cast<uint64_t>(config.seed)});
+}
+
 }  // namespace
+
+RunBatches make_batches(const RunContext& run, const TrainData& data) {
+  RunBatches batches;
+  batches.train_loader = make_loader(run, data.train, data.train_transform, true);
+  batches.val_loader = make_loader(run, data.val, data.eval_transform, false);
+  batches.test_loader = make_loader(run, data.test, data.eval_transform, false);
+  KILN_CHECK(batches.train_loader->size() > 0, "batch-size ", run.config.batch_size,
+             " is larger than the training set (", data.train->size(), " samples) with drop-last: no batch to train on");
+  const data::PrefetchMode mode = run.config.device_prefetch ? data::PrefetchMode::CopyStream : data::PrefetchMode::None;
+  batches.train = std::make_unique<data::DevicePrefetcher>(*batches.train_loader, run.device, mode);
+  batches.val = std::make_unique<data::DevicePrefetcher>(*batches.val_loader, run.device, mode);
+  batches.test = std::make_unique<data::DevicePrefetcher>(*batches.test_loader, run.device, mode);
+  return batches;
+}
 
 TrainData make_train_data(const TrainConfig& config) {
   return config.dataset == "synthetic" ? synthetic(config) : medmnist(config);
@@ -71,7 +108,7 @@ std::vector<int64_t> class_counts(const data::Dataset& dataset, int64_t classes)
     for (const int64_t label : medmnist->labels().to_vector<int64_t>()) count(label);
     return counts;
   }
-  for (int64_t i = 0; i < dataset.size(); ++i) count(dataset.get(i).at("label").item<int64_t>());
+  for (int64_t i = 0; i < dataset.size(); ++i) count(dataset.get(i).at(data::kLabel).item<int64_t>());
   return counts;
 }
 

@@ -12,9 +12,12 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "data/loader.h"
+#include "data/prefetcher.h"
 #include "data/transforms.h"
 #include "train/config.h"
 #include "train/metrics.h"
+#include "train/run_context.h"
 
 namespace kiln::train {
 
@@ -31,6 +34,17 @@ struct TrainData {
 // split, so every training seed sees the same volumes). Samples hold "image" (float32
 // [1, s, s, s]) and "label" (an int64 class) after the transforms.
 TrainData make_train_data(const TrainConfig& config);
+
+// The loaders of a run's three splits and their batches on the run's device (Note [Batch
+// ranges] in data/prefetcher.h): training shuffles (seeded; in a --ddp run each rank takes
+// its share of one permutation, train/distributed.h) and may drop its last batch; batches
+// are pinned for a GPU when --pin-memory, and copied ahead on a copy stream when
+// --device-prefetch.
+struct RunBatches {
+  std::unique_ptr<data::DataLoader> train_loader, val_loader, test_loader;
+  std::unique_ptr<data::DevicePrefetcher> train, val, test;
+};
+RunBatches make_batches(const RunContext& run, const TrainData& data);
 
 // How many training samples have each label 0 .. classes - 1 (read from a MedMNIST split's
 // label array, else from every sample's "label").

@@ -10,20 +10,32 @@
 //     (rank r takes positions r, r + W, ... of the same permutation);
 //   - every rank evaluates the whole validation and test splits with rank 0's batch-norm
 //     buffers, and the decisions (best epoch, plateau, early stopping) use rank 0's numbers
-//     (Note [Ranks agree] in train/trainer.cpp); rank 0 alone prints and writes the run
-//     folder.
+//     (Note [Ranks agree] below); rank 0 alone prints and writes the run folder.
 //
-//   const train::DistributedRun dist = train::join_distributed(config);  // before the Trainer
+// Note [Ranks agree]: in a --ddp run every rank must take the same decisions (the best
+// epoch, the plateau scheduler's step, early stopping), or one rank leaves the loop while
+// the others wait in a collective. Parameters agree (DDP), but each rank's last forward
+// updated its batch-norm running statistics on its own batch; so before validating, rank
+// 0's buffers are copied to every rank (share_rank0_buffers: the model each rank
+// evaluates, and keeps as the best, is then the same), and the validation numbers the
+// decisions use are rank 0's (rank0_values).
+//
+//   const train::DistributedRun dist = train::join_distributed(config, choices.dist_backend);
+// (resolve_run does this for the Trainer, train/run_context.h).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/device.h"
 #include "train/config.h"
 
 namespace kiln::dist {
 class ProcessGroup;
+}
+namespace kiln::nn {
+class Module;
 }
 
 namespace kiln::train {
@@ -38,9 +50,15 @@ struct DistributedRun {
 // With config.ddp: the default process group (initialised here from the environment when
 // no one has; backend "auto": NCCL for a GPU run when NCCL is there, else Kiln's ring).
 // Without it: a run of one.
-DistributedRun join_distributed(const TrainConfig& config);
+DistributedRun join_distributed(const TrainConfig& config, DistBackend backend);
 
-// The run's device: resolve_device(config.device), except that a distributed GPU run
+// Note [Ranks agree]: rank 0's buffers (batch-norm statistics) on every rank; nothing
+// without --ddp.
+void share_rank0_buffers(const DistributedRun& run, nn::Module& model);
+// Note [Ranks agree]: rank 0's `values` on every rank (through `device`); `values` without --ddp.
+std::vector<double> rank0_values(const DistributedRun& run, const std::vector<double>& values, Device device);
+
+// The run's device: resolve_device(config.device) (train/run_context.h), except that a distributed GPU run
 // takes the GPU of its local rank ("auto" or "cuda").
 Device run_device(const TrainConfig& config, const DistributedRun& run);
 

@@ -4,15 +4,21 @@
 
 #include "core/autocast.h"
 #include "core/autograd/grad_mode.h"
+#include "core/error.h"
 #include "core/ops.h"
 
 namespace kiln::train {
 
-Tensor amp_forward(nn::Layer& model, const AmpProperties& amp, const Tensor& input) {
-  return amp_cast_output(amp, model.forward(amp_cast_input(amp, input)));
+double SplitEvaluation::metric(Monitor which) const {
+  switch (which) {
+    case Monitor::Auc: return metrics.auc;
+    case Monitor::Acc: return metrics.acc;
+    case Monitor::Loss: return loss;
+    default: throw Error(std::string("evaluation: no metric ") + choice_name(which) + " for this task");
+  }
 }
 
-SplitEvaluation evaluate_split(nn::Layer& model, DeviceBatches& batches, const Objective& objective,
+SplitEvaluation evaluate_split(nn::Layer& model, data::DevicePrefetcher& batches, const Objective& objective,
                                const AmpProperties& amp, Task task, int64_t loader_epoch) {
   model.eval();
   const NoGradGuard no_grad;
@@ -20,10 +26,9 @@ SplitEvaluation evaluate_split(nn::Layer& model, DeviceBatches& batches, const O
   std::vector<Tensor> scores, labels;
   Tensor loss_sum;
   int64_t samples = 0;
-  batches.start(loader_epoch);
-  while (std::optional<data::Batch> batch = batches.next()) {
-    const Tensor& y = batch->at("label");
-    const Tensor logits = amp_forward(model, amp, batch->at("image"));
+  for (data::Batch& batch : batches.epoch(loader_epoch)) {
+    const Tensor& y = batch.at(data::kLabel);
+    const Tensor logits = amp_forward(model, amp, batch.at(data::kImage));
     const Tensor batch_loss = mul(objective.loss(logits, y), static_cast<double>(y.size(0)));
     loss_sum = loss_sum.defined() ? add(loss_sum, batch_loss) : batch_loss;
     scores.push_back(objective.scores(logits).to(DType::Float32));

@@ -11,7 +11,7 @@
 namespace kiln::train {
 
 int64_t model_outputs(const TrainConfig& config, const TrainData& data) {
-  return loss_outputs(resolved_loss(config.loss, data.task), data.classes);
+  return loss_outputs(resolved_loss(parse_choice<LossChoice>(config.loss), data.task), data.classes);
 }
 
 bool is_pytorch_checkpoint(const std::string& path) {

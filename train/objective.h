@@ -29,17 +29,30 @@ namespace kiln::train {
 
 // The loss "auto" resolves to for `task`, and the model outputs a loss needs: what Objective
 // itself uses, for building the model before the objective exists.
-std::string resolved_loss(const std::string& loss, Task task);
-int64_t loss_outputs(const std::string& resolved, int64_t classes);
+LossChoice resolved_loss(LossChoice loss, Task task);
+int64_t loss_outputs(LossChoice resolved, int64_t classes);
+
+// What the loss is made of: the configuration's loss settings.
+struct LossSettings {
+  LossChoice loss = LossChoice::Auto;
+  std::vector<double> class_weights = {};
+  double label_smoothing = 0;
+  std::string pos_weight = "";  // "", "auto" or a positive number
+  static LossSettings of(const TrainConfig& config, LossChoice loss);
+};
 
 class Objective {
  public:
   // class_counts: the training set's samples per class (pos-weight auto), may be empty
   // otherwise. Errors name the setting that does not fit the task.
+  Objective(const LossSettings& settings, Task task, int64_t classes, const std::vector<int64_t>& class_counts,
+            Device device);
+  // The same from a configuration whose loss has not been parsed (validate()) yet.
   Objective(const TrainConfig& config, Task task, int64_t classes, const std::vector<int64_t>& class_counts,
             Device device);
 
-  const std::string& name() const { return name_; }  // the resolved loss
+  std::string name() const { return choice_name(loss_); }  // the resolved loss
+  LossChoice loss_choice() const { return loss_; }
   int64_t outputs() const { return outputs_; }       // the model's output features
   // The mean loss of a batch (float32 logits; labels as the dataset gives them).
   Tensor loss(const Tensor& logits, const Tensor& labels) const;
@@ -51,7 +64,7 @@ class Objective {
   double pos_weight() const { return pos_weight_value_; }
 
  private:
-  std::string name_;
+  LossChoice loss_;
   Task task_;
   int64_t classes_, outputs_;
   Tensor class_weights_, pos_weight_, class_values_;

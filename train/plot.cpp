@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "train/run_logs.h"
 
 namespace kiln::train {
 namespace {
@@ -40,7 +41,7 @@ double parse_number(const std::string& field) {
 }
 
 // The column's values, or an empty series when the table has no such column.
-Series column(const data::CsvTable& table, const std::string& name) {
+Series column_of(const data::CsvTable& table, const std::string& name) {
   Series series{.name = name, .values = {}};
   const int64_t c = table.column(name);
   if (c < 0) return series;
@@ -148,17 +149,39 @@ void draw_panel(std::string& svg, const Panel& panel, const std::vector<double>&
   }
 }
 
+// The metric columns (train/run_logs.h: val/<metric> and train/<metric>, losses apart), the
+// validation ones first, in the table's order.
+std::vector<Series> metric_columns(const data::CsvTable& table) {
+  std::vector<Series> series;
+  for (const char* prefix : {column::kVal, column::kTrain}) {
+    for (const std::string& name : table.columns) {
+      if (name.starts_with(prefix) && name != prefix + std::string(column::kLoss)) series.push_back(column_of(table, name));
+    }
+  }
+  return series;
+}
+
+bool within_unit_range(const std::vector<Series>& series) {
+  for (const Series& s : series) {
+    for (const double v : s.values) {
+      if (std::isfinite(v) && (v < 0 || v > 1)) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string plot_run_svg(const data::CsvTable& table, const std::string& title) {
-  const Series epochs = column(table, "epoch");
+  const Series epochs = column_of(table, column::kEpoch);
   KILN_CHECK(!epochs.values.empty(), "plot ", title, ": the table has no \"epoch\" column or no rows");
+  const std::vector<Series> metrics = metric_columns(table);
   std::vector<Panel> panels = {
-      {.title = "loss", .series = {column(table, "train/loss"), column(table, "val/loss")}},
-      {.title = "metrics",
-       .series = {column(table, "val/auc"), column(table, "val/acc"), column(table, "train/acc")},
-       .unit_range = true},
-      {.title = "learning rate", .series = {column(table, "lr")}},
+      {.title = "loss",
+       .series = {column_of(table, std::string(column::kTrain) + column::kLoss),
+                  column_of(table, std::string(column::kVal) + column::kLoss)}},
+      {.title = "metrics", .series = metrics, .unit_range = within_unit_range(metrics)},
+      {.title = "learning rate", .series = {column_of(table, column::kLr)}},
   };
   const auto [lr_low, lr_high] = value_range(panels[2]);
   panels[2].log_scale = lr_low > 0 && lr_high / lr_low > 10;

@@ -3,8 +3,9 @@
 //
 //   const std::string svg = train::plot_run_svg(data::read_csv("runs/x/epochs.csv"), "runs/x");
 //
-// Note [Run plots]: three panels share the epoch axis: loss (train and val), metrics
-// (val AUC, val ACC, train ACC, on [0, 1]) and the learning rate (on a log scale when it
+// Note [Run plots]: three panels share the epoch axis: loss (train and val), metrics (every
+// val/ and train/ column but the losses: val AUC, val ACC, train ACC for classification,
+// on [0, 1] when every value is) and the learning rate (on a log scale when it
 // spans more than a factor of 10). Each series is a polyline through its finite values;
 // a missing or NaN value (an epoch without validation) breaks the line there. Axis labels
 // give each panel's range. The picture is plain SVG 1.1 (no script, no external fonts),

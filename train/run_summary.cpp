@@ -64,7 +64,7 @@ json::Value to_json(const RunSummary& summary, const TrainConfig& config) {
                               {"epochs", json::Value::integer(summary.epochs)},
                               {"steps", json::Value::integer(summary.steps)},
                               {"best_epoch", json::Value::integer(summary.best_epoch)},
-                              {"best_val_" + config.monitor, number_or_null(summary.best_metric)},
+                              {"best_val_" + summary.monitor, number_or_null(summary.best_metric)},
                               {"test", std::move(test)},
                               {"train_seconds", json::Value::number(summary.train_seconds)},
                               {"samples_per_s", json::Value::number(summary.samples_per_s)},

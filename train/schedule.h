@@ -1,12 +1,12 @@
-// The optimizer and learning-rate schedule of a run, from its configuration, and the
-// schedule stepped at the granularity each scheduler expects:
+// The learning-rate schedule of a run, from its configuration, stepped at the granularity
+// each scheduler expects:
 //
 //   per batch (optimizer step)  cyclic (CyclicLR, momentum cycling included), onecycle
 //   per epoch                   step, multistep, exponential, cosine, linear
 //   per validation              plateau (ReduceLROnPlateau on the monitored metric)
 //
-//   auto optimizer = train::make_optimizer(config, model.parameters());
-//   train::Schedule schedule(config, *optimizer, steps_per_epoch);
+//   auto optimizer = train::make_optimizer(config, choices.optimizer, model.parameters());
+//   train::Schedule schedule(config, choices, *optimizer, steps_per_epoch, higher_is_better);
 //   ... after each optimizer step: schedule.after_step(); after each epoch:
 //   schedule.after_epoch(); after each validation: schedule.after_validation(metric);
 #pragma once
@@ -23,13 +23,13 @@
 
 namespace kiln::train {
 
-// sgd, adam, adamw or rmsprop with the configuration's options.
-std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& config, std::vector<Tensor> params);
-
 class Schedule {
  public:
   // steps_per_epoch: optimizer steps per epoch (cyclic's default half-cycle, onecycle's
   // length). `higher_is_better`: the monitored metric's direction, for plateau.
+  Schedule(const TrainConfig& config, const Choices& choices, optim::Optimizer& optimizer,
+           int64_t steps_per_epoch, bool higher_is_better);
+  // The same, validating `config` for its choices (for code that has not).
   Schedule(const TrainConfig& config, optim::Optimizer& optimizer, int64_t steps_per_epoch,
            bool higher_is_better);
 
@@ -52,5 +52,10 @@ class Schedule {
 // multistep's milestones in epochs: as given, or fractions of `epochs` when all are below 1
 // (the MedMNIST recipe's 50% and 75%).
 std::vector<int64_t> milestone_epochs(const std::vector<double>& milestones, int64_t epochs);
+
+// Whether the schedule is laid out over the run's epochs, so that a run resumed with
+// another --epochs would follow another schedule: onecycle (its total steps), cosine and
+// linear (their T), multistep with milestones given as fractions of the epochs.
+bool schedule_depends_on_epochs(Scheduler scheduler, const std::vector<double>& milestones);
 
 }  // namespace kiln::train

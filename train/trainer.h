@@ -4,10 +4,18 @@
 // technique of the guides a setting of TrainConfig; logs, checkpoints with exact resume,
 // and the bottleneck report.
 //
+//   train::RunContext run = train::resolve_run(config);          // validated, joined, resolved once
 //   train::TrainData data = train::make_train_data(config);     // or your own datasets
 //   train::ModelSetup setup = train::make_model(config, data);  // or your own model
-//   train::Trainer trainer(config, data, setup.model);
+//   train::Trainer trainer(std::move(run), data, setup.model);
 //   const train::RunSummary summary = trainer.fit();
+//
+// The rooms a run is made of, each its own file: the context (run_context.h), the batches
+// (data_setup.h), the objective (objective.h), the optimization (optimization.h: optimizer,
+// mixed precision, clipping, schedule), the running sums (running_sums.h), the progress
+// (run_progress.h), the checkpoints and best weights (run_checkpoints.h), the logs
+// (run_logs.h) and the folder (run_folder.h). trainer.cpp is the loop over them: epochs,
+// steps, validation, the test.
 //
 // Note [A training step]: for each micro-batch, in TimeRanges named after the report's
 // phases (train/bottleneck.h):
@@ -45,6 +53,8 @@
 #include "train/config.h"
 #include "train/data_setup.h"
 #include "train/metrics.h"
+#include "train/run_checkpoints.h"
+#include "train/run_context.h"
 
 namespace kiln::train {
 
@@ -58,6 +68,7 @@ struct TestResult {
 
 struct RunSummary {
   std::string run_dir;
+  std::string monitor;  // the validation metric that chose the best epoch (train/task.h)
   std::string stopped;  // "completed", "early stopping", "profile"
   int64_t epochs = 0;   // epochs completed
   int64_t steps = 0;    // optimizer steps
@@ -84,6 +95,8 @@ struct TrainerOutput {
 class Trainer {
  public:
   // `model` is on the CPU or already on the run's device, in float32.
+  Trainer(RunContext run, TrainData data, std::shared_ptr<nn::Layer> model, TrainerOutput output = {});
+  // The same with the context resolved here (resolve_run).
   Trainer(TrainConfig config, TrainData data, std::shared_ptr<nn::Layer> model, TrainerOutput output = {});
   ~Trainer();
   Trainer(const Trainer&) = delete;
@@ -96,18 +109,11 @@ class Trainer {
   Device device() const;
   const std::string& run_dir() const;
 
- private:
+  // The run's rooms (trainer.cpp); declared here so that the loop's functions can take it.
   struct State;
+
+ private:
   std::unique_ptr<State> state_;
 };
-
-// The metadata key of best.safetensors and final.safetensors holding the run's configuration
-// (JSON), so `kiln eval --weights` rebuilds the model without being told what it is.
-inline constexpr const char* kWeightsConfigKey = "kiln.config";
-
-// "auto": the GPU when there is one, else the CPU; otherwise Device::parse.
-Device resolve_device(const std::string& name);
-// config.out, or runs/<dataset>-<model>.
-std::string run_folder(const TrainConfig& config);
 
 }  // namespace kiln::train

@@ -138,7 +138,7 @@ TEST(Trainer, ARunLeavesItsLogsAndTestsTheBestAndFinalWeights) {
   auto model = make_model(config, data).model;
   nn::load_weights(*model, (dir / "best.safetensors").string());
   data::DataLoader loader(data.test, {.batch_size = 3, .transform = data.eval_transform});
-  DeviceBatches batches(loader, Device::cpu(), true);
+  data::DevicePrefetcher batches(loader, Device::cpu());
   const Objective objective(config, data.task, data.classes, {}, Device::cpu());
   const SplitEvaluation best =
       evaluate_split(*model, batches, objective, amp_properties(OptLevel::O0), data.task);

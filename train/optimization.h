@@ -1,0 +1,59 @@
+// Optimization: everything that turns a run's gradients into new weights, as one room: the
+// optimizer (train/optimizer_setup.h) prepared for the run's mixed precision (amp_initialize:
+// the model cast, master weights), the GradScaler of a float16 run with a dynamic loss
+// scale, gradient clipping, and the learning-rate schedule (train/schedule.h).
+//
+//   train::Optimization optimization(run, model, steps_per_epoch, higher_is_better);
+//   optimization.scale(loss).backward();
+//   optimization.step();  // every `accumulate` micro-batches
+//
+// step() is the "optimizer" phase of Note [A training step] (train/trainer.h): unscale and
+// clip (the true gradients, on the master weights under O2), the scaler's step (skipped on
+// the device after an overflow), its update, gradients to None, a per-batch scheduler's
+// step. Nothing in it reads back from the device.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/json.h"
+#include "core/safetensors.h"
+#include "nn/layer.h"
+#include "optim/grad_scaler.h"
+#include "optim/optimizer.h"
+#include "train/run_context.h"
+#include "train/schedule.h"
+
+namespace kiln::train {
+
+class Optimization {
+ public:
+  // `model` is on the run's device, in float32; it is cast for the run's opt level here.
+  Optimization(const RunContext& run, nn::Layer& model, int64_t steps_per_epoch, bool higher_is_better);
+
+  // loss x the loss scale (loss itself without a dynamic scale).
+  Tensor scale(const Tensor& loss);
+  void step();
+
+  optim::Optimizer& optimizer() { return *optimizer_; }
+  Schedule& schedule() { return *schedule_; }
+  double lr() const { return schedule_->lr(); }
+  // The loss scale now (1 without a dynamic scale): reads the scale back, a sync.
+  double loss_scale() const;
+
+  // For checkpoints (Note [Checkpoint layout]): the optimizer's tensors and param groups,
+  // the scheduler's and the scaler's state.
+  optim::OptimizerStateDict optimizer_state() const { return optimizer_->state_dict(); }
+  json::Value scheduler_state() const { return schedule_->state_dict(); }
+  json::Value scaler_state() const { return scaler_->state_dict(); }
+  void load(const optim::OptimizerStateDict& optimizer, const json::Value& scheduler, const json::Value& scaler);
+
+ private:
+  Device device_;
+  double clip_grad_norm_, clip_grad_value_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::unique_ptr<optim::GradScaler> scaler_;
+  std::unique_ptr<Schedule> schedule_;
+};
+
+}  // namespace kiln::train

@@ -1,0 +1,51 @@
+// RunningSums (train/running_sums.h): two device scalars and their last reads.
+#include "train/running_sums.h"
+
+#include <limits>
+
+#include "core/autograd/grad_mode.h"
+#include "core/ops.h"
+
+namespace kiln::train {
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+}
+
+RunningSums::RunningSums(Device device) : device_(device), last_loss_(kNaN), last_acc_(kNaN) {
+  loss_sum_ = zeros({}, {.dtype = DType::Float32, .device = device_});
+  correct_ = zeros({}, {.dtype = DType::Int64, .device = device_});
+}
+
+void RunningSums::reset(RunProgress& progress) {
+  loss_sum_ = zeros({}, {.dtype = DType::Float32, .device = device_});
+  correct_ = zeros({}, {.dtype = DType::Int64, .device = device_});
+  progress.seen = progress.label_elements = 0;
+  last_loss_ = last_acc_ = kNaN;
+}
+
+void RunningSums::add(const Tensor& loss, const Tensor& correct, int64_t samples, int64_t label_elements,
+                      RunProgress& progress) {
+  const NoGradGuard no_grad;
+  loss_sum_.add_(mul(loss.detach(), static_cast<double>(samples)));
+  correct_.add_(correct);
+  progress.seen += samples;
+  progress.label_elements += label_elements;
+}
+
+void RunningSums::read(const RunProgress& progress) {
+  last_loss_ = progress.seen > 0 ? loss_sum_.item<double>() / static_cast<double>(progress.seen) : kNaN;
+  last_acc_ = progress.label_elements > 0
+                  ? static_cast<double>(correct_.item<int64_t>()) / static_cast<double>(progress.label_elements)
+                  : kNaN;
+}
+
+safetensors::NamedTensors RunningSums::tensors() const { return {{"loss_sum", loss_sum_}, {"correct", correct_}}; }
+
+void RunningSums::load(const safetensors::NamedTensors& tensors) {
+  for (const auto& [name, tensor] : tensors) {
+    if (name == "loss_sum") loss_sum_ = tensor.to(device_);
+    if (name == "correct") correct_ = tensor.to(device_);
+  }
+}
+
+}  // namespace kiln::train
