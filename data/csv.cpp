@@ -89,4 +89,14 @@ CsvTable parse_csv(std::string_view text, const std::string& name) {
 
 CsvTable read_csv(const std::string& path) { return parse_csv(read_text_file(path, "CSV"), path); }
 
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (const char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
 }  // namespace kiln::data

@@ -22,6 +22,10 @@ struct CsvTable {
 };
 
 CsvTable parse_csv(std::string_view text, const std::string& name);
+
+// A CSV field as written: quoted when it holds a comma, a quote or a line break (quotes
+// doubled), so parse_csv reads it back as it was.
+std::string csv_field(const std::string& text);
 // The file at `path` (an error naming it when unreadable).
 CsvTable read_csv(const std::string& path);
 

@@ -40,7 +40,7 @@ bool is_split_name(const std::string& name) {
 }
 
 ScanList read_folder(const std::string& root) {
-  ScanList list{.source = root, .image_columns = {"image"}, .label_columns = {"class"}};
+  ScanList list{.source = root, .image_columns = {"image"}, .label_columns = {"class"}, .folder = true};
   const std::vector<fs::path> children = sorted_entries(root, is_folder, "scans");
   const bool split_layout = !children.empty() && std::all_of(children.begin(), children.end(), [](const fs::path& c) {
     return is_split_name(c.filename().string());

@@ -35,6 +35,7 @@ struct ScanList {
   std::vector<ScanRecord> records = {};
   std::vector<std::string> problems = {};
   bool has_splits = false;  // a split column, or train/val/test folders
+  bool folder = false;      // a folder of class folders (labels are the class folders' names)
 };
 
 struct ScanListOptions {

@@ -19,13 +19,15 @@ struct Subcommand {
 
 const Subcommand kSubcommands[] = {
     {"train", "[--recipe medmnist] [--config FILE.json] [FLAGS]",
-     "train a 3D classifier (MedMNIST 3D or synthetic; ResNet, DenseNet): logs, checkpoints, exact resume, the "
-     "bottleneck report; kiln train --help lists every flag",
+     "train a 3D classifier or regressor (MedMNIST 3D, synthetic, or your own scans from a CSV manifest or a "
+     "folder; ResNet, DenseNet): logs, checkpoints, exact resume, the bottleneck report; kiln train --help lists "
+     "every flag",
      run_train},
-    {"eval", "--weights FILE [--split test] [FLAGS]", "ACC, AUC and the confusion matrix of trained weights on a split",
+    {"eval", "--weights FILE [--split test] [FLAGS]",
+     "ACC, AUC and the confusion matrix (or MAE, RMSE, R2) of trained weights on a split",
      run_eval},
-    {"predict", "--weights FILE --output FILE.csv|.npy [--split test] [FLAGS]",
-     "per-sample scores of trained weights on a split", run_predict},
+    {"predict", "RUN --input FILE|FOLDER|CSV --out FILE.csv  |  --weights FILE --output FILE.csv|.npy [--split test]",
+     "predictions for new scans, or per-sample scores of trained weights on a split", run_predict},
     {"reproduce", "RECIPE --datasets NAMES [--seeds N] [FLAGS]",
      "a recipe over datasets and seeds (medmnist: the MedMNIST v2 benchmark's 3D training), test ACC and AUC as "
      "mean ± sd in the benchmark's table layout",

@@ -62,8 +62,10 @@ std::string format_progress(int64_t done, int64_t total);
 // `kiln train [--recipe NAME] [--config FILE] [FLAGS]`: a training run (tools/
 // config_options.h lists how flags, files and recipes combine).
 int run_train(const std::vector<std::string>& args, std::ostream& out);
-// `kiln eval --weights W [--split S] [FLAGS]` and `kiln predict --weights W --output F
-// [--split S] [FLAGS]`: trained weights on a split (tools/eval_command.cpp).
+// `kiln eval --weights W [--split S] [FLAGS]`: trained weights on a split (tools/
+// eval_command.cpp). `kiln predict RUN --input FILE|FOLDER|CSV --out F.csv`: new scans
+// predicted; `kiln predict --weights W --output F [--split S]`: a split's scores
+// (tools/predict_command.cpp).
 int run_eval(const std::vector<std::string>& args, std::ostream& out);
 int run_predict(const std::vector<std::string>& args, std::ostream& out);
 // `kiln plot RUN_DIR [--output FILE.svg]`: a run's curves as an SVG picture (train/plot.h).

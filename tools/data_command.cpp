@@ -3,12 +3,15 @@
 // through data::download (Note [Downloads]: a .part file, resumed when a transfer was
 // cut, checked against the official MD5, renamed into place), with a progress bar on
 // standard error.
+// `kiln data export <flag> --out DIR [--size 28|64] [--root DIR]`: the dataset as NIfTI
+// files and a manifest (data/medmnist_export.h), for `kiln train --dataset DIR/manifest.csv`.
 #include <iostream>
 
 #include "core/error.h"
 #include "core/human_bytes.h"
 #include "data/download.h"
 #include "data/medmnist.h"
+#include "data/medmnist_export.h"
 #include "tools/cli.h"
 
 namespace kiln::tools {
@@ -33,14 +36,18 @@ int run_data(const std::vector<std::string>& args, std::ostream& out) {
     out << "usage: kiln data download FLAG [--size 28|64] [--root DIR] [--url URL]\n"
            "  FLAG: organmnist3d, nodulemnist3d, adrenalmnist3d, fracturemnist3d, vesselmnist3d, "
            "synapsemnist3d\n"
-           "  --root: where to keep it (default $MEDMNIST_ROOT, else ~/.medmnist); --url: a mirror\n";
+           "  --root: where to keep it (default $MEDMNIST_ROOT, else ~/.medmnist); --url: a mirror\n"
+           "usage: kiln data export FLAG --out DIR [--size 28|64] [--root DIR]\n"
+           "  writes DIR/manifest.csv (image,label,split) and a NIfTI file per sample, for\n"
+           "  kiln train --dataset DIR/manifest.csv\n";
     return 0;
   }
-  if (args.empty() || args[0] != "download") throw UsageError("the only data command is 'download'");
-  if (args.size() < 2) throw UsageError("download needs a dataset FLAG");
+  if (args.empty() || (args[0] != "download" && args[0] != "export"))
+    throw UsageError("the data commands are 'download' and 'export'");
+  if (args.size() < 2) throw UsageError(args[0] + " needs a dataset FLAG");
   const std::string flag = args[1];
   data::MedMnistOptions options;
-  std::string url;
+  std::string url, folder;
   for (size_t i = 2; i < args.size(); i += 2) {
     if (i + 1 == args.size()) throw UsageError(args[i] + " needs a value");
     const std::string& value = args[i + 1];
@@ -49,11 +56,20 @@ int run_data(const std::vector<std::string>& args, std::ostream& out) {
       options.size = value == "28" ? 28 : 64;
     } else if (args[i] == "--root") {
       options.root = value;
-    } else if (args[i] == "--url") {
+    } else if (args[i] == "--url" && args[0] == "download") {
       url = value;
+    } else if (args[i] == "--out" && args[0] == "export") {
+      folder = value;
     } else {
       throw UsageError("unknown option '" + args[i] + "'");
     }
+  }
+  if (args[0] == "export") {
+    if (folder.empty()) throw UsageError("export needs --out DIR");
+    const data::ExportResult result = data::export_medmnist(flag, options, folder);
+    out << result.manifest << ": " << result.files << " scans as NIfTI files; train on them with\n  kiln train --dataset "
+        << result.manifest << "\n";
+    return 0;
   }
   const data::MedMnistInfo& info = data::medmnist_info(flag);  // an error listing the flags
   if (url.empty()) url = data::medmnist_url(flag, options.size);

@@ -11,26 +11,47 @@
 #include "train/distributed.h"
 #include "train/model_setup.h"
 #include "train/progress.h"
+#include "train/scans.h"
 #include "train/trainer.h"
 
 namespace kiln::tools {
+namespace {
+
+// --check-data: every header read, every problem printed (train/scans.h, Note [Scan
+// checks]); exit 1 when there is one. MedMNIST and synthetic data are loaded (MedMNIST's
+// file is MD5-checked) and described.
+int check_data(const train::RunContext& run, std::ostream& out) {
+  if (!train::is_own_scans(run.config)) {
+    const train::TrainData data = train::make_train_data(run.config, run.choices);
+    out << data.description << "; " << data.train->size() << " train, " << data.val->size() << " val, "
+        << data.test->size() << " test: no problems found\n";
+    return 0;
+  }
+  const train::OwnScans scans = train::read_own_scans(run.config, run.choices, train::saved_split_file(run));
+  out << train::format_scan_check(scans);
+  return scans.problems.empty() ? 0 : 1;
+}
+
+}  // namespace
 
 int run_train(const std::vector<std::string>& args, std::ostream& all_ranks_out) {
   train::TrainConfig config;
   const ConfigCommand command{
       .name = "train",
       .description =
-          "Train a 3D classifier: MedMNIST 3D or synthetic volumes, ResNet or DenseNet, every speed "
-          "technique a flag; logs, checkpoints and a report of where the time goes."};
+          "Train a 3D classifier or regressor on MedMNIST 3D, synthetic volumes or your own scans (a CSV "
+          "manifest or a folder), ResNet or DenseNet, every speed technique a flag; logs, checkpoints and a report "
+          "of where the time goes."};
   if (!parse_config_command(args, command, config, all_ranks_out)) return 0;
   train::RunContext run = train::resolve_run(config);
   // In a --ddp run rank 0 speaks for all (the others' lines would repeat it).
   std::ostream& out = run.distributed.writes() ? all_ranks_out : train::null_stream();
+  if (config.check_data) return check_data(run, out);  // writes nothing
   const bool profile = config.profile_steps > 0;
   if (!profile) {
     out << "configuration (saved as " << run.folder.path(train::RunFile::Config) << "):\n" << format_config(config);
   }
-  const train::TrainData data = train::make_train_data(config);
+  const train::TrainData data = train::make_train_data(config, run.choices, train::saved_split_file(run));
   const train::ModelSetup setup = train::make_model(config, data);
   if (!profile) {
     out << "data: " << data.description << "; " << data.train->size() << " train, " << data.val->size()

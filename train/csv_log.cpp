@@ -18,15 +18,6 @@ std::string number(double value) {
 
 }  // namespace
 
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (const char c : text) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
 
 CsvLog::CsvLog(std::string path, std::vector<std::string> columns, std::chrono::milliseconds flush_interval)
     : columns_(std::move(columns)), file_(std::move(path), PeriodicFile::Mode::Replace, flush_interval, "CsvLog") {

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "data/csv.h"
 #include "train/periodic_file.h"
 
 namespace kiln::train {
@@ -40,7 +41,7 @@ class CsvLog {
   PeriodicFile file_;
 };
 
-// A CSV field: quoted when it holds a comma, a quote or a line break (quotes doubled).
-std::string csv_field(const std::string& text);
+// A CSV field: quoted when it holds a comma, a quote or a line break (data/csv.h).
+using data::csv_field;
 
 }  // namespace kiln::train

@@ -6,9 +6,16 @@
 #include "data/medmnist.h"
 #include "data/sampler.h"
 #include "data/synthetic.h"
+#include "train/scans.h"
 
 namespace kiln::train {
 namespace {
+
+// MedMNIST's own: to [0, 1], then its shape transform (random for augmented training).
+data::TransformPtr medmnist_transform(bool train, bool augment) {
+  return std::make_shared<data::Compose>(std::vector<data::TransformPtr>{
+      std::make_shared<data::ToFloat>(1.0 / 255.0), std::make_shared<data::MedMnistShapeTransform>(train && augment)});
+}
 
 TrainData medmnist(const TrainConfig& config) {
   const data::MedMnistInfo& info = data::medmnist_info(config.dataset);  // an error listing the flags
@@ -19,19 +26,17 @@ TrainData medmnist(const TrainConfig& config) {
   const auto split = [&](data::Split which) {
     return std::make_shared<data::MedMnist3d>(config.dataset, which, options);
   };
-  const auto to_unit = std::make_shared<data::ToFloat>(1.0 / 255.0);
   TrainData result;
   result.description = std::string(info.python_class) + " at " + std::to_string(config.size) + "^3 from " +
                        data::medmnist_path(config.dataset, options);
   result.task = parse_task(info.task);
   result.classes = static_cast<int64_t>(info.labels.size());
+  for (const std::string_view label : info.labels) result.class_names.emplace_back(label);
   result.train = split(data::Split::Train);
   result.val = split(data::Split::Val);
   result.test = split(data::Split::Test);
-  result.train_transform = std::make_shared<data::Compose>(std::vector<data::TransformPtr>{
-      to_unit, std::make_shared<data::MedMnistShapeTransform>(config.augment)});
-  result.eval_transform = std::make_shared<data::Compose>(
-      std::vector<data::TransformPtr>{to_unit, std::make_shared<data::MedMnistShapeTransform>(false)});
+  result.train_transform = medmnist_transform(/*train=*/true, config.augment);
+  result.eval_transform = medmnist_transform(/*train=*/false, false);
   return result;
 }
 
@@ -48,6 +53,7 @@ TrainData synthetic(const TrainConfig& config) {
                        std::to_string(config.synthetic_samples) + " training volumes";
   result.task = Task::MultiClass;
   result.classes = data::SyntheticShapes::kClasses;
+  result.class_names = {"ball", "cube", "jack"};
   result.train = split(config.synthetic_samples, 1);
   result.val = split(held_out, 2);
   result.test = split(held_out, 3);
@@ -93,8 +99,20 @@ RunBatches make_batches(const RunContext& run, const TrainData& data) {
   return batches;
 }
 
-TrainData make_train_data(const TrainConfig& config) {
+TrainData make_train_data(const TrainConfig& config, const Choices& choices, const std::string& saved_split) {
+  if (is_own_scans(config)) return make_scan_data(config, choices, saved_split);
+  KILN_CHECK(!choices.preprocessing.any_set && choices.task == TaskChoice::Auto, "dataset ", config.dataset,
+             ": --task, --orientation, --spacing, --normalize, --crop-pad and --resize are for your own scans "
+             "(--dataset manifest.csv or a folder); ", config.dataset, " has its own");
   return config.dataset == "synthetic" ? synthetic(config) : medmnist(config);
+}
+
+TrainData make_train_data(const TrainConfig& config) { return make_train_data(config, validate(config)); }
+
+data::TransformPtr eval_transform_of(const TrainConfig& config, const Choices& choices) {
+  if (is_own_scans(config)) return preprocessing_transform(choices.preprocessing, /*train=*/false, false);
+  if (config.dataset == "synthetic") return nullptr;
+  return medmnist_transform(/*train=*/false, false);
 }
 
 std::vector<int64_t> class_counts(const data::Dataset& dataset, int64_t classes) {

@@ -28,6 +28,10 @@ struct SplitEvaluation {
 
 // Evaluates every batch of `batches` (started at `loader_epoch`: an unshuffled loader gives
 // the same batches whatever it is) and leaves the model in eval mode.
+// The scores of every batch (no labels needed), on the CPU: what `kiln predict` writes.
+Tensor predict_scores(nn::Layer& model, data::DevicePrefetcher& batches, const Objective& objective,
+                      const AmpProperties& amp);
+
 SplitEvaluation evaluate_split(nn::Layer& model, data::DevicePrefetcher& batches, const Objective& objective,
                                const AmpProperties& amp, Task task, int64_t loader_epoch = 0);
 

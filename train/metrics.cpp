@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "train/regression.h"
 
 namespace kiln::train {
 namespace {
@@ -125,6 +126,14 @@ Evaluation evaluate(Task task, const Tensor& y_true, const Tensor& y_score, doub
   e.samples = y_score.dim() == 0 ? 0 : y_score.size(0);
   KILN_CHECK(y_true.dim() >= 1 && y_true.size(0) == e.samples, "metrics: ", y_true.sizes(), " labels for ",
              y_score.sizes(), " scores");
+  if (task == Task::Regression) {
+    const RegressionMetrics m = regression_metrics(y_true, y_score);
+    e.auc = e.acc = e.sensitivity = e.specificity = kNaN;
+    e.mae = m.mae;
+    e.rmse = m.rmse;
+    e.r2 = m.r2;
+    return e;
+  }
   if (task == Task::Binary) {
     const std::vector<int64_t> labels = label_vector(y_true);
     const std::vector<double> scores = positive_scores(y_score);

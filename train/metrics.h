@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -32,7 +33,8 @@
 
 namespace kiln::train {
 
-enum class Task { Binary, MultiClass, MultiLabel };
+// Regression (one's own scans, --task regression) has its own metrics: train/regression.h.
+enum class Task { Binary, MultiClass, MultiLabel, Regression };
 
 // MedMNIST's task names ("binary-class", "multi-class", "multi-label, binary-class",
 // "ordinal-regression" as multi-class, as its evaluator treats it).
@@ -50,8 +52,14 @@ struct Evaluation {
   std::vector<std::vector<int64_t>> confusion;  // [true][predicted]; MultiLabel: empty
   double sensitivity = 0, specificity = 0;      // Binary only: at `threshold` (score > threshold)
   int64_t samples = 0;
+  // Regression only (train/regression.h); NaN for the other tasks, whose auc and acc a
+  // regression leaves NaN.
+  double mae = std::numeric_limits<double>::quiet_NaN();
+  double rmse = std::numeric_limits<double>::quiet_NaN();
+  double r2 = std::numeric_limits<double>::quiet_NaN();
 };
 
+// Regression: y_score are the predictions, [N, T] as y_true.
 Evaluation evaluate(Task task, const Tensor& y_true, const Tensor& y_score, double threshold = 0.5);
 
 // For people (metrics_format.cpp): ACC and AUC, the per-class AUCs, the confusion matrix

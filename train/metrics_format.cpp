@@ -8,6 +8,11 @@ namespace kiln::train {
 std::string format_evaluation(const Evaluation& e, Task task) {
   std::string text;
   char line[160];
+  if (task == Task::Regression) {
+    std::snprintf(line, sizeof line, "MAE %.4f  RMSE %.4f  R2 %.4f  (%lld samples)\n", e.mae, e.rmse, e.r2,
+                  static_cast<long long>(e.samples));
+    return line;
+  }
   std::snprintf(line, sizeof line, "ACC %.4f  AUC %.4f  (%lld samples)\n", e.acc, e.auc,
                 static_cast<long long>(e.samples));
   text += line;

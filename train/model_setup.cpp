@@ -11,7 +11,7 @@
 namespace kiln::train {
 
 int64_t model_outputs(const TrainConfig& config, const TrainData& data) {
-  return loss_outputs(resolved_loss(parse_choice<LossChoice>(config.loss), data.task), data.classes);
+  return loss_outputs(resolved_loss(parse_choice<LossChoice>(config.loss), data.task), data.task, data.classes);
 }
 
 bool is_pytorch_checkpoint(const std::string& path) {
@@ -27,7 +27,7 @@ ModelSetup make_model(const TrainConfig& config, const TrainData& data) {
   manual_seed(static_cast<uint64_t>(config.seed));
   ModelSetup setup;
   setup.model = nn::models::model_by_name({.name = config.model,
-                                           .in_channels = 1,
+                                           .in_channels = data.channels,
                                            .num_classes = model_outputs(config, data),
                                            .stem = config.stem,
                                            .width = config.width,

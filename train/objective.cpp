@@ -33,10 +33,15 @@ double parse_pos_weight(const std::string& text, const std::vector<int64_t>& cou
 
 LossChoice resolved_loss(LossChoice loss, Task task) {
   if (loss != LossChoice::Auto) return loss;
-  return task == Task::MultiLabel ? LossChoice::MultilabelBce : LossChoice::CrossEntropy;
+  switch (task) {
+    case Task::MultiLabel: return LossChoice::MultilabelBce;
+    case Task::Regression: return LossChoice::Mse;
+    default: return LossChoice::CrossEntropy;
+  }
 }
 
-int64_t loss_outputs(LossChoice resolved, int64_t classes) {
+int64_t loss_outputs(LossChoice resolved, Task task, int64_t classes) {
+  if (task == Task::Regression) return classes;  // one output per target
   return resolved == LossChoice::Bce || resolved == LossChoice::Mse ? 1 : classes;
 }
 
@@ -56,11 +61,13 @@ Objective::Objective(const LossSettings& settings, Task task, int64_t classes,
                      const std::vector<int64_t>& class_counts, Device device)
     : loss_(resolved_loss(settings.loss, task)),
       task_(task),
-      classes_(classes),
-      outputs_(loss_outputs(loss_, classes)),
+      outputs_(loss_outputs(loss_, task, classes)),
       label_smoothing_(settings.label_smoothing),
       pos_weight_value_(std::numeric_limits<double>::quiet_NaN()) {
   const TensorOptions on_device{.dtype = DType::Float32, .device = device};
+  const bool regression_loss = loss_ == LossChoice::Mse || loss_ == LossChoice::L1 || loss_ == LossChoice::SmoothL1;
+  KILN_CHECK(task != Task::Regression || regression_loss, "loss ", choice_name(loss_),
+             ": the task is a regression; use mse, l1 or smooth-l1");
   switch (loss_) {
     case LossChoice::CrossEntropy:
       KILN_CHECK(task != Task::MultiLabel, "loss cross-entropy: the task is multi-label; use multilabel-bce");
@@ -82,11 +89,12 @@ Objective::Objective(const LossSettings& settings, Task task, int64_t classes,
       break;
     case LossChoice::Mse:
       KILN_CHECK(task != Task::MultiLabel, "loss mse: the task is multi-label");
-      class_values_ = arange(0, classes, 1, on_device);
+      if (task != Task::Regression) class_values_ = arange(0, classes, 1, on_device);
       break;
     case LossChoice::L1:
     case LossChoice::SmoothL1:
-      throw Error(std::string("loss ") + choice_name(loss_) + " is a regression loss (--task regression)");
+      KILN_CHECK(task == Task::Regression, "loss ", choice_name(loss_), " is a regression loss (--task regression)");
+      break;
     case LossChoice::Auto: break;  // resolved above
   }
   KILN_CHECK(loss_ == LossChoice::CrossEntropy || (settings.class_weights.empty() && settings.label_smoothing == 0),
@@ -94,6 +102,14 @@ Objective::Objective(const LossSettings& settings, Task task, int64_t classes,
 }
 
 Tensor Objective::loss(const Tensor& logits, const Tensor& labels) const {
+  if (task_ == Task::Regression) {
+    const Tensor target = labels.to(logits.dtype()).reshape(logits.sizes());
+    switch (loss_) {
+      case LossChoice::L1: return l1_loss(logits, target);
+      case LossChoice::SmoothL1: return smooth_l1_loss(logits, target);
+      default: return mse_loss(logits, target);
+    }
+  }
   switch (loss_) {
     case LossChoice::CrossEntropy:
       return cross_entropy(logits, labels, {.weight = class_weights_, .label_smoothing = label_smoothing_});
@@ -105,6 +121,7 @@ Tensor Objective::loss(const Tensor& logits, const Tensor& labels) const {
 }
 
 Tensor Objective::scores(const Tensor& logits) const {
+  if (task_ == Task::Regression) return logits;  // the predicted values
   switch (loss_) {
     case LossChoice::CrossEntropy: return softmax(logits, 1);
     case LossChoice::Bce: return sigmoid(logits.flatten());
@@ -117,6 +134,7 @@ Tensor Objective::scores(const Tensor& logits) const {
 }
 
 Tensor Objective::correct(const Tensor& logits, const Tensor& labels) const {
+  if (task_ == Task::Regression) return sum(abs(sub(logits.to(DType::Float32), labels.to(DType::Float32).reshape(logits.sizes()))));
   switch (loss_) {
     case LossChoice::Bce: return sum(eq(gt(logits.flatten(), 0.0), gt(labels, 0)));
     case LossChoice::MultilabelBce: return sum(eq(gt(logits, 0.0), gt(labels, 0)));

@@ -8,13 +8,18 @@
 //   multilabel-bce   L         BCE-with-logits over [N, L] 0/1 labels sigmoid(logits)
 //   mse              1         (output - y)^2, y the label as a      softmax over classes c of
 //                              number (ordinal regression)           -(output - c)^2: nearest class first
-// "auto" is cross-entropy for binary and multi-class tasks (MedMNIST's choice) and
-// multilabel-bce for multi-label ones. pos_weight "auto" is negatives / positives of the
-// training set (for VesselMNIST3D, about 7.6; the speed-up guide used 10).
+// A regression (--task regression) of T targets:
+//   mse, l1,         T         mean (output - y)^2, |output - y|,    the outputs themselves
+//   smooth-l1                  or Huber's with beta 1, over [N, T]
+// "auto" is cross-entropy for binary and multi-class tasks (MedMNIST's choice),
+// multilabel-bce for multi-label ones and mse for a regression. pos_weight "auto" is
+// negatives / positives of the training set (for VesselMNIST3D, about 7.6; the speed-up
+// guide used 10).
 //
-// correct(logits, labels) counts the right predictions as a device tensor, so that a
-// training loop keeps its accuracy without reading anything back (argmax, or score > 0.5,
-// or the nearest class).
+// correct(logits, labels) is the running metric's sum as a device tensor, so that a
+// training loop keeps it without reading anything back: the right predictions (argmax, or
+// score > 0.5, or the nearest class; int64), or for a regression the absolute errors
+// (float32; the epoch's MAE once divided by the values counted).
 #pragma once
 
 #include <cstdint>
@@ -30,7 +35,10 @@ namespace kiln::train {
 // The loss "auto" resolves to for `task`, and the model outputs a loss needs: what Objective
 // itself uses, for building the model before the objective exists.
 LossChoice resolved_loss(LossChoice loss, Task task);
-int64_t loss_outputs(LossChoice resolved, int64_t classes);
+int64_t loss_outputs(LossChoice resolved, Task task, int64_t classes);
+
+// What Objective::correct sums in: int64 counts, or a regression's float32 errors.
+constexpr DType running_metric_dtype(Task task) { return task == Task::Regression ? DType::Float32 : DType::Int64; }
 
 // What the loss is made of: the configuration's loss settings.
 struct LossSettings {
@@ -58,15 +66,18 @@ class Objective {
   Tensor loss(const Tensor& logits, const Tensor& labels) const;
   // Scores for the metrics: [N, C] probabilities, or [N] for a binary bce.
   Tensor scores(const Tensor& logits) const;
-  // How many predictions are right, an int64 [] tensor on the logits' device.
+  // How many predictions are right, an int64 [] tensor on the logits' device; for a
+  // regression the sum of absolute errors, float32 [].
   Tensor correct(const Tensor& logits, const Tensor& labels) const;
+  // The dtype correct() sums in (running_metric_dtype).
+  DType correct_dtype() const { return running_metric_dtype(task_); }
   // The positives' weight in use (bce), or NaN.
   double pos_weight() const { return pos_weight_value_; }
 
  private:
   LossChoice loss_;
   Task task_;
-  int64_t classes_, outputs_;
+  int64_t outputs_;
   Tensor class_weights_, pos_weight_, class_values_;
   double label_smoothing_ = 0;
   double pos_weight_value_;

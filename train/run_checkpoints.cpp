@@ -21,8 +21,8 @@ nn::StateDict clone_state(const nn::StateDict& state) {
   return copy;
 }
 
-RunCheckpoints::RunCheckpoints(const RunContext& run, std::string monitor, std::ostream& out)
-    : run_(run), monitor_(std::move(monitor)), out_(out) {}
+RunCheckpoints::RunCheckpoints(const RunContext& run, std::string monitor, ModelInfo model, std::ostream& out)
+    : run_(run), monitor_(std::move(monitor)), model_(std::move(model)), out_(out) {}
 
 std::optional<std::string> RunCheckpoints::to_resume() const {
   const std::string& resume = run_.config.resume;
@@ -146,13 +146,18 @@ void RunCheckpoints::save_final(nn::Layer& model, int64_t epoch) const {
   save_weights(model, RunFile::FinalWeights, epoch);
 }
 
-// best.safetensors and final.safetensors: the weights, their epoch and the run's
-// configuration (kWeightsConfigKey); the best's also the metric that chose them.
+// best.safetensors and final.safetensors: the weights, their epoch, the run's configuration
+// (kWeightsConfigKey) and what the model predicts; the best's also the metric that chose them.
 void RunCheckpoints::save_weights(nn::Layer& model, RunFile file, int64_t epoch) const {
   if (!run_.distributed.writes()) return;
   std::map<std::string, std::string> metadata = {{"epoch", std::to_string(epoch)},
                                                  {kWeightsConfigKey, json::dump(to_json(run_.config))}};
   if (file == RunFile::BestWeights) metadata.emplace("monitor", monitor_);
+  json::Value names = json::Value::array();
+  for (const std::string& name : model_.class_names) names.push_back(json::Value::string(name));
+  metadata.emplace(kWeightsTaskKey, choice_name(model_.task));
+  metadata.emplace(kWeightsClassesKey, json::dump(names));
+  metadata.emplace(kWeightsChannelsKey, std::to_string(model_.channels));
   nn::save_weights(model, run_.folder.path(file), metadata);
 }
 

@@ -24,12 +24,19 @@
 #include "train/run_logs.h"
 #include "train/run_progress.h"
 #include "train/running_sums.h"
+#include "train/task.h"
 
 namespace kiln::train {
 
 // The metadata key of best.safetensors and final.safetensors holding the run's configuration
 // (JSON), so `kiln eval --weights` rebuilds the model without being told what it is.
 inline constexpr const char* kWeightsConfigKey = "kiln.config";
+// ... what the model predicts: the task kind (train/task.h: "binary", "multi-class",
+// "multi-label", "regression"), the outputs' names in order (a JSON array: the classes, the
+// labels of a multi-label task, the targets of a regression) and the input channels.
+inline constexpr const char* kWeightsTaskKey = "kiln.task";
+inline constexpr const char* kWeightsClassesKey = "kiln.classes";
+inline constexpr const char* kWeightsChannelsKey = "kiln.channels";
 
 // The rooms whose state a checkpoint holds.
 struct RunState {
@@ -41,8 +48,9 @@ struct RunState {
 
 class RunCheckpoints {
  public:
-  // `monitor`: the monitored metric's name, recorded with the best weights.
-  RunCheckpoints(const RunContext& run, std::string monitor, std::ostream& out);
+  // `monitor`: the monitored metric's name, recorded with the best weights; `model`: what
+  // the model predicts, recorded with the best and final weights.
+  RunCheckpoints(const RunContext& run, std::string monitor, ModelInfo model, std::ostream& out);
 
   // The checkpoint --resume names: none, the file given, or (auto) the folder's latest.
   std::optional<std::string> to_resume() const;
@@ -68,6 +76,7 @@ class RunCheckpoints {
 
   const RunContext& run_;
   std::string monitor_;
+  ModelInfo model_;
   std::ostream& out_;
   nn::StateDict best_;
 };

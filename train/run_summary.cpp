@@ -21,13 +21,19 @@ json::Value to_json(const Evaluation& e) {
     for (const int64_t count : row) cells.push_back(json::Value::integer(count));
     confusion.push_back(std::move(cells));
   }
-  return json::Value::object({{"auc", number_or_null(e.auc)},
-                              {"acc", number_or_null(e.acc)},
-                              {"per_class_auc", std::move(per_class)},
-                              {"confusion", std::move(confusion)},
-                              {"sensitivity", number_or_null(e.sensitivity)},
-                              {"specificity", number_or_null(e.specificity)},
-                              {"samples", json::Value::integer(e.samples)}});
+  json::Value object = json::Value::object({{"auc", number_or_null(e.auc)},
+                                            {"acc", number_or_null(e.acc)},
+                                            {"per_class_auc", std::move(per_class)},
+                                            {"confusion", std::move(confusion)},
+                                            {"sensitivity", number_or_null(e.sensitivity)},
+                                            {"specificity", number_or_null(e.specificity)},
+                                            {"samples", json::Value::integer(e.samples)}});
+  if (!std::isnan(e.mae)) {  // a regression's (train/regression.h)
+    object.add("mae", number_or_null(e.mae));
+    object.add("rmse", number_or_null(e.rmse));
+    object.add("r2", number_or_null(e.r2));
+  }
+  return object;
 }
 
 json::Value to_json(const BottleneckReport& report) {
@@ -80,7 +86,15 @@ std::string format_summary(const RunSummary& summary) {
       summary.stopped.c_str(), static_cast<long long>(summary.epochs), static_cast<long long>(summary.steps),
       summary.train_seconds, summary.samples_per_s, static_cast<long long>(summary.best_epoch));
   out << line;
-  if (!summary.test.empty()) {
+  const bool regression = !summary.test.empty() && !std::isnan(summary.test[0].metrics.mae);
+  if (regression) {
+    out << "test        epoch    MAE        RMSE       R2\n";
+    for (const TestResult& r : summary.test) {
+      std::snprintf(line, sizeof line, "  %-9s %5lld   %-9.4g  %-9.4g  %.4f\n", r.weights.c_str(),
+                    static_cast<long long>(r.epoch), r.metrics.mae, r.metrics.rmse, r.metrics.r2);
+      out << line;
+    }
+  } else if (!summary.test.empty()) {
     out << "test        epoch    ACC      AUC      threshold  ACC at threshold\n";
     for (const TestResult& r : summary.test) {
       std::snprintf(line, sizeof line, "  %-9s %5lld   %.4f   %.4f", r.weights.c_str(), static_cast<long long>(r.epoch),

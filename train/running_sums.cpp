@@ -11,14 +11,15 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 }
 
-RunningSums::RunningSums(Device device) : device_(device), last_loss_(kNaN), last_acc_(kNaN) {
+RunningSums::RunningSums(Device device, DType metric_dtype)
+    : device_(device), metric_dtype_(metric_dtype), last_loss_(kNaN), last_acc_(kNaN) {
   loss_sum_ = zeros({}, {.dtype = DType::Float32, .device = device_});
-  correct_ = zeros({}, {.dtype = DType::Int64, .device = device_});
+  correct_ = zeros({}, {.dtype = metric_dtype_, .device = device_});
 }
 
 void RunningSums::reset(RunProgress& progress) {
   loss_sum_ = zeros({}, {.dtype = DType::Float32, .device = device_});
-  correct_ = zeros({}, {.dtype = DType::Int64, .device = device_});
+  correct_ = zeros({}, {.dtype = metric_dtype_, .device = device_});
   progress.seen = progress.label_elements = 0;
   last_loss_ = last_acc_ = kNaN;
 }
@@ -34,9 +35,9 @@ void RunningSums::add(const Tensor& loss, const Tensor& correct, int64_t samples
 
 void RunningSums::read(const RunProgress& progress) {
   last_loss_ = progress.seen > 0 ? loss_sum_.item<double>() / static_cast<double>(progress.seen) : kNaN;
-  last_acc_ = progress.label_elements > 0
-                  ? static_cast<double>(correct_.item<int64_t>()) / static_cast<double>(progress.label_elements)
-                  : kNaN;
+  const double metric_sum = metric_dtype_ == DType::Int64 ? static_cast<double>(correct_.item<int64_t>())
+                                                          : correct_.item<double>();
+  last_acc_ = progress.label_elements > 0 ? metric_sum / static_cast<double>(progress.label_elements) : kNaN;
 }
 
 safetensors::NamedTensors RunningSums::tensors() const { return {{"loss_sum", loss_sum_}, {"correct", correct_}}; }

@@ -1,4 +1,5 @@
-// RunningSums: an epoch's training loss and correct predictions, summed on the device, so a
+// RunningSums: an epoch's training loss and its running metric (correct predictions, or a
+// regression's absolute errors: Objective::correct), summed on the device, so a
 // step reads nothing back; read() is the loop's one host read, at log steps (Note [A
 // training step] in train/trainer.h). The samples and label values they are over are
 // counted on the host, in the run's progress (train/run_progress.h).
@@ -18,7 +19,8 @@ namespace kiln::train {
 
 class RunningSums {
  public:
-  explicit RunningSums(Device device);
+  // `metric_dtype`: what the metric is summed in (Objective::correct_dtype).
+  RunningSums(Device device, DType metric_dtype);
 
   // Zero sums (and counts) for a new epoch.
   void reset(RunProgress& progress);
@@ -29,7 +31,7 @@ class RunningSums {
   // Reads the sums back (a host sync): the mean loss and the accuracy so far this epoch.
   void read(const RunProgress& progress);
   double loss() const { return last_loss_; }      // as last read; NaN before
-  double accuracy() const { return last_acc_; }  // as last read; NaN before
+  double accuracy() const { return last_acc_; }  // the running metric as last read; NaN before
 
   // For checkpoints ("running." tensors, Note [Checkpoint layout]).
   safetensors::NamedTensors tensors() const;
@@ -37,6 +39,7 @@ class RunningSums {
 
  private:
   Device device_;
+  DType metric_dtype_;
   Tensor loss_sum_, correct_;
   double last_loss_, last_acc_;
 };

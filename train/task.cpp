@@ -7,9 +7,12 @@
 
 namespace kiln::train {
 
-std::vector<Monitor> validation_metrics(Task) { return {Monitor::Auc, Monitor::Acc}; }
+std::vector<Monitor> validation_metrics(Task task) {
+  if (task == Task::Regression) return {Monitor::Mae, Monitor::Rmse, Monitor::R2};
+  return {Monitor::Auc, Monitor::Acc};
+}
 
-Monitor running_metric(Task) { return Monitor::Acc; }
+Monitor running_metric(Task task) { return task == Task::Regression ? Monitor::Mae : Monitor::Acc; }
 
 std::vector<std::string> metric_names(const std::vector<Monitor>& metrics) {
   std::vector<std::string> names;
@@ -18,7 +21,7 @@ std::vector<std::string> metric_names(const std::vector<Monitor>& metrics) {
 }
 
 Monitor resolved_monitor(Monitor monitor, Task task) {
-  if (monitor == Monitor::Auto) return Monitor::Auc;
+  if (monitor == Monitor::Auto) return task == Task::Regression ? Monitor::Rmse : Monitor::Auc;
   const std::vector<Monitor> metrics = validation_metrics(task);
   std::string valid;
   for (const std::string& name : metric_names(metrics)) valid += name + ", ";

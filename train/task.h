@@ -7,6 +7,7 @@
 //   binary      auc, acc             acc              auc
 //   multi-class auc, acc             acc              auc
 //   multi-label auc, acc             acc              auc
+//   regression  mae, rmse, r2        mae              rmse
 #pragma once
 
 #include <string>
@@ -16,6 +17,23 @@
 #include "train/metrics.h"
 
 namespace kiln::train {
+
+// The task kinds' names, as a trained model's weights record them ("kiln.task").
+inline constexpr ChoiceRow<Task> kTaskKindRows[] = {{Task::Binary, "binary"},
+                                                    {Task::MultiClass, "multi-class"},
+                                                    {Task::MultiLabel, "multi-label"},
+                                                    {Task::Regression, "regression"}};
+static_assert(valid_choice_rows(kTaskKindRows));
+constexpr ChoiceTable<Task> choice_table(Task) { return {"task kind", kTaskKindRows}; }
+
+// What a trained model takes and gives, recorded with its weights (train/run_checkpoints.h)
+// so that `kiln predict` rebuilds and reads it from the weights alone.
+struct ModelInfo {
+  Task task = Task::MultiClass;
+  int64_t classes = 0;   // classes, labels or regression targets
+  int64_t channels = 1;  // input channels
+  std::vector<std::string> class_names = {};  // the outputs' names, in order (may be empty)
+};
 
 std::vector<Monitor> validation_metrics(Task task);
 Monitor running_metric(Task task);

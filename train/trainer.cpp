@@ -78,8 +78,10 @@ struct Trainer::State {
         monitor(resolved_monitor(run.choices.monitor, data.task)),
         logs(output_stream(run, output), output.terminal, run.config.epochs,
              {.running = choice_name(running_metric(data.task)), .metrics = metric_names(validation_metrics(data.task))}),
-        sums(run.device),
-        checkpoints(run, choice_name(monitor), logs.out()) {
+        sums(run.device, running_metric_dtype(data.task)),
+        checkpoints(run, choice_name(monitor),
+                    {.task = data.task, .classes = data.classes, .channels = data.channels, .class_names = data.class_names},
+                    logs.out()) {
     KILN_CHECK(model != nullptr, "Trainer: the model is null");
     KILN_CHECK(data.train && data.val && data.test, "Trainer: the data needs train, val and test datasets");
     configure_cudnn(run);
@@ -280,8 +282,11 @@ std::vector<TestResult> test(Trainer::State& s) {
 // Where the run starts: a checkpoint's progress, or a new run in a prepared folder.
 void start(Trainer::State& s) {
   const std::optional<std::string> checkpoint = s.checkpoints.to_resume();
-  if (s.run.writes_files())
+  if (s.run.writes_files()) {
     s.run.folder.start_run(checkpoint.has_value(), s.run.config.overwrite, json::dump(to_json(s.run.config), 2) + "\n");
+    if (!s.data.split_table.empty())  // Note [Scan splits] in train/scans.h
+      save_atomically(s.data.split_table, s.run.folder.path(RunFile::Split), "kiln train");
+  }
   if (checkpoint)
     s.progress = s.checkpoints.resume(*checkpoint, s.state());
   else if (s.run.writes_files())
