@@ -32,3 +32,5 @@
 #include "train/model_setup.h"
 #include "train/data_setup.h"
 #include "train/metrics.h"
+#include "train/run_context.h"
+#include "train/scans.h"

@@ -41,6 +41,8 @@ enum class DistBackend : uint8_t { Auto, Ring, Nccl };
 // What the labels are. "auto": MedMNIST's own task, or for one's own scans a class per
 // sample (binary or multi-class) from one label column, multi-label from several.
 enum class TaskChoice : uint8_t { Auto, Classification, MultiLabel, Regression };
+// One's own scans' orientation: as the files store it, or reoriented to RAS+ (train/preprocessing.h).
+enum class Orientation : uint8_t { Stored, Ras };
 
 inline constexpr ChoiceRow<Optimizer> kOptimizerRows[] = {
     {Optimizer::Sgd, "sgd"}, {Optimizer::Adam, "adam"}, {Optimizer::AdamW, "adamw"}, {Optimizer::RMSprop, "rmsprop"}};
@@ -63,6 +65,8 @@ inline constexpr ChoiceRow<TaskChoice> kTaskRows[] = {{TaskChoice::Auto, "auto"}
                                                       {TaskChoice::Classification, "classification"},
                                                       {TaskChoice::MultiLabel, "multi-label"},
                                                       {TaskChoice::Regression, "regression"}};
+inline constexpr ChoiceRow<Orientation> kOrientationRows[] = {{Orientation::Stored, "stored"},
+                                                             {Orientation::Ras, "RAS"}};
 inline constexpr ChoiceRow<optim::CyclicMode> kCyclicModeRows[] = {
     {optim::CyclicMode::Triangular, "triangular"},
     {optim::CyclicMode::Triangular2, "triangular2"},
@@ -84,6 +88,7 @@ constexpr ChoiceTable<Monitor> choice_table(Monitor) { return {"monitor", kMonit
 constexpr ChoiceTable<LowPrecision> choice_table(LowPrecision) { return {"amp-dtype", kLowPrecisionRows}; }
 constexpr ChoiceTable<DistBackend> choice_table(DistBackend) { return {"dist-backend", kDistBackendRows}; }
 constexpr ChoiceTable<TaskChoice> choice_table(TaskChoice) { return {"task", kTaskRows}; }
+constexpr ChoiceTable<Orientation> choice_table(Orientation) { return {"orientation", kOrientationRows}; }
 constexpr ChoiceTable<optim::CyclicMode> choice_table(optim::CyclicMode) { return {"cyclic-mode", kCyclicModeRows}; }
 constexpr ChoiceTable<OptLevel> choice_table(OptLevel) { return {"amp", kOptLevelRows}; }
 
@@ -112,6 +117,7 @@ static_assert(valid_choice_rows(kMonitorRows));
 static_assert(valid_choice_rows(kLowPrecisionRows));
 static_assert(valid_choice_rows(kDistBackendRows));
 static_assert(valid_choice_rows(kTaskRows));
+static_assert(valid_choice_rows(kOrientationRows));
 static_assert(valid_choice_rows(kCyclicModeRows));
 static_assert(valid_choice_rows(kOptLevelRows));
 

@@ -53,9 +53,7 @@ Normalization normalization_of(const std::string& text) {
 Preprocessing parse_preprocessing(const TrainConfig& config) {
   Preprocessing p;
   p.normalization = normalization_of(config.normalize);
-  KILN_CHECK(config.orientation == "stored" || config.orientation == "RAS",
-             "config: orientation is stored (as the files are) or RAS, got '", config.orientation, "'");
-  p.loading.reorient_to_ras = config.orientation == "RAS";
+  p.loading.reorient_to_ras = parse_choice<Orientation>(config.orientation) == Orientation::Ras;
   if (!config.spacing.empty()) {
     std::vector<double> mm = numbers(config.spacing, "--spacing");
     if (mm.size() == 1) mm.assign(3, mm[0]);

@@ -64,8 +64,11 @@ json::Value to_json(const RunSummary& summary, const TrainConfig& config) {
                                         {"threshold", number_or_null(result.threshold)},
                                         {"acc_at_threshold", number_or_null(result.acc_at_threshold)}}));
   }
+  json::Value classes = json::Value::array();
+  for (const std::string& name : summary.classes) classes.push_back(json::Value::string(name));
   return json::Value::object({{"config", to_json(config)},
                               {"run_dir", json::Value::string(summary.run_dir)},
+                              {"classes", std::move(classes)},
                               {"stopped", json::Value::string(summary.stopped)},
                               {"epochs", json::Value::integer(summary.epochs)},
                               {"steps", json::Value::integer(summary.steps)},

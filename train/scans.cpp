@@ -46,7 +46,12 @@ bool is_integer(const std::string& text) {
 // The classes a classification's labels name: --class-names, else the labels found, sorted
 // (numerically when every one is an integer; as text for a folder, as ImageFolder does).
 std::vector<std::string> class_names_of(const data::ScanList& list, const TrainConfig& config, bool folder) {
-  if (!config.class_names.empty()) return comma_list(config.class_names);
+  if (!config.class_names.empty()) {
+    const std::vector<std::string> names = comma_list(config.class_names);
+    const std::set<std::string> distinct(names.begin(), names.end());
+    KILN_CHECK(distinct.size() == names.size(), "--class-names ", config.class_names, ": a class is named twice");
+    return names;
+  }
   std::set<std::string> found;
   for (const data::ScanRecord& record : list.records) {
     if (!record.labels[0].empty()) found.insert(record.labels[0]);
@@ -167,6 +172,9 @@ std::vector<std::string> saved_splits(OwnScans& scans, const std::string& path) 
       splits.emplace_back();
       continue;
     }
+    if (std::find_if(std::begin(data::kSplitNames), std::end(data::kSplitNames),
+                     [&](const char* name) { return found->second == name; }) == std::end(data::kSplitNames))
+      scans.problems.push_back(path + ": " + found->first + " has split '" + found->second + "', not train, val or test");
     splits.push_back(found->second);
     saved.erase(found);
   }

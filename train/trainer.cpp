@@ -326,6 +326,7 @@ RunSummary Trainer::fit() {
   RunSummary summary;
   summary.run_dir = s.run.folder.root();
   summary.monitor = choice_name(s.monitor);
+  summary.classes = s.data.class_names;
   summary.stopped = "completed";
   const Stopwatch run_watch;
   if (s.progress.stopped_early) summary.stopped = "early stopping";  // a resumed run that had stopped

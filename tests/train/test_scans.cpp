@@ -117,6 +117,13 @@ TEST(OwnScans, AFolderAndAManifestTrainWithAStratifiedSplitThatAResumeFollows) {
   EXPECT_EQ(rows(read_text_file(scans.folder.file("run/split.csv"))), rows(saved));
   const json::Value summary = json::parse_file(scans.folder.file("run/summary.json"));
   EXPECT_EQ(summary.find("epochs")->as_integer(), 2);
+  EXPECT_EQ(summary.find("classes")->as_array().size(), 3u);
+  // A split.csv changed by hand is a problem to report, not a scan silently left out.
+  std::string tampered = read_text_file(scans.folder.file("run/split.csv"));
+  tampered.replace(tampered.find(",train"), 6, ",holdout");
+  std::ofstream(scans.folder.file("run/split.csv")) << tampered;
+  args.push_back("--check-data");
+  EXPECT_NE(run_cli(args).out.find("has split 'holdout', not train, val or test"), std::string::npos);
 }
 
 // Note [Scan checks]: each problem named, all at once, before anything is written.
@@ -158,6 +165,9 @@ TEST(OwnScans, EveryProblemIsReportedBeforeTheFirstStepAndNothingIsWritten) {
                           << ",cube,train\n" << scans.files[1] << ",ball,val\n" << scans.files[2] << ",ball,test\n";
   args.push_back("--check-data");
   EXPECT_NE(run_cli(args).out.find("class 'cube' has no scan in the val split"), std::string::npos);
+  EXPECT_NE(run_cli({"train", "--dataset", manifest, "--class-names", "ball,ball", "--check-data"}).err.find(
+                "a class is named twice"),
+            std::string::npos);
   EXPECT_NE(run_cli({"train", "--dataset", "synthetic", "--resize", "8,8,8", "--check-data"}).err.find(
                 "are for your own scans"),
             std::string::npos);
