@@ -44,12 +44,14 @@ int run_train(const std::vector<std::string>& args, std::ostream& all_ranks_out)
           "of where the time goes."};
   if (!parse_config_command(args, command, config, all_ranks_out)) return 0;
   train::RunContext run = train::resolve_run(config);
+  config = run.config;  // as resolved (one's own scans' path made absolute)
   // In a --ddp run rank 0 speaks for all (the others' lines would repeat it).
   std::ostream& out = run.distributed.writes() ? all_ranks_out : train::null_stream();
   if (config.check_data) return check_data(run, out);  // writes nothing
   const bool profile = config.profile_steps > 0;
   if (!profile) {
-    out << "configuration (saved as " << run.folder.path(train::RunFile::Config) << "):\n" << format_config(config);
+    out << "configuration (saved as " << run.folder.path(train::RunFile::Config) << "):\n"
+        << format_config(config);
   }
   const train::TrainData data = train::make_train_data(config, run.choices, train::saved_split_file(run));
   const train::ModelSetup setup = train::make_model(config, data);

@@ -5,6 +5,7 @@
 
 #include "core/backend.h"
 #include "core/error.h"
+#include "train/scans.h"
 
 namespace kiln::train {
 
@@ -30,6 +31,9 @@ std::string run_folder(const TrainConfig& config) {
 
 RunContext resolve_run(TrainConfig config) {
   const Choices choices = validate(config);
+  // One's own scans by their absolute path, so that the run's configuration (and its
+  // weights', which eval and predict read) finds them from any folder.
+  if (is_own_scans(config)) config.dataset = std::filesystem::absolute(config.dataset).lexically_normal().string();
   DistributedRun distributed = join_distributed(config, choices.dist_backend);
   const Device device = run_device(config, distributed);
   const AmpProperties amp = amp_properties(choices.amp, to_dtype(choices.amp_dtype));

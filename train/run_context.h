@@ -29,7 +29,8 @@ struct RunContext {
   bool writes_files() const { return distributed.writes() && config.profile_steps == 0; }
 };
 
-// validate(config), join_distributed, run_device, amp_properties and the run folder.
+// validate(config), join_distributed, run_device, amp_properties and the run folder; one's
+// own scans' --dataset made absolute.
 RunContext resolve_run(TrainConfig config);
 
 // "auto": the GPU when there is one, else the CPU; otherwise Device::parse.

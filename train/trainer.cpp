@@ -1,32 +1,24 @@
-// Trainer (train/trainer.h): the loop. The run's state is its rooms (State below); the
-// functions after it are the loop, top to bottom: a training step, an epoch of them,
-// validation and model selection, the test, and fit(), the epochs from start to summary.
+// Trainer (train/trainer.h): the loop, over the run's rooms (Trainer::State, train/
+// run_state.h), top to bottom: a training step, an epoch of them, validation and model
+// selection, the test, and fit(), the epochs from start to summary.
 #include "train/trainer.h"
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <iostream>
 #include <optional>
 
 #include "core/atomic_file.h"
 #include "core/autocast.h"
 #include "core/autograd/grad_mode.h"
-#include "core/cudnn.h"
+#include "core/cudnn.h"  // the algorithm cache saved at the end
 #include "core/deferred_check.h"
 #include "core/error.h"
 #include "core/host_sync.h"
 #include "core/ops.h"
 #include "core/time_range.h"
 #include "dist/ddp.h"
-#include "dist/sync_batch_norm.h"
 #include "train/evaluate.h"
-#include "train/objective.h"
-#include "train/optimization.h"
-#include "train/run_logs.h"
-#include "train/run_progress.h"
-#include "train/running_sums.h"
-#include "train/task.h"
+#include "train/run_state.h"
 
 namespace kiln::train {
 namespace {
@@ -38,84 +30,6 @@ bool improves(double metric, double best, bool higher) {
   if (std::isnan(best)) return true;
   return higher ? metric > best : metric < best;
 }
-
-// The cuDNN settings of the run, and its algorithm cache loaded.
-void configure_cudnn(const RunContext& run) {
-  cudnn::set_benchmark(run.config.cudnn_benchmark);
-  cudnn::set_deterministic(run.config.deterministic);
-  if (!run.config.algo_cache.empty() && std::filesystem::exists(run.config.algo_cache) && run.device.is_cuda())
-    cudnn::load_algorithm_cache(run.config.algo_cache);
-}
-
-std::ostream& output_stream(const RunContext& run, const TrainerOutput& output) {
-  if (!run.distributed.writes()) return null_stream();  // rank 0 speaks for all
-  return output.out != nullptr ? *output.out : std::cout;
-}
-
-}  // namespace
-
-// ---- the run's state: its rooms -----------------------------------------------------------
-
-struct Trainer::State {
-  RunContext run;
-  TrainData data;
-  std::shared_ptr<nn::Layer> model;
-  std::shared_ptr<dist::DistributedDataParallel> ddp;  // wraps `model` in a --ddp run
-  Monitor monitor;                                     // resolved for the task
-  RunLogs logs;
-  RunBatches batches;
-  std::unique_ptr<Objective> objective;
-  std::unique_ptr<Optimization> optimization;
-  RunningSums sums;
-  RunCheckpoints checkpoints;
-  RunProgress progress;
-  RunTimes times;
-
-  State(RunContext run_in, TrainData data_in, std::shared_ptr<nn::Layer> model_in, TrainerOutput output)
-      : run(std::move(run_in)),
-        data(std::move(data_in)),
-        model(std::move(model_in)),
-        monitor(resolved_monitor(run.choices.monitor, data.task)),
-        logs(output_stream(run, output), output.terminal, run.config.epochs,
-             {.running = choice_name(running_metric(data.task)), .metrics = metric_names(validation_metrics(data.task))}),
-        sums(run.device, running_metric_dtype(data.task)),
-        checkpoints(run, choice_name(monitor),
-                    {.task = data.task, .classes = data.classes, .channels = data.channels, .class_names = data.class_names},
-                    logs.out()) {
-    KILN_CHECK(model != nullptr, "Trainer: the model is null");
-    KILN_CHECK(data.train && data.val && data.test, "Trainer: the data needs train, val and test datasets");
-    configure_cudnn(run);
-    const std::vector<int64_t> counts =
-        run.config.pos_weight == "auto" ? class_counts(*data.train, data.classes) : std::vector<int64_t>{};
-    objective = std::make_unique<Objective>(LossSettings::of(run.config, run.choices.loss), data.task, data.classes,
-                                            counts, run.device);
-    batches = make_batches(run, data);
-    if (run.config.sync_bn) dist::convert_sync_batchnorm(*model, run.distributed.group);
-    model->to(run.device);
-    const int64_t steps_per_epoch = (batches.train->size() + run.config.accumulate - 1) / run.config.accumulate;
-    optimization = std::make_unique<Optimization>(run, *model, steps_per_epoch, higher_is_better(monitor));
-    if (run.distributed.enabled) {  // after amp: DDP hooks the parameters the optimizer holds
-      ddp = std::make_shared<dist::DistributedDataParallel>(model, dist::DDPOptions{.group = run.distributed.group});
-    }
-    manual_seed(static_cast<uint64_t>(run.config.seed) + 1);  // dropout's stream, apart from the initialisation's
-    sums.reset(progress);
-    progress.world_size = run.distributed.world_size;
-  }
-
-  RunState state() { return {*model, *optimization, sums, logs}; }
-  nn::Layer& forward_module() { return ddp ? static_cast<nn::Layer&>(*ddp) : *model; }
-  BottleneckReport report(const std::vector<TimeRangeRecord>& records, double wall, int64_t steps,
-                          const HostSyncs& syncs) const {
-    return bottleneck_report(records, wall, steps, syncs,
-                             {.on_gpu = run.device.is_cuda(),
-                              .workers = run.config.workers,
-                              .pin_memory = run.config.pin_memory && run.device.is_cuda()});
-  }
-};
-
-// ---- the loop -----------------------------------------------------------------------------
-
-namespace {
 
 // One micro-batch (Note [A training step]): forward and loss under the run's autocast,
 // the scaled backward, the optimizer at an accumulation boundary, the running sums.

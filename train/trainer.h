@@ -14,8 +14,8 @@
 // (data_setup.h), the objective (objective.h), the optimization (optimization.h: optimizer,
 // mixed precision, clipping, schedule), the running sums (running_sums.h), the progress
 // (run_progress.h), the checkpoints and best weights (run_checkpoints.h), the logs
-// (run_logs.h) and the folder (run_folder.h). trainer.cpp is the loop over them: epochs,
-// steps, validation, the test.
+// (run_logs.h) and the folder (run_folder.h), set up together as Trainer::State
+// (run_state.h). trainer.cpp is the loop over them: epochs, steps, validation, the test.
 //
 // Note [A training step]: for each micro-batch, in TimeRanges named after the report's
 // phases (train/bottleneck.h):

@@ -1,0 +1,69 @@
+// Trainer::State (train/run_state.h): the rooms' set-up.
+#include "train/run_state.h"
+
+#include <filesystem>
+#include <iostream>
+
+#include "core/cudnn.h"
+#include "core/error.h"
+#include "core/generator.h"
+#include "dist/sync_batch_norm.h"
+
+namespace kiln::train {
+namespace {
+
+// The cuDNN settings of the run, and its algorithm cache loaded.
+void configure_cudnn(const RunContext& run) {
+  cudnn::set_benchmark(run.config.cudnn_benchmark);
+  cudnn::set_deterministic(run.config.deterministic);
+  if (!run.config.algo_cache.empty() && std::filesystem::exists(run.config.algo_cache) && run.device.is_cuda())
+    cudnn::load_algorithm_cache(run.config.algo_cache);
+}
+
+std::ostream& output_stream(const RunContext& run, const TrainerOutput& output) {
+  if (!run.distributed.writes()) return null_stream();  // rank 0 speaks for all
+  return output.out != nullptr ? *output.out : std::cout;
+}
+
+}  // namespace
+
+Trainer::State::State(RunContext run_in, TrainData data_in, std::shared_ptr<nn::Layer> model_in, TrainerOutput output)
+    : run(std::move(run_in)),
+      data(std::move(data_in)),
+      model(std::move(model_in)),
+      monitor(resolved_monitor(run.choices.monitor, data.task)),
+      logs(output_stream(run, output), output.terminal, run.config.epochs,
+           {.running = choice_name(running_metric(data.task)), .metrics = metric_names(validation_metrics(data.task))}),
+      sums(run.device, running_metric_dtype(data.task)),
+      checkpoints(run, choice_name(monitor),
+                  {.task = data.task, .classes = data.classes, .channels = data.channels, .class_names = data.class_names},
+                  logs.out()) {
+  KILN_CHECK(model != nullptr, "Trainer: the model is null");
+  KILN_CHECK(data.train && data.val && data.test, "Trainer: the data needs train, val and test datasets");
+  configure_cudnn(run);
+  const std::vector<int64_t> counts =
+      run.config.pos_weight == "auto" ? class_counts(*data.train, data.classes) : std::vector<int64_t>{};
+  objective = std::make_unique<Objective>(LossSettings::of(run.config, run.choices.loss), data.task, data.classes,
+                                          counts, run.device);
+  batches = make_batches(run, data);
+  if (run.config.sync_bn) dist::convert_sync_batchnorm(*model, run.distributed.group);
+  model->to(run.device);
+  const int64_t steps_per_epoch = (batches.train->size() + run.config.accumulate - 1) / run.config.accumulate;
+  optimization = std::make_unique<Optimization>(run, *model, steps_per_epoch, higher_is_better(monitor));
+  if (run.distributed.enabled) {  // after amp: DDP hooks the parameters the optimizer holds
+    ddp = std::make_shared<dist::DistributedDataParallel>(model, dist::DDPOptions{.group = run.distributed.group});
+  }
+  manual_seed(static_cast<uint64_t>(run.config.seed) + 1);  // dropout's stream, apart from the initialisation's
+  sums.reset(progress);
+  progress.world_size = run.distributed.world_size;
+}
+
+BottleneckReport Trainer::State::report(const std::vector<TimeRangeRecord>& records, double wall, int64_t steps,
+                                      const HostSyncs& syncs) const {
+  return bottleneck_report(records, wall, steps, syncs,
+                           {.on_gpu = run.device.is_cuda(),
+                            .workers = run.config.workers,
+                            .pin_memory = run.config.pin_memory && run.device.is_cuda()});
+}
+
+}  // namespace kiln::train
