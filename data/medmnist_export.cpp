@@ -12,8 +12,12 @@
 
 namespace kiln::data {
 
-ExportResult export_medmnist(std::string_view flag, const MedMnistOptions& options, const std::string& out) {
+ExportResult export_medmnist(std::string_view flag, const MedMnistOptions& options, const std::string& out,
+                             bool overwrite) {
   ExportResult result{.manifest = (std::filesystem::path(out) / "manifest.csv").string()};
+  std::error_code exists_error;
+  KILN_CHECK(overwrite || !std::filesystem::exists(result.manifest, exists_error), "export: ", result.manifest,
+             " already exists; choose another folder, or replace it with --overwrite");
   std::string manifest = "image,label,split\n";
   for (const Split split : {Split::Train, Split::Val, Split::Test}) {
     const MedMnist3d dataset(flag, split, options);

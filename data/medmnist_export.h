@@ -22,8 +22,10 @@ struct ExportResult {
   int64_t files = 0;
 };
 
-// Writes every split of `flag`; each file (and the manifest last) atomically. An error
-// names the file it could not write.
-ExportResult export_medmnist(std::string_view flag, const MedMnistOptions& options, const std::string& out);
+// Writes every split of `flag`; each file (and the manifest last) atomically. A folder that
+// already holds a manifest.csv is refused unless `overwrite`. An error names the file it
+// could not write.
+ExportResult export_medmnist(std::string_view flag, const MedMnistOptions& options, const std::string& out,
+                             bool overwrite = false);
 
 }  // namespace kiln::data

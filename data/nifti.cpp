@@ -159,6 +159,15 @@ int probe_version(const std::string& path) {
                                       : field<int64_t>(bytes, 16 + 8 * static_cast<size_t>(d), swap);
     if (size < 1) fail(path, "has size ", size, " along dimension ", d);
   }
+  // The voxels start after the header and the 4 extension bytes of a single file (nifti_clib
+  // would move a smaller offset there itself and read other bytes than the file's writer
+  // meant; nibabel refuses it).
+  const double vox_offset = version == 1 ? static_cast<double>(field<float>(bytes, 108, swap))
+                                         : static_cast<double>(field<int64_t>(bytes, 168, swap));
+  const double least = version == 1 ? 352 : 544;
+  if (!std::isfinite(vox_offset) || vox_offset < least || vox_offset > 1e15)
+    fail(path, "has vox_offset ", vox_offset, "; a single-file NIfTI-", version, "'s voxels start at byte ", least,
+         " or later");
   return version;
 }
 

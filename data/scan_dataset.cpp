@@ -15,9 +15,9 @@ std::array<int64_t, 3> spacing_size(const std::array<int64_t, 3>& size, const st
   std::array<int64_t, 3> resized{};
   for (size_t a = 0; a < 3; ++a) {
     const double voxels = std::round(static_cast<double>(size[a]) * spacing[a] / target[a]);
-    KILN_CHECK(std::isfinite(voxels) && voxels < 1e6, "spacing: ", size[a], " voxels of ", spacing[a], " mm at ",
-               target[a], " mm would be ", voxels, " voxels");
-    resized[a] = std::max<int64_t>(1, static_cast<int64_t>(voxels));
+    KILN_CHECK(std::isfinite(voxels) && voxels >= 1 && voxels < 1e6, "spacing: ", size[a], " voxels of ", spacing[a],
+               " mm at ", target[a], " mm would be ", voxels, " voxels");
+    resized[a] = static_cast<int64_t>(voxels);
   }
   return resized;
 }
@@ -27,6 +27,12 @@ namespace {
 Tensor load_one(const std::string& file, const ScanLoading& loading) {
   LoadedVolume volume = load_volume_with_spacing(file, {.reorient_to_ras = loading.reorient_to_ras});
   Tensor data = std::move(volume.data);
+  KILN_CHECK(data.numel() > 0, "scan '", file, "' holds an empty volume, ", data.sizes());
+  if (is_floating(data.dtype())) {  // Note [Finite voxels]
+    const int64_t bad = logical_not(isfinite(data)).sum().item<int64_t>();
+    KILN_CHECK(bad == 0, "scan '", file, "' has ", bad, " voxels that are NaN or infinite; replace them "
+               "(numpy's nan_to_num, say) before training on it");
+  }
   if (!loading.spacing) return data;
   KILN_CHECK(volume.spacing.has_value(), "scan '", file,
              "': --spacing resamples from the NIfTI header's voxel size, and this file has no geometry");

@@ -9,10 +9,18 @@
 //   scans.get(0).at(data::kImage);  // [2, X, Y, Z]: float32 from NIfTI
 //
 // Note [Resampling to a spacing]: a volume of n voxels of size s along an axis becomes
-// round(n s / t) voxels of size t (at least 1), by trilinear resampling over the same
-// extent (data/resample.h: resize, PyTorch's F.interpolate with align_corners=False), so
-// the scan's field of view is kept; its spacing comes from the NIfTI header (pixdim, after
-// the reorientation). A file without geometry (.npy, .npz) cannot be resampled: an error.
+// round(n s / t) voxels of size t (fewer than 1, or a million or more, is an error), by
+// trilinear resampling over the same extent (data/resample.h: resize, PyTorch's
+// F.interpolate with align_corners=False), so the scan's field of view is kept; its
+// spacing comes from the NIfTI header (pixdim, after the reorientation). A file without
+// geometry (.npy, .npz) cannot be resampled: an error.
+//
+// Note [Finite voxels]: a volume with a NaN or an infinite voxel is an error naming the
+// file and the count. One such voxel makes a scan's z-score, or any normalisation over
+// it, NaN everywhere, and the model then learns from, or predicts on, a blank; a masked
+// region exported as NaN is common in derived maps, and the fix is the user's to choose.
+// (NIfTI files reach this check with their non-finite floats already 0: nifti_clib, the
+// reference library data/nifti.h reads through, replaces them when it loads the voxels.)
 #pragma once
 
 #include <array>

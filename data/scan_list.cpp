@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
-#include <set>
 
 #include "core/error.h"
 #include "data/csv.h"
@@ -29,9 +28,37 @@ std::vector<fs::path> sorted_entries(const fs::path& dir, const std::function<bo
   return entries;
 }
 
+// A folder that is not hidden (".ipynb_checkpoints", ".git" are not classes).
 bool is_folder(const fs::directory_entry& entry) {
   std::error_code ec;
-  return entry.is_directory(ec);  // an entry that cannot be examined is skipped, never a throw
+  return entry.is_directory(ec) && !entry.path().filename().string().starts_with(".");  // unexaminable: skipped
+}
+
+// A label's text without the spaces and tabs around it (" 0" and "0" are one class).
+std::string trimmed(const std::string& text) {
+  const size_t first = text.find_first_not_of(" \t");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+// The volume files under `dir`, at any depth (as ImageFolder walks a class folder),
+// hidden folders left out, sorted.
+std::vector<fs::path> volume_files_under(const fs::path& dir, const char* who) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    std::error_code entry_ec;
+    const std::string name = it->path().filename().string();
+    if (it->is_directory(entry_ec)) {
+      if (name.starts_with(".")) it.disable_recursion_pending();
+      continue;
+    }
+    if (is_volume_file(name)) files.push_back(it->path());
+  }
+  KILN_CHECK(!ec, who, ": cannot list '", dir.string(), "': ", ec.message());
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
 bool is_split_name(const std::string& name) {
@@ -66,6 +93,8 @@ std::vector<int64_t> columns_of(const CsvTable& table, const std::vector<std::st
   KILN_CHECK(!names.empty(), "scans '", source, "': no ", what, " columns given");
   std::vector<int64_t> columns;
   for (const std::string& name : names) {
+    KILN_CHECK(std::count(names.begin(), names.end(), name) == 1, "scans '", source, "': the ", what, " column '",
+               name, "' is given twice");
     columns.push_back(table.column(name));
     std::string have;
     for (const std::string& column : table.columns) have += (have.empty() ? "" : ", ") + column;
@@ -95,7 +124,7 @@ ScanList read_manifest(const std::string& csv, const ScanListOptions& options) {
       }
       record.images.push_back(fs::path(file).is_absolute() || file.empty() ? file : (base / file).string());
     }
-    for (const int64_t c : labels) record.labels.push_back(row[static_cast<size_t>(c)]);
+    for (const int64_t c : labels) record.labels.push_back(trimmed(row[static_cast<size_t>(c)]));
     if (split >= 0) {
       record.split = row[static_cast<size_t>(split)];
       if (!is_split_name(record.split))
@@ -115,9 +144,7 @@ ClassFolder list_class_folder(const std::string& root, const char* who) {
   KILN_CHECK(!class_dirs.empty(), who, ": '", root, "' has no class folders (root/<class>/<files>)");
   ClassFolder folder;
   for (const fs::path& dir : class_dirs) {
-    const std::vector<fs::path> volumes = sorted_entries(
-        dir, [](const fs::directory_entry& e) { return !is_folder(e) && is_volume_file(e.path().filename().string()); },
-        who);
+    const std::vector<fs::path> volumes = volume_files_under(dir, who);
     KILN_CHECK(!volumes.empty(), who, ": class folder '", dir.string(), "' has no .nii.gz, .nii, .npy or .npz files");
     folder.classes.push_back(dir.filename().string());
     folder.files.emplace_back();
@@ -131,6 +158,7 @@ ScanList read_scan_list(const std::string& path, const ScanListOptions& options)
   if (fs::is_directory(path, ec)) return read_folder(path);
   KILN_CHECK(fs::exists(path, ec), "scans '", path, "': no such file or folder");
   KILN_CHECK(path.ends_with(".csv"), "scans '", path, "': a manifest is a .csv file (or give a folder)");
+  KILN_CHECK(fs::is_regular_file(path, ec), "scans '", path, "': not a regular file (a pipe or a device?)");
   return read_manifest(path, options);
 }
 

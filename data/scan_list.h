@@ -9,8 +9,10 @@
 //   folder/{train,val,test}/<class>/<files>   the same, with the splits given
 //
 // Files are volume files (data/volume_file.h: .nii, .nii.gz, .npy, .npz); in a folder,
-// other files are ignored and classes and files are sorted by name, as torchvision's
-// ImageFolder does. A structural problem (an unreadable CSV, a missing column, a folder
+// other files are ignored, a class folder's files are found at any depth, and classes
+// and files are sorted by name, as torchvision's ImageFolder does; hidden folders
+// (".ipynb_checkpoints") are not classes. A label's text is taken without the spaces
+// around it. A structural problem (an unreadable CSV, a missing column, a folder
 // without classes) is an error at once; a problem of one row (an empty path, a file that
 // is not a volume, a split that is not train, val or test) is kept in `problems`, one
 // line each naming the row, so a check reports every one (train/scans.h).

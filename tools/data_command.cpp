@@ -37,7 +37,7 @@ int run_data(const std::vector<std::string>& args, std::ostream& out) {
            "  FLAG: organmnist3d, nodulemnist3d, adrenalmnist3d, fracturemnist3d, vesselmnist3d, "
            "synapsemnist3d\n"
            "  --root: where to keep it (default $MEDMNIST_ROOT, else ~/.medmnist); --url: a mirror\n"
-           "usage: kiln data export FLAG --out DIR [--size 28|64] [--root DIR]\n"
+           "usage: kiln data export FLAG --out DIR [--size 28|64] [--root DIR] [--overwrite]\n"
            "  writes DIR/manifest.csv (image,label,split) and a NIfTI file per sample, for\n"
            "  kiln train --dataset DIR/manifest.csv\n";
     return 0;
@@ -48,25 +48,31 @@ int run_data(const std::vector<std::string>& args, std::ostream& out) {
   const std::string flag = args[1];
   data::MedMnistOptions options;
   std::string url, folder;
-  for (size_t i = 2; i < args.size(); i += 2) {
-    if (i + 1 == args.size()) throw UsageError(args[i] + " needs a value");
-    const std::string& value = args[i + 1];
-    if (args[i] == "--size") {
+  bool overwrite = false;
+  for (size_t i = 2; i < args.size(); ++i) {
+    const std::string& option = args[i];
+    if (option == "--overwrite" && args[0] == "export") {  // the one option without a value
+      overwrite = true;
+      continue;
+    }
+    if (i + 1 == args.size()) throw UsageError(option + " needs a value");
+    const std::string& value = args[++i];
+    if (option == "--size") {
       if (value != "28" && value != "64") throw UsageError("--size is 28 or 64, got '" + value + "'");
       options.size = value == "28" ? 28 : 64;
-    } else if (args[i] == "--root") {
+    } else if (option == "--root") {
       options.root = value;
-    } else if (args[i] == "--url" && args[0] == "download") {
+    } else if (option == "--url" && args[0] == "download") {
       url = value;
-    } else if (args[i] == "--out" && args[0] == "export") {
+    } else if (option == "--out" && args[0] == "export") {
       folder = value;
     } else {
-      throw UsageError("unknown option '" + args[i] + "'");
+      throw UsageError("unknown option '" + option + "'");
     }
   }
   if (args[0] == "export") {
     if (folder.empty()) throw UsageError("export needs --out DIR");
-    const data::ExportResult result = data::export_medmnist(flag, options, folder);
+    const data::ExportResult result = data::export_medmnist(flag, options, folder, overwrite);
     out << result.manifest << ": " << result.files << " scans as NIfTI files; train on them with\n  kiln train --dataset "
         << result.manifest << "\n";
     return 0;

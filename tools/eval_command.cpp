@@ -32,6 +32,7 @@ bool parse_weights_command(const std::vector<std::string>& args, ConfigCommand c
 }
 
 SplitScores score_split(const std::string& weights, const std::string& split, const train::TrainConfig& config) {
+  KILN_CHECK(split == "train" || split == "val" || split == "test", "--split is train, val or test, got '", split, "'");
   const train::Choices choices = train::validate(config);
   namespace fs = std::filesystem;
   const fs::path saved = fs::path(weights).parent_path() / train::kRunFiles[static_cast<size_t>(train::RunFile::Split)].name;

@@ -36,18 +36,50 @@ namespace fs = std::filesystem;
 
 // ---- new scans --------------------------------------------------------------------------
 
-// RUN's weights: best.safetensors (else final.safetensors), or those --weights names.
-std::string run_weights(const std::string& run, const std::string& which) {
+// RUN's weights: those --weights names (best, final or a file), else best.safetensors,
+// else (a run whose validation never gave a best epoch) final.safetensors, said so.
+std::string run_weights(const std::string& run, const std::optional<std::string>& which, std::ostream& out) {
   const train::RunFolder folder(run);
   std::error_code error;
-  if (which == "best" || which == "final") {
-    const train::RunFile file = which == "best" ? train::RunFile::BestWeights : train::RunFile::FinalWeights;
-    if (fs::exists(folder.path(file), error)) return folder.path(file);
-    KILN_CHECK(which == "best" && fs::exists(folder.path(train::RunFile::FinalWeights), error), "predict: ", run,
-               " holds no ", which, ".safetensors (is it a kiln train run folder?)");
-    return folder.path(train::RunFile::FinalWeights);
+  const std::string best = folder.path(train::RunFile::BestWeights), final = folder.path(train::RunFile::FinalWeights);
+  if (which && *which != "best" && *which != "final") return *which;  // a file
+  if (which) {
+    const std::string& path = *which == "best" ? best : final;
+    KILN_CHECK(fs::exists(path, error), "predict: ", run, " holds no ", *which, ".safetensors");
+    return path;
   }
-  return which;  // a file
+  if (fs::exists(best, error)) return best;
+  KILN_CHECK(fs::exists(final, error), "predict: ", run, " holds neither best.safetensors nor final.safetensors (is it a "
+             "kiln train run folder?)");
+  out << run << " has no best.safetensors (no validation improved); predicting with final.safetensors\n";
+  return final;
+}
+
+// Where predictions may go: not over the input, not over a file of the run's own, and not
+// over an existing file unless --overwrite.
+void check_output(const std::string& output, const std::string& input, const std::string& run, bool overwrite) {
+  KILN_CHECK(output.ends_with(".csv"), "predict: --out ", output, ": the file must end in .csv");
+  std::error_code error;
+  const fs::path target = fs::weakly_canonical(output, error);
+  KILN_CHECK(target != fs::weakly_canonical(input, error), "predict: --out ", output, " is the --input itself");
+  for (const train::RunFileRow& row : train::kRunFiles) {
+    KILN_CHECK(row.prefix || target != fs::weakly_canonical(train::RunFolder(run).path(row.file), error),
+               "predict: --out ", output, " is the run's own ", row.name);
+  }
+  KILN_CHECK(overwrite || !fs::exists(output, error), "predict: --out ", output,
+             " already exists; give --overwrite to replace it");
+}
+
+// Each input's channels are the model's: an error naming the first file that differs.
+void check_channels(const std::vector<std::vector<std::string>>& scans, const train::ModelInfo& info,
+                    const train::Choices& choices) {
+  for (const std::vector<std::string>& files : scans) {
+    int64_t channels = 0;
+    for (const std::string& file : files)
+      channels += data::read_volume_info(file, {.reorient_to_ras = choices.preprocessing.loading.reorient_to_ras}).shape[0];
+    KILN_CHECK(channels == info.channels, "predict: ", files.front(), " has ", channels, " channel",
+               channels == 1 ? "" : "s", "; the model takes ", info.channels);
+  }
 }
 
 // The scans to predict: one file, every volume file under a folder (sorted), or the image
@@ -114,25 +146,28 @@ std::string prediction_table(const std::vector<std::vector<std::string>>& scans,
 int predict_scans(const std::vector<std::string>& args, std::ostream& out) {
   const std::string run = args[0];
   const std::vector<std::string> rest(args.begin() + 1, args.end());
-  const std::string weights = run_weights(run, find_flag_value(rest, "--weights").value_or("best"));
+  const std::string weights = run_weights(run, find_flag_value(rest, "--weights"), out);
   const std::optional<std::string> output = find_flag_value(rest, "--out");
   train::TrainConfig config;
   read_weights_config(weights, config);
+  config.overwrite = false;  // the training run's; predict's own --overwrite is about --out
   std::string input, weights_flag;
   if (!parse_config_command(
           rest,
           {.name = "predict",
            .description = "Predict new scans with a run's model, preprocessed as its training data was.",
            .extra = {{"--input", "a volume file, a folder of them, or a CSV manifest (its image columns)", &input, true},
-                     {"--weights", "best (default), final, or a weights file", &weights_flag, false}}},
+                     {"--weights", "best, final, or a weights file (default: best, else final)", &weights_flag,
+                      false}}},
           config, out)) {
     return 0;
   }
   if (!output) throw UsageError("predict RUN needs --out predictions.csv");
-  KILN_CHECK(output->ends_with(".csv"), "predict: --out ", *output, ": the file must end in .csv");
+  check_output(*output, input, run, config.overwrite);
   const train::Choices choices = train::validate(config);
   const train::ModelInfo info = read_model_info(weights);
   const std::vector<std::vector<std::string>> scans = input_scans(input, config);
+  check_channels(scans, info, choices);
   std::vector<data::ScanSample> samples;
   for (const std::vector<std::string>& files : scans) samples.push_back({.images = files, .label = zeros({})});
   const auto dataset = std::make_shared<data::ScanDataset>(

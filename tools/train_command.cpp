@@ -5,6 +5,7 @@
 // the logs are. --profile-steps N prints only the report of N steps.
 #include <iostream>
 
+#include "core/error.h"
 #include "nn/module.h"
 #include "tools/cli.h"
 #include "tools/config_options.h"
@@ -32,6 +33,19 @@ int check_data(const train::RunContext& run, std::ostream& out) {
   return scans.problems.empty() ? 0 : 1;
 }
 
+// The run's data; one's own scans checked first (Note [Scan checks]), their problems
+// listed one a line before the one-line error that stops the run.
+train::TrainData load_data(const train::RunContext& run, std::ostream& out) {
+  if (!train::is_own_scans(run.config)) return train::make_train_data(run.config, run.choices);
+  const train::OwnScans scans = train::read_own_scans(run.config, run.choices, train::saved_split_file(run));
+  if (!scans.problems.empty()) {
+    out << train::format_scan_check(scans);
+    throw Error("scans '" + run.config.dataset + "': " + std::to_string(scans.problems.size()) + " problem" +
+                (scans.problems.size() == 1 ? "" : "s") + ", listed above; nothing was written");
+  }
+  return train::make_scan_data(scans, run.config, run.choices);
+}
+
 }  // namespace
 
 int run_train(const std::vector<std::string>& args, std::ostream& all_ranks_out) {
@@ -53,7 +67,7 @@ int run_train(const std::vector<std::string>& args, std::ostream& all_ranks_out)
     out << "configuration (saved as " << run.folder.path(train::RunFile::Config) << "):\n"
         << format_config(config);
   }
-  const train::TrainData data = train::make_train_data(config, run.choices, train::saved_split_file(run));
+  const train::TrainData data = load_data(run, out);
   const train::ModelSetup setup = train::make_model(config, data);
   if (!profile) {
     out << "data: " << data.description << "; " << data.train->size() << " train, " << data.val->size()

@@ -17,6 +17,7 @@ void read_weights_config(const std::string& weights, train::TrainConfig& config)
   if (const auto found = header.metadata.find(train::kWeightsConfigKey); found != header.metadata.end()) {
     train::update_from_json(config, json::parse(found->second), weights + " (its configuration)");
     config.pretrained.clear();  // the run's starting point; the weights given replace it
+    config.resume.clear();      // the run's; nothing here resumes
   }
 }
 

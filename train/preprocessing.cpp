@@ -1,6 +1,8 @@
 // parse_preprocessing and preprocessing_transform (train/preprocessing.h).
 #include "train/preprocessing.h"
 
+#include <cmath>
+#include <limits>
 #include <sstream>
 #include <vector>
 
@@ -10,6 +12,8 @@
 
 namespace kiln::train {
 namespace {
+
+constexpr double kFloatMax = std::numeric_limits<float>::max();
 
 // "a,b,c" as numbers; an error names the flag.
 std::vector<double> numbers(const std::string& text, const char* flag) {
@@ -38,11 +42,17 @@ Normalization normalization_of(const std::string& text) {
   if (text.starts_with("window:")) {
     const std::vector<double> bounds = numbers(text.substr(7), "--normalize window");
     KILN_CHECK(bounds.size() == 2 && bounds[0] < bounds[1], "--normalize window:LO,HI needs LO < HI, got '", text, "'");
+    KILN_CHECK(std::abs(bounds[0]) <= kFloatMax && std::abs(bounds[1]) <= kFloatMax &&
+                   static_cast<float>(bounds[1]) - static_cast<float>(bounds[0]) >= std::numeric_limits<float>::min(),
+               "--normalize ", text, ": the window must be wide enough for float32, the volumes' precision");
     return {.mode = Normalization::Mode::Window, .a = bounds[0], .b = bounds[1]};
   }
   if (text.starts_with("scale:")) {
     const std::vector<double> factor = numbers(text.substr(6), "--normalize scale");
-    KILN_CHECK(factor.size() == 1 && factor[0] != 0, "--normalize scale:F needs one non-zero factor, got '", text, "'");
+    KILN_CHECK(factor.size() == 1 && std::abs(factor[0]) >= std::numeric_limits<float>::min() &&
+                   std::abs(factor[0]) <= kFloatMax,
+               "--normalize scale:F needs one factor that float32, the volumes' precision, holds (neither 0 nor "
+               "beyond 3.4e38), got '", text, "'");
     return {.mode = Normalization::Mode::Scale, .a = factor[0]};
   }
   throw Error("config: normalize is auto, zscore, minmax, window:LO,HI, scale:F or none, got '" + text + "'");

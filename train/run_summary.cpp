@@ -89,8 +89,7 @@ std::string format_summary(const RunSummary& summary) {
       summary.stopped.c_str(), static_cast<long long>(summary.epochs), static_cast<long long>(summary.steps),
       summary.train_seconds, summary.samples_per_s, static_cast<long long>(summary.best_epoch));
   out << line;
-  const bool regression = !summary.test.empty() && !std::isnan(summary.test[0].metrics.mae);
-  if (regression) {
+  if (summary.task == Task::Regression && !summary.test.empty()) {
     out << "test        epoch    MAE        RMSE       R2\n";
     for (const TestResult& r : summary.test) {
       std::snprintf(line, sizeof line, "  %-9s %5lld   %-9.4g  %-9.4g  %.4f\n", r.weights.c_str(),

@@ -2,11 +2,16 @@
 // checks (Note [Scan checks]) over a data::ScanList, then the datasets.
 #include "train/scans.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -18,6 +23,7 @@
 #include "data/scan_dataset.h"
 #include "data/volume_file.h"
 #include "train/csv_log.h"
+#include "train/task.h"
 
 namespace kiln::train {
 namespace {
@@ -89,6 +95,8 @@ void read_targets(OwnScans& scans, bool folder, const TrainConfig& config) {
                                " class found; a classification needs two or more");
     if (scans.class_names.size() == 2) scans.task = Task::Binary;
   } else {
+    KILN_CHECK(config.class_names.empty(), "--class-names names a classification's classes; a ",
+               choice_name(scans.task), " task's outputs are its label columns (", joined(list.label_columns), ")");
     scans.class_names = list.label_columns;
   }
   for (const data::ScanRecord& record : list.records) {
@@ -105,6 +113,8 @@ void read_targets(OwnScans& scans, bool folder, const TrainConfig& config) {
         const double value = data::parse_number(text, record.where);
         KILN_CHECK(scans.task != Task::MultiLabel || value == 0 || value == 1, record.where,
                    ": a multi-label column holds 0 or 1, got '", text, "'");
+        KILN_CHECK(std::abs(value) <= std::numeric_limits<float>::max(), record.where, ": the target '", text,
+                   "' does not fit float32 (the model's precision)");
         values.push_back(static_cast<float>(value));
       }
       scans.targets.push_back(tensor(values, {static_cast<int64_t>(values.size())}));
@@ -112,6 +122,20 @@ void read_targets(OwnScans& scans, bool folder, const TrainConfig& config) {
       scans.problems.push_back(e.what());
       scans.targets.emplace_back();
     }
+  }
+}
+
+// A scan listed twice would sit in two splits, or train twice as often, unasked: each
+// repeat is a problem naming both rows.
+void check_repeats(OwnScans& scans) {
+  std::map<std::string, const data::ScanRecord*> first;
+  for (const data::ScanRecord& record : scans.list.records) {
+    if (record.images.empty() || record.images[0].empty()) continue;
+    const std::string key = std::filesystem::path(record.images[0]).lexically_normal().string();
+    const auto [at, fresh] = first.emplace(key, &record);
+    if (!fresh)
+      scans.problems.push_back(record.where + ": " + record.images[0] + " is listed again (first at " +
+                               at->second->where + ")");
   }
 }
 
@@ -145,6 +169,13 @@ std::vector<std::string> seeded_split(const OwnScans& scans, const TrainConfig& 
   return splits;
 }
 
+// A record's labels as split.csv keeps them: the label columns' texts joined by ';'.
+std::string label_text(const data::ScanRecord& record) {
+  std::string text;
+  for (const std::string& label : record.labels) text += (text.empty() ? "" : ";") + label;
+  return text;
+}
+
 // A scan's name in split.csv: its first file relative to the manifest's folder (or the
 // scans' folder), so a run resumed from elsewhere finds its scans again; absolute when
 // the file lies outside it.
@@ -159,13 +190,20 @@ std::string split_key(const data::ScanList& list, const std::string& file) {
 // The splits a run saved, by each scan's first file (Note [Scan splits]).
 std::vector<std::string> saved_splits(OwnScans& scans, const std::string& path) {
   const data::CsvTable table = data::read_csv(path);
-  const int64_t image = table.column("image"), split = table.column("split");
+  const int64_t image = table.column("image"), split = table.column("split"), label = table.column("label");
   KILN_CHECK(image >= 0 && split >= 0, path, ": a run's split.csv has the columns image and split");
-  std::map<std::string, std::string> saved;
-  for (const auto& row : table.rows) saved[row[static_cast<size_t>(image)]] = row[static_cast<size_t>(split)];
+  std::map<std::string, std::string> saved, saved_labels;
+  for (const auto& row : table.rows) {
+    saved[row[static_cast<size_t>(image)]] = row[static_cast<size_t>(split)];
+    if (label >= 0) saved_labels[row[static_cast<size_t>(image)]] = row[static_cast<size_t>(label)];
+  }
   std::vector<std::string> splits;
   for (const data::ScanRecord& record : scans.list.records) {
-    const auto found = saved.find(split_key(scans.list, record.images[0]));
+    const std::string key = split_key(scans.list, record.images[0]);
+    if (const auto was = saved_labels.find(key); was != saved_labels.end() && was->second != label_text(record))
+      scans.problems.push_back(record.where + ": the label of " + key + " was '" + was->second +
+                               "' when the run began, and is '" + label_text(record) + "' now");
+    const auto found = saved.find(key);
     if (found == saved.end()) {
       scans.problems.push_back(record.where + ": " + split_key(scans.list, record.images[0]) + " is not in the run's " + path +
                                " (the scans changed since the run began)");
@@ -196,40 +234,94 @@ std::string shape_text(int64_t channels, const std::array<int64_t, 3>& size) {
          std::to_string(size[2]) + "]";
 }
 
+// The bytes of physical memory (0 when unknown).
+double machine_memory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+}
+
+// What one scan takes in memory as float32, loaded and after crop-pad and resize.
+double scan_bytes(int64_t channels, const std::array<int64_t, 3>& loaded, const Preprocessing& p) {
+  const std::array<int64_t, 3> final_size = p.resize ? *p.resize : p.crop_pad ? *p.crop_pad : loaded;
+  double most = 0;
+  for (const std::array<int64_t, 3>& size : {loaded, final_size})
+    most = std::max(most, 4.0 * static_cast<double>(channels) * static_cast<double>(size[0]) *
+                              static_cast<double>(size[1]) * static_cast<double>(size[2]));
+  return most;
+}
+
+// A record's files, read from their headers: channels and grid, or problems.
+struct RecordShape {
+  int64_t channels = 0;
+  std::optional<std::array<int64_t, 3>> size;
+  bool readable = true;
+};
+
+RecordShape record_shape(const data::ScanRecord& record, const Preprocessing& p, std::vector<std::string>& problems) {
+  RecordShape shape;
+  std::optional<std::array<double, 3>> spacing;
+  for (const std::string& file : record.images) {
+    if (file.empty() || !data::is_volume_file(file)) {  // reported with the list
+      shape.readable = false;
+      continue;
+    }
+    try {
+      const data::VolumeInfo info = data::read_volume_info(file, {.reorient_to_ras = p.loading.reorient_to_ras});
+      KILN_CHECK(info.shape[0] > 0 && info.shape[1] > 0 && info.shape[2] > 0 && info.shape[3] > 0, file,
+                 " holds an empty volume, [", info.shape[0], ", ", info.shape[1], ", ", info.shape[2], ", ",
+                 info.shape[3], "]");
+      const std::array<int64_t, 3> grid = loaded_shape(info, p, file);
+      KILN_CHECK(!shape.size || *shape.size == grid, file, " is ", shape_text(info.shape[0], grid),
+                 " but the scan's first file is ", shape_text(shape.channels, *shape.size),
+                 "; a scan's files share one grid");
+      // Same voxel counts at other voxel sizes are other grids: resampling to --spacing aligns them.
+      if (info.spacing && spacing && !p.loading.spacing) {
+        for (size_t a = 0; a < 3; ++a)
+          KILN_CHECK(std::abs((*info.spacing)[a] - (*spacing)[a]) <= 1e-3 * std::abs((*spacing)[a]), file, " has ",
+                     (*info.spacing)[0], " x ", (*info.spacing)[1], " x ", (*info.spacing)[2],
+                     " mm voxels, the scan's first file ", (*spacing)[0], " x ", (*spacing)[1], " x ", (*spacing)[2],
+                     "; give --spacing to resample them to one grid");
+      }
+      if (info.spacing) spacing = info.spacing;
+      shape.size = grid;
+      shape.channels += info.shape[0];
+    } catch (const Error& e) {
+      problems.push_back(record.where + ": " + e.what());
+      shape.readable = false;
+    }
+  }
+  return shape;
+}
+
 // Note [Scan checks]: every header read; shapes and channels compared with the first scan's.
 void check_headers(OwnScans& scans, const Preprocessing& p) {
   const bool any_shape = p.resize || p.crop_pad;
   std::optional<std::pair<int64_t, std::array<int64_t, 3>>> first;
   std::string first_where;
+  bool too_big = false;
   for (const data::ScanRecord& record : scans.list.records) {
-    int64_t channels = 0;
-    std::optional<std::array<int64_t, 3>> size;
-    bool readable = true;
-    for (const std::string& file : record.images) {
-      try {
-        const data::VolumeInfo info = data::read_volume_info(file, {.reorient_to_ras = p.loading.reorient_to_ras});
-        const std::array<int64_t, 3> shape = loaded_shape(info, p, file);
-        KILN_CHECK(!size || *size == shape, record.where, ": ", file, " is ", shape_text(info.shape[0], shape),
-                   " but the scan's first file is ", shape_text(channels, *size), "; a scan's files share one grid");
-        size = shape;
-        channels += info.shape[0];
-      } catch (const Error& e) {
-        scans.problems.push_back(std::string(e.what()).find(record.where) == 0 ? e.what() : record.where + ": " + e.what());
-        readable = false;
-      }
+    const RecordShape shape = record_shape(record, p, scans.problems);
+    if (!shape.readable || !shape.size) continue;
+    const double bytes = scan_bytes(shape.channels, *shape.size, p), memory = machine_memory();
+    if (!too_big && memory > 0 && bytes > memory / 4) {
+      too_big = true;  // once: the settings, not the scan, are what to change
+      char gib[64];
+      std::snprintf(gib, sizeof gib, "%.1f GiB, more than a quarter of this machine's %.1f GiB", bytes / (1 << 30),
+                    memory / (1 << 30));
+      scans.problems.push_back(record.where + ": one scan would take " + gib +
+                               " once loaded; check --spacing, --resize and --crop-pad");
     }
-    if (!readable || record.images.empty() || record.images[0].empty()) continue;
     if (!first) {
-      first = std::make_pair(channels, *size);
+      first = std::make_pair(shape.channels, *shape.size);
       first_where = record.where;
       continue;
     }
-    if (channels != first->first)
-      scans.problems.push_back(record.where + ": " + std::to_string(channels) + " channels, but " + first_where +
+    if (shape.channels != first->first)
+      scans.problems.push_back(record.where + ": " + std::to_string(shape.channels) + " channels, but " + first_where +
                                " has " + std::to_string(first->first));
-    else if (!any_shape && *size != first->second)
-      scans.problems.push_back(record.where + ": " + record.images[0] + " is " + shape_text(channels, *size) + " but " +
-                               first_where + " is " + shape_text(first->first, first->second) +
+    else if (!any_shape && *shape.size != first->second)
+      scans.problems.push_back(record.where + ": " + record.images[0] + " is " + shape_text(shape.channels, *shape.size) +
+                               " but " + first_where + " is " + shape_text(first->first, first->second) +
                                "; give --resize D,H,W or --crop-pad D,H,W to train on scans of several shapes");
   }
   scans.channels = first ? first->first : 0;
@@ -286,6 +378,7 @@ OwnScans read_own_scans(const TrainConfig& config, const Choices& choices, const
   scans.problems = scans.list.problems;
   scans.task = task_of(config, choices, scans.list, folder);
   read_targets(scans, folder, config);
+  check_repeats(scans);
   if (!saved_split.empty())
     scans.splits = saved_splits(scans, saved_split);
   else if (scans.list.has_splits)
@@ -324,9 +417,12 @@ std::string format_scan_check(const OwnScans& scans) {
 }
 
 std::string split_table(const OwnScans& scans) {
-  std::string text = "image,split\n";
-  for (size_t i = 0; i < scans.list.records.size(); ++i)
-    text += csv_field(split_key(scans.list, scans.list.records[i].images[0])) + "," + scans.splits[i] + "\n";
+  std::string text = "image,label,split\n";
+  for (size_t i = 0; i < scans.list.records.size(); ++i) {
+    const data::ScanRecord& record = scans.list.records[i];
+    text += csv_field(split_key(scans.list, record.images[0])) + "," + csv_field(label_text(record)) + "," +
+            scans.splits[i] + "\n";
+  }
   return text;
 }
 
@@ -342,7 +438,10 @@ std::string saved_split_file(const RunContext& run) {
 }
 
 TrainData make_scan_data(const TrainConfig& config, const Choices& choices, const std::string& saved_split) {
-  const OwnScans scans = read_own_scans(config, choices, saved_split);
+  return make_scan_data(read_own_scans(config, choices, saved_split), config, choices);
+}
+
+TrainData make_scan_data(const OwnScans& scans, const TrainConfig& config, const Choices& choices) {
   if (!scans.problems.empty()) {  // the first few: --check-data lists them all
     constexpr size_t kShown = 10;
     std::string lines;
@@ -351,7 +450,7 @@ TrainData make_scan_data(const TrainConfig& config, const Choices& choices, cons
     throw Error("scans '" + config.dataset + "': " + std::to_string(scans.problems.size()) + " problem" +
                 (scans.problems.size() == 1 ? "" : "s") + " (kiln train --check-data lists them all):" + lines);
   }
-  std::map<std::string, std::vector<data::ScanSample>> samples;
+  std::map<std::string, std::vector<data::ScanSample>> samples;  // (copies: `scans` stays whole)
   for (size_t i = 0; i < scans.list.records.size(); ++i)
     samples[scans.splits[i]].push_back({.images = scans.list.records[i].images, .label = scans.targets[i]});
   const int64_t budget = config.cache_mb << 20;

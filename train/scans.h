@@ -17,16 +17,22 @@
 // train/val/test folders when given; else each class's scans (all scans, for multi-label
 // and regression) are shuffled by a generator seeded with --split-seed and cut into
 // test (--test-fraction), val (--val-fraction) and train, each split keeping the
-// manifest's order. A resumed run, `kiln eval` and `kiln predict` use the split the run
-// saved (split.csv in its folder: each scan's first file and its split), so a manifest
-// re-sorted or a fraction mistyped later cannot move a scan between splits.
+// manifest's order. A resumed run and `kiln eval` use the split the run saved (split.csv
+// in its folder: each scan's first file, its labels and its split), so a manifest
+// re-sorted or a fraction mistyped later cannot move a scan between splits; a scan added,
+// removed or relabelled since is a problem.
 //
 // Note [Scan checks]: before anything trains (and alone, with --check-data), every scan's
 // header is read (data/volume_file.h: read_volume_info) and every problem is reported, one
-// line each naming the file or the manifest's row: a missing or unreadable file, a label
-// that is not a class (or not a number, or not 0/1), scans whose shapes differ (after the
-// spacing) without --resize or --crop-pad, channels that differ, an empty split, a class
-// absent from a split. Then the run stops with all of them, and nothing is written.
+// line each naming the file or the manifest's row: a missing or unreadable file (or one
+// that is no regular file, or an empty volume), a scan listed twice, a label that is not a
+// class (or not a number, or not 0/1), scans whose shapes differ (after the spacing)
+// without --resize or --crop-pad, channels that differ, a scan's files on other grids or
+// voxel sizes, one scan taking more than a quarter of the machine's memory once
+// preprocessed, an empty split, a class absent from a split. Then the run stops with all
+// of them, and nothing is written. What a header cannot tell (a compressed file whose
+// voxels are cut short or corrupt, a NaN voxel: Note [Finite voxels] in
+// data/scan_dataset.h) is an error naming the file when the loader first reads it.
 #pragma once
 
 #include <string>
@@ -60,8 +66,11 @@ OwnScans read_own_scans(const TrainConfig& config, const Choices& choices, const
 // A report for --check-data: what was found, and each problem on its own line.
 std::string format_scan_check(const OwnScans& scans);
 
-// The TrainData of one's own scans; an error listing every problem (Note [Scan checks]).
+// The TrainData of one's own scans; an error listing the problems (Note [Scan checks]).
 TrainData make_scan_data(const TrainConfig& config, const Choices& choices, const std::string& saved_split);
+// The same from scans already read (read_own_scans), so that a command that showed their
+// check reads no header twice.
+TrainData make_scan_data(const OwnScans& scans, const TrainConfig& config, const Choices& choices);
 
 // The split table a run saves as split.csv: "image,split", one row per scan.
 std::string split_table(const OwnScans& scans);

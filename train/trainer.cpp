@@ -241,6 +241,7 @@ RunSummary Trainer::fit() {
   summary.run_dir = s.run.folder.root();
   summary.monitor = choice_name(s.monitor);
   summary.classes = s.data.class_names;
+  summary.task = s.data.task;
   summary.stopped = "completed";
   const Stopwatch run_watch;
   if (s.progress.stopped_early) summary.stopped = "early stopping";  // a resumed run that had stopped

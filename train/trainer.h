@@ -70,6 +70,7 @@ struct RunSummary {
   std::string run_dir;
   std::string monitor;  // the validation metric that chose the best epoch (train/task.h)
   std::vector<std::string> classes;  // the outputs' names, in order (TrainData::class_names)
+  Task task = Task::MultiClass;      // what the test results are (regression: MAE, RMSE, R2)
   std::string stopped;  // "completed", "early stopping", "profile"
   int64_t epochs = 0;   // epochs completed
   int64_t steps = 0;    // optimizer steps

@@ -4,6 +4,9 @@
 // names are errors naming the file.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <fstream>
+
 #include "core/ops.h"
 #include "data/nifti.h"
 #include "tests/test_util.h"
@@ -46,6 +49,22 @@ TEST(NiftiWrite, ThreeDimensionsAndTheReadersFloatView) {
   const Tensor halves = testing::random_for({2, 2, 2}, DType::Float16, 4);
   data::nifti::write(folder.file("h.nii"), halves);
   EXPECT_TRUE(testing::all_equal(data::nifti::read(folder.file("h.nii")).data, halves.to(DType::Float32).unsqueeze(0)));
+}
+
+// A single file's voxels start after its header (352 bytes in NIfTI-1): a smaller offset
+// (nifti_clib would move it itself, reading other bytes than meant), a negative or a
+// non-finite one is refused, as nibabel refuses it.
+TEST(NiftiWrite, AVoxelOffsetInsideTheHeaderIsRefused) {
+  TempFolder folder;
+  const std::string path = folder.file("v.nii");
+  for (const float offset : {100.0f, -400.0f, 1e30f, std::nanf("")}) {
+    data::nifti::write(path, ones({2, 2, 2}));
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(108);
+    file.write(reinterpret_cast<const char*>(&offset), sizeof offset);
+    file.close();
+    EXPECT_KILN_ERROR(data::nifti::read(path), "v.nii", "vox_offset", "voxels start at byte 352");
+  }
 }
 
 TEST(NiftiWrite, BadVolumesAndNamesAreErrorsNamingTheFile) {

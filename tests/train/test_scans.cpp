@@ -8,6 +8,8 @@
 // NIfTI gives MedMNIST's own route's input tensors and test metrics, bit for bit.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +22,7 @@
 #include "data/medmnist.h"
 #include "data/medmnist_export.h"
 #include "data/nifti.h"
+#include "data/npy.h"
 #include "data/npz.h"
 #include "data/scan_dataset.h"
 #include "data/synthetic.h"
@@ -86,8 +89,9 @@ TEST(OwnScans, AFolderAndAManifestTrainWithAStratifiedSplitThatAResumeFollows) {
   EXPECT_NE(folder.out.find("3 classes: ball, cube, jack; 1 channel"), std::string::npos) << folder.out;
   const data::CsvTable split = data::read_csv(scans.folder.file("folder-run/split.csv"));
   ASSERT_EQ(split.rows.size(), 24u);
+  EXPECT_EQ(split.columns, (std::vector<std::string>{"image", "label", "split"}));
   std::map<std::string, std::set<std::string>> classes_in;  // each class in each split
-  for (const auto& row : split.rows) classes_in[row[1]].insert(row[0].substr(0, row[0].find('/')));
+  for (const auto& row : split.rows) classes_in[row[2]].insert(row[1]);
   for (const char* name : {"train", "val", "test"}) EXPECT_EQ(classes_in[name].size(), 3u) << name;
 
   std::vector<std::string> args = tiny(scans.manifest, scans.folder.file("run"));
@@ -146,7 +150,7 @@ TEST(OwnScans, EveryProblemIsReportedBeforeTheFirstStepAndNothingIsWritten) {
   const CliResult check = run_cli(args);
   EXPECT_EQ(check.code, 1) << check.err;
   for (const std::string& expected :
-       {"bad.csv line 11: NIfTI file '" + scans.root + "/missing.nii.gz': cannot be read",
+       {"bad.csv line 11: volume file '" + scans.root + "/missing.nii.gz': no such file",
         "bad.csv line 12: NIfTI file '" + scans.root + "/corrupt.nii.gz': is not a readable NIfTI",
         "bad.csv line 13: " + scans.root + "/small.nii.gz is [1, 10, 12, 12] but " + manifest + " line 2 is [1, 12, 12, 12]",
         std::string("bad.csv line 14: label 'sphere' is not one of the classes: ball, cube, jack"),
@@ -158,7 +162,9 @@ TEST(OwnScans, EveryProblemIsReportedBeforeTheFirstStepAndNothingIsWritten) {
   args.pop_back();  // train without --check-data: the same problems stop it, one error
   const CliResult train = run_cli(args);
   EXPECT_EQ(train.code, 1);
-  EXPECT_NE(train.err.find("problems (kiln train --check-data lists them all)"), std::string::npos) << train.err;
+  EXPECT_NE(train.err.find("problems, listed above; nothing was written"), std::string::npos) << train.err;
+  EXPECT_EQ(std::count(train.err.begin(), train.err.end(), '\n'), 1);
+  EXPECT_NE(train.out.find("line 14: label 'sphere'"), std::string::npos);  // one problem a line
   EXPECT_FALSE(fs::exists(scans.folder.file("run")));
   // A class absent from a split, and data flags that only one's own scans take.
   std::ofstream(manifest) << "image,label,split\n" << scans.files[0] << ",ball,train\n" << scans.files[3]
@@ -174,6 +180,92 @@ TEST(OwnScans, EveryProblemIsReportedBeforeTheFirstStepAndNothingIsWritten) {
   EXPECT_NE(run_cli({"train", "--dataset", "adrenal", "--check-data"}).err.find(
                 "neither a MedMNIST 3D flag (organmnist3d,"),
             std::string::npos);
+}
+
+// What a header does not show, or shows only across rows: a scan listed twice, labels with
+// spaces around them (one class with and without), a target beyond float32, one scan's
+// files at different voxel sizes, a pipe where a file should be, a NaN voxel (found when
+// the loader reads it, naming the file), and a scan relabelled between a run and its resume.
+TEST(OwnScans, RepeatsRelabellingNonFiniteVoxelsAndPipesAreCaught) {
+  const Scans scans(3);
+  const std::string manifest = scans.root + "/m.csv";
+  std::ofstream(manifest) << "image,label,size\n" << scans.files[0] << ", ball ,1\n" << scans.files[1] << ",ball,1e39\n"
+                          << scans.files[0] << ",ball,2\n";
+  std::vector<std::string> args = tiny(manifest, scans.folder.file("run"));
+  args.push_back("--check-data");
+  const std::string listed = run_cli(args).out;
+  EXPECT_NE(listed.find("m.csv line 4: " + scans.root + "/" + scans.files[0] + " is listed again (first at " + manifest +
+                        " line 2)"),
+            std::string::npos)
+      << listed;
+  EXPECT_NE(listed.find("1 class found"), std::string::npos) << listed;  // " ball " is ball
+  args.insert(args.end() - 1, {"--task", "regression", "--label-columns", "size"});
+  EXPECT_NE(run_cli(args).out.find("the target '1e39' does not fit float32"), std::string::npos);
+
+  data::nifti::write(scans.root + "/fine.nii.gz", zeros({1, 12, 12, 12}),
+                     {.affine = {{{2, 0, 0, 0}, {0, 2, 0, 0}, {0, 0, 2, 0}, {0, 0, 0, 1}}}});
+  ASSERT_EQ(::mkfifo((scans.root + "/pipe.nii.gz").c_str(), 0600), 0);
+  std::ofstream(manifest) << "t1,t2,label\n" << scans.files[0] << ",fine.nii.gz,ball\n" << scans.files[1]
+                          << ",pipe.nii.gz,cube\n";
+  args = tiny(manifest, scans.folder.file("run"));
+  args.insert(args.end(), {"--image-columns", "t1,t2", "--check-data"});
+  const std::string grids = run_cli(args).out;  // under the test's watchdog: a pipe must not block
+  EXPECT_NE(grids.find("fine.nii.gz has 2 x 2 x 2 mm voxels, the scan's first file 1 x 1 x 1"), std::string::npos)
+      << grids;
+  EXPECT_NE(grids.find("pipe.nii.gz': not a regular file"), std::string::npos) << grids;
+
+  // (An .npy keeps a NaN as it is; nifti_clib reads a NIfTI's non-finite floats as 0.)
+  std::vector<float> voxels(12 * 12 * 12, 0.5f);
+  voxels[5] = std::nanf("");
+  voxels[9] = -INFINITY;
+  data::npy::save(tensor(voxels, {12, 12, 12}), scans.root + "/nan.npy");
+  EXPECT_KILN_ERROR(data::load_scan({scans.root + "/nan.npy"}, {}), "nan.npy' has 2 voxels that are NaN or infinite");
+
+  args = tiny(scans.manifest, scans.folder.file("relabel"));
+  ASSERT_EQ(run_cli(args).code, 0);
+  std::string csv = read_text_file(scans.manifest);
+  csv.replace(csv.find(",ball,"), 6, ",cube,");
+  std::ofstream(scans.manifest) << csv;
+  args.insert(args.end(), {"--resume", "auto", "--epochs", "2", "--check-data"});
+  EXPECT_NE(run_cli(args).out.find("was 'ball' when the run began, and is 'cube' now"), std::string::npos);
+}
+
+// kiln predict writes nowhere it was not asked to: not over its input, not over the run's
+// own files, not over an existing file without --overwrite; kiln data export likewise.
+TEST(OwnScans, PredictAndExportOverwriteNothingUnasked) {
+  const Scans scans(3);
+  ASSERT_EQ(run_cli(tiny(scans.manifest, scans.folder.file("run"))).code, 0);
+  const std::string run = scans.folder.file("run");
+  const auto predict = [&](const std::string& out, std::vector<std::string> more = {}) {
+    std::vector<std::string> args = {"predict", run, "--input", scans.manifest, "--out", out};
+    args.insert(args.end(), more.begin(), more.end());
+    return run_cli(args);
+  };
+  EXPECT_NE(predict(scans.manifest).err.find("is the --input itself"), std::string::npos);
+  EXPECT_NE(predict(run + "/split.csv").err.find("is the run's own split.csv"), std::string::npos);
+  ASSERT_EQ(predict(scans.folder.file("p.csv")).code, 0);
+  EXPECT_NE(predict(scans.folder.file("p.csv")).err.find("already exists; give --overwrite"), std::string::npos);
+  EXPECT_EQ(predict(scans.folder.file("p.csv"), {"--overwrite"}).code, 0);
+  data::nifti::write(scans.root + "/two.nii.gz", zeros({2, 12, 12, 12}));
+  const CliResult channels = run_cli({"predict", run, "--input", scans.root + "/two.nii.gz", "--out",
+                                      scans.folder.file("q.csv")});
+  EXPECT_NE(channels.err.find("two.nii.gz has 2 channels; the model takes 1"), std::string::npos) << channels.err;
+
+  TempFolder folder;
+  const data::MedMnistInfo& info = data::medmnist_info("adrenalmnist3d");
+  std::vector<std::pair<std::string, Tensor>> arrays;
+  for (const auto& [split, count] : {std::pair{"train", info.train}, {"val", info.val}, {"test", info.test}}) {
+    arrays.emplace_back(std::string(split) + "_images", zeros({count, 28, 28, 28}, {.dtype = DType::UInt8}));
+    arrays.emplace_back(std::string(split) + "_labels", zeros({count, 1}, {.dtype = DType::UInt8}));
+  }
+  data::npz::save(arrays, folder.file("adrenalmnist3d.npz"));
+  std::ofstream(folder.file("mine/manifest.csv")) << "precious";
+  fs::create_directories(folder.file("mine"));
+  std::ofstream(folder.file("mine/manifest.csv")) << "precious";
+  EXPECT_KILN_ERROR(data::export_medmnist("adrenalmnist3d", {.root = folder.path().string(), .check_md5 = false},
+                                          folder.file("mine")),
+                    "manifest.csv already exists", "--overwrite");
+  EXPECT_EQ(read_text_file(folder.file("mine/manifest.csv")), "precious");
 }
 
 // Two image columns are channels; a number column is a regression target, with MAE, RMSE
@@ -240,7 +332,7 @@ TEST(OwnScans, PredictPreprocessesNewScansAsTrainingDid) {
   const data::CsvTable saved = data::read_csv(scans.folder.file("run/split.csv"));
   std::string test_rows = "image\n";
   for (const auto& row : saved.rows) {
-    if (row[1] == "test") test_rows += row[0] + "\n";
+    if (row[2] == "test") test_rows += row[0] + "\n";
   }
   std::ofstream(scans.root + "/test.csv") << test_rows;
   const CliResult predict = run_cli({"predict", scans.folder.file("run"), "--input", scans.root + "/test.csv", "--out",
