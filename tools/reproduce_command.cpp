@@ -16,6 +16,7 @@
 #include "core/json.h"
 #include "tools/cli.h"
 #include "tools/config_options.h"
+#include "train/checkpoint.h"
 #include "train/model_setup.h"
 #include "train/trainer.h"
 
@@ -59,9 +60,13 @@ std::vector<double> test_metrics(const json::Value& summary, const std::string& 
 // One run, or its earlier summary.
 std::vector<double> run_or_reuse(train::RunContext run, std::ostream& out) {
   const std::string summary_path = run.folder.path(train::RunFile::Summary);
-  if (fs::exists(summary_path)) {
+  if (fs::exists(summary_path)) {  // reused only when it is this run: the same identity fields
+    const json::Value summary = json::parse_file(summary_path);
+    const json::Value* config = summary.find("config");
+    KILN_CHECK(config != nullptr, summary_path, ": a summary without its run's \"config\"");
+    train::check_same_run(*config, run.config, summary_path, "summary");
     out << run.folder.root() << ": done before, its summary.json is used\n";
-    return test_metrics(json::parse_file(summary_path), summary_path);
+    return test_metrics(summary, summary_path);
   }
   const train::TrainConfig config = run.config;
   out << "== " << config.dataset << ", seed " << config.seed << " -> " << run.folder.root() << "\n";

@@ -64,8 +64,7 @@ int run_train(const std::vector<std::string>& args, std::ostream& all_ranks_out)
   if (config.check_data) return check_data(run, out);  // writes nothing
   const bool profile = config.profile_steps > 0;
   if (!profile) {
-    out << "configuration (saved as " << run.folder.path(train::RunFile::Config) << "):\n"
-        << format_config(config);
+    out << "configuration:\n" << format_config(config);  // saved in the run folder once the run starts
   }
   const train::TrainData data = load_data(run, out);
   const train::ModelSetup setup = train::make_model(config, data);

@@ -114,14 +114,15 @@ void restore_generator_states(const json::Value& states, const std::string& sour
   }
 }
 
-void check_same_run(const json::Value& saved_config, const TrainConfig& config, const std::string& source) {
+void check_same_run(const json::Value& saved_config, const TrainConfig& config, const std::string& source,
+                    const std::string& what) {
   TrainConfig saved;
   update_from_json(saved, saved_config, source + " (its configuration)");
   std::string differences;
   // The run's length is part of a schedule laid out over it (schedule_depends_on_epochs).
   const Scheduler scheduler = parse_choice<Scheduler>(config.scheduler);
   if (schedule_depends_on_epochs(scheduler, config.milestones) && saved.epochs != config.epochs) {
-    differences += "\n  epochs: the checkpoint has " + std::to_string(saved.epochs) + ", this run " +
+    differences += "\n  epochs: the " + what + " has " + std::to_string(saved.epochs) + ", this run " +
                    std::to_string(config.epochs) + " (the " + config.scheduler +
                    " schedule is laid out over them)";
   }
@@ -129,10 +130,10 @@ void check_same_run(const json::Value& saved_config, const TrainConfig& config, 
     if (!field.identity) continue;
     const std::string was = field_text(saved, field), now = field_text(config, field);
     if (was != now)
-      differences += std::string("\n  ") + field.name + ": the checkpoint has " + was + ", this run " + now;
+      differences += std::string("\n  ") + field.name + ": the " + what + " has " + was + ", this run " + now;
   }
-  KILN_CHECK(differences.empty(), source, " is a checkpoint of a different run; it differs in:", differences,
-             "\n(resume with the checkpoint's settings, or start a new run with --out elsewhere)");
+  KILN_CHECK(differences.empty(), source, " is a ", what, " of a different run; it differs in:", differences,
+             "\n(use the ", what, "'s settings, or start a new run with --out elsewhere)");
 }
 
 std::string checkpoint_name(int64_t epoch, int64_t batch) {

@@ -76,8 +76,10 @@ safetensors::NamedTensors tensors_under(const safetensors::NamedTensors& tensors
 json::Value generator_states();
 void restore_generator_states(const json::Value& states, const std::string& source);
 
-// Note [Resuming a different run]: an error naming every identity field that differs.
-void check_same_run(const json::Value& saved_config, const TrainConfig& config, const std::string& source);
+// Note [Resuming a different run]: an error naming every identity field that differs;
+// `what` says what `source` is ("checkpoint", or "summary" for a finished run's summary.json).
+void check_same_run(const json::Value& saved_config, const TrainConfig& config, const std::string& source,
+                    const std::string& what = "checkpoint");
 
 // Checkpoint files in a run folder: checkpoints/epoch-0003.safetensors, or
 // epoch-0003-batch-000120.safetensors mid-epoch, so that names sort by progress.

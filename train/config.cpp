@@ -247,6 +247,14 @@ json::Value to_json(const TrainConfig& config) {
   return object;
 }
 
+json::Value identity_json(const TrainConfig& config) {
+  json::Value object = json::Value::object();
+  for (const ConfigField& field : config_fields()) {
+    if (field.identity) object.add(field.name, field_value(config, field));
+  }
+  return object;
+}
+
 void update_from_json(TrainConfig& config, const json::Value& object, const std::string& source) {
   KILN_CHECK(object.is(json::Type::Object), source, ": a configuration is a JSON object of settings, got ",
              json::dump(object));

@@ -152,6 +152,9 @@ const ConfigField* find_config_field(std::string_view name);
 
 // The whole configuration, every field, in config_fields() order.
 json::Value to_json(const TrainConfig& config);
+// The identity fields alone (Note [Configuration fields]): what a run folder's marker
+// records of the run (train/run_folder.h).
+json::Value identity_json(const TrainConfig& config);
 // Sets the fields the object names; an unknown key or a value of the wrong type is an error
 // naming `source`, the key and what was expected.
 void update_from_json(TrainConfig& config, const json::Value& object, const std::string& source);

@@ -36,20 +36,29 @@ std::optional<std::string> RunCheckpoints::to_resume() const {
   return checkpoints.back();
 }
 
-RunProgress RunCheckpoints::resume(const std::string& path, const RunState& state) {
-  const CheckpointContents checkpoint = read_checkpoint(path, run_.device);
+std::optional<ResumePoint> RunCheckpoints::prepare_resume() const {
+  const std::optional<std::string> path = to_resume();
+  if (!path) return std::nullopt;
+  ResumePoint from{.path = *path, .contents = read_checkpoint(*path, run_.device), .progress = {}};
+  check_same_run(state_part(from.contents, StatePart::Config), run_.config, *path);
+  from.progress = progress_from_json(state_part(from.contents, StatePart::Progress), *path);
+  KILN_CHECK(from.progress.batch == 0 || from.progress.world_size == run_.distributed.world_size, *path,
+             " was taken in the middle of an epoch by ", from.progress.world_size, " ranks; this run has ",
+             run_.distributed.world_size, ", whose batches hold other samples (resume from an epoch's end instead)");
+  return from;
+}
+
+RunProgress RunCheckpoints::resume(ResumePoint from, const RunState& state) {
+  const std::string& path = from.path;
+  const CheckpointContents& checkpoint = from.contents;
   const auto part = [&](StatePart which) -> const json::Value& { return state_part(checkpoint, which); };
-  check_same_run(part(StatePart::Config), run_.config, path);
   state.model.load_state_dict(tensors_under(checkpoint.tensors, prefix::kModel));
   state.optimization.load({.tensors = tensors_under(checkpoint.tensors, prefix::kOptimizer),
                            .param_groups = part(StatePart::Optimizer),
                            .source = path},
                           part(StatePart::Scheduler), part(StatePart::Scaler));
   restore_generator_states(part(StatePart::Generators), path);
-  RunProgress progress = progress_from_json(part(StatePart::Progress), path);
-  KILN_CHECK(progress.batch == 0 || progress.world_size == run_.distributed.world_size, path,
-             " was taken in the middle of an epoch by ", progress.world_size, " ranks; this run has ",
-             run_.distributed.world_size, ", whose batches hold other samples (resume from an epoch's end instead)");
+  RunProgress progress = from.progress;
   progress.world_size = run_.distributed.world_size;
   state.sums.load(tensors_under(checkpoint.tensors, prefix::kRunning));
   restore_best(path, progress, state.model);

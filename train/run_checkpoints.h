@@ -8,8 +8,10 @@
 // that state are the rooms of RunState below, and the loop's counters are RunProgress
 // (train/run_progress.h).
 //
-//   train::RunCheckpoints checkpoints(run, logs.out());
-//   if (auto path = checkpoints.to_resume()) progress = checkpoints.resume(*path, state);
+//   train::RunCheckpoints checkpoints(run, monitor, model_info, logs.out());
+//   std::optional<train::ResumePoint> from = checkpoints.prepare_resume();  // read and checked
+//   ... the run folder started ...
+//   if (from) progress = checkpoints.resume(std::move(*from), state);
 //   checkpoints.save(state, progress);
 #pragma once
 
@@ -19,6 +21,7 @@
 
 #include "core/json.h"
 #include "nn/layer.h"
+#include "train/checkpoint.h"
 #include "train/optimization.h"
 #include "train/run_context.h"
 #include "train/run_logs.h"
@@ -46,6 +49,14 @@ struct RunState {
   RunLogs& logs;
 };
 
+// A checkpoint read and checked against the run, before anything of the run is written
+// (a refused resume changes nothing).
+struct ResumePoint {
+  std::string path;
+  CheckpointContents contents;
+  RunProgress progress;
+};
+
 class RunCheckpoints {
  public:
   // `monitor`: the monitored metric's name, recorded with the best weights; `model`: what
@@ -54,10 +65,12 @@ class RunCheckpoints {
 
   // The checkpoint --resume names: none, the file given, or (auto) the folder's latest.
   std::optional<std::string> to_resume() const;
-  // Restores every owner's state from `path` and returns the progress it recorded; opens
-  // the logs with the tables it saved. A checkpoint of another run (Note [Resuming a
-  // different run]) or taken mid-epoch by another number of ranks is an error.
-  RunProgress resume(const std::string& path, const RunState& state);
+  // That checkpoint read and checked: a checkpoint of another run (Note [Resuming a
+  // different run]) or one taken mid-epoch by another number of ranks is an error.
+  std::optional<ResumePoint> prepare_resume() const;
+  // Restores every owner's state from the checkpoint and returns the progress it
+  // recorded; opens the logs with the tables it saved.
+  RunProgress resume(ResumePoint from, const RunState& state);
   // A checkpoint of the state now (rank 0), named by the progress (a mid-epoch one when
   // progress.batch > 0), then pruning to --keep-last and the best epoch's.
   void save(const RunState& state, const RunProgress& progress);

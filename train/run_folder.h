@@ -8,9 +8,20 @@
 //   checkpoints/         epoch-0003.safetensors, epoch-0003-batch-000120.safetensors (train/checkpoint.h)
 //   best.safetensors     the best epoch's weights; final.safetensors, the last epoch's
 //   summary.json         the result (train/trainer.h)
+//   .kiln-run.json       the marker: this folder is a Kiln run's, and which run (its identity)
+//   .kiln-run.lock       held while a trainer runs in it (train/run_lock.h)
 //
 // kRunFiles is that list; the code that writes, finds or clears a file takes its name from
 // the table, so no other file keeps a list of them.
+//
+// Note [Only Kiln's files]: Kiln deletes only files it wrote and can recognise as its own:
+// in a folder holding its marker, the files of kRunFiles, the checkpoints it names
+// (epoch-*.safetensors, nothing else under checkpoints/) and the event files its writer
+// names (events.out.tfevents.*.kiln). A folder that holds anything else is refused for a
+// new run unless --overwrite; with --overwrite the other files stay, and one whose name a
+// run file would take is refused, naming it. The file system's root, the home folder and
+// the current folder are never run folders. (A folder of a run from before the marker is
+// recognised by its Kiln checkpoints or summary.json, and marked.)
 //
 //   train::RunFolder folder("runs/adrenal");
 //   folder.path(train::RunFile::EpochsCsv);  // "runs/adrenal/epochs.csv"
@@ -22,9 +33,13 @@
 #include <string>
 #include <vector>
 
+#include "core/json.h"
+
 namespace kiln::train {
 
-enum class RunFile : uint8_t { Config, Split, EpochsCsv, StepsCsv, Events, Checkpoints, BestWeights, FinalWeights, Summary };
+enum class RunFile : uint8_t {
+  Config, Split, EpochsCsv, StepsCsv, Events, Checkpoints, BestWeights, FinalWeights, Summary, Marker, Lock
+};
 
 struct RunFileRow {
   RunFile file;      // row i describes enumerator i
@@ -42,6 +57,8 @@ inline constexpr RunFileRow kRunFiles[] = {
     {RunFile::BestWeights, "best.safetensors", false},
     {RunFile::FinalWeights, "final.safetensors", false},
     {RunFile::Summary, "summary.json", false},
+    {RunFile::Marker, ".kiln-run.json", false},
+    {RunFile::Lock, ".kiln-run.lock", false},
 };
 
 constexpr bool run_files_in_order() {
@@ -69,12 +86,17 @@ class RunFolder {
   bool holds_run() const;
   // Creates the folder (and its parents); an error names it.
   void create() const;
-  // Removes the files of kRunFiles (a replaced run's, or one that died before its first
-  // checkpoint); anything else in the folder stays.
+  // Removes Kiln's own files (Note [Only Kiln's files]: a replaced run's, or one that died
+  // before its first checkpoint); anything else in the folder stays.
   void clear() const;
-  // The folder made ready for a run: created; for a new run (not `resuming`) refused when
-  // it holds one, unless `overwrite`, and cleared; `config_json` saved as config.json.
-  void start_run(bool resuming, bool overwrite, const std::string& config_json) const;
+  // The folder made ready for a run (Note [Only Kiln's files]): created; an unsafe folder,
+  // or one holding other files without `overwrite`, refused; for a new run (not
+  // `resuming`) refused when it holds a run, unless `overwrite`, and Kiln's files cleared;
+  // then marked (`identity`: the run's identity fields) and `config_json` saved as
+  // config.json. The caller holds the folder's RunLock.
+  void start_run(bool resuming, bool overwrite, const std::string& config_json, const json::Value& identity) const;
+  // Whether the folder carries Kiln's marker, or is a run folder from before it.
+  bool is_kilns() const;
 
  private:
   std::string root_;

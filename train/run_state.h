@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "train/optimization.h"
 #include "train/run_checkpoints.h"
 #include "train/run_context.h"
+#include "train/run_lock.h"
 #include "train/run_logs.h"
 #include "train/run_progress.h"
 #include "train/running_sums.h"
@@ -37,6 +39,7 @@ struct Trainer::State {
   RunCheckpoints checkpoints;
   RunProgress progress;
   RunTimes times;
+  std::optional<RunLock> lock;  // held from the run's start (rank 0 of a run that writes)
 
   // The set-up, in the order bit-identical runs depend on (Note [A training step]).
   State(RunContext run_in, TrainData data_in, std::shared_ptr<nn::Layer> model_in, TrainerOutput output);

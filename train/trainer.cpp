@@ -193,16 +193,21 @@ std::vector<TestResult> test(Trainer::State& s) {
   return results;
 }
 
-// Where the run starts: a checkpoint's progress, or a new run in a prepared folder.
+// Where the run starts: a checkpoint's progress, or a new run in a prepared folder. The
+// folder is locked first, and the checkpoint read and checked before anything is written
+// (Note [Only Kiln's files] in train/run_folder.h).
 void start(Trainer::State& s) {
-  const std::optional<std::string> checkpoint = s.checkpoints.to_resume();
+  if (s.run.writes_files()) s.lock.emplace(s.run.folder);
+  std::optional<ResumePoint> from = s.checkpoints.prepare_resume();
   if (s.run.writes_files()) {
-    s.run.folder.start_run(checkpoint.has_value(), s.run.config.overwrite, json::dump(to_json(s.run.config), 2) + "\n");
+    s.run.folder.start_run(from.has_value(), s.run.config.overwrite, json::dump(to_json(s.run.config), 2) + "\n",
+                           identity_json(s.run.config));
     if (!s.data.split_table.empty())  // Note [Scan splits] in train/scans.h
       save_atomically(s.data.split_table, s.run.folder.path(RunFile::Split), "kiln train");
+    s.logs.out() << "run folder: " << s.run.folder.root() << "\n";
   }
-  if (checkpoint)
-    s.progress = s.checkpoints.resume(*checkpoint, s.state());
+  if (from)
+    s.progress = s.checkpoints.resume(std::move(*from), s.state());
   else if (s.run.writes_files())
     s.logs.open(s.run.folder, s.run.config, nullptr);
 }

@@ -57,7 +57,8 @@ TEST(KilnTrain, FlagsOverrideTheConfigFileWhichOverridesTheRecipe) {
   EXPECT_EQ(saved.find("epochs")->as_integer(), 2);              // the flag's over the file's
   EXPECT_EQ(saved.find("pin-memory")->as_bool(), false);
   EXPECT_EQ(saved.find("augment")->as_bool(), false);
-  EXPECT_NE(r.out.find("configuration (saved as"), std::string::npos);
+  EXPECT_NE(r.out.find("configuration:\n"), std::string::npos);
+  EXPECT_NE(r.out.find("run folder: " + folder.file("run")), std::string::npos);
   EXPECT_NE(r.out.find("test        epoch    ACC"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("where the time went"), std::string::npos);
 }

@@ -275,6 +275,8 @@ TEST(Trainer, EarlyStoppingSurvivesAResumeAndAnEmptyRunStartsAfresh) {
 
   TrainConfig died = tiny_config(folder.file("died"));
   std::filesystem::create_directories(folder.file("died"));
+  // What a run that died before its first checkpoint leaves: Kiln's marker and a table.
+  std::ofstream(folder.file("died/.kiln-run.json")) << "{\"kiln_run\": 1}\n";
   std::ofstream(folder.file("died/epochs.csv")) << "epoch,lr\n";
   died.resume = "auto";
   EXPECT_EQ(run(died).summary.epochs, 2);
