@@ -69,6 +69,25 @@ bool RunFolder::is_kilns() const {
   }
 }
 
+std::vector<std::string> RunFolder::written_files() const {
+  std::vector<std::string> files;
+  std::error_code error;
+  for (const RunFileRow& row : kRunFiles) {
+    if (row.file == RunFile::Marker || row.file == RunFile::Lock) continue;
+    if (!row.prefix) {
+      if (fs::exists(path(row.file), error)) files.emplace_back(row.name);
+      continue;
+    }
+    for (const fs::directory_entry& entry : fs::directory_iterator(root_, error)) {
+      if (is_run_file_name(entry.path().filename().string()) && entry.path().filename().string().starts_with(row.name)) {
+        files.emplace_back("TensorBoard events");
+        break;
+      }
+    }
+  }
+  return files;
+}
+
 void RunFolder::clear() const {
   std::error_code error;
   for (const fs::directory_entry& entry : fs::directory_iterator(root_, error)) {

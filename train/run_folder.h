@@ -97,6 +97,9 @@ class RunFolder {
   void start_run(bool resuming, bool overwrite, const std::string& config_json, const json::Value& identity) const;
   // Whether the folder carries Kiln's marker, or is a run folder from before it.
   bool is_kilns() const;
+  // The run's files the folder holds now, by name, in the table's order ("TensorBoard
+  // events" for the event files), the marker and the lock left out: what a summary lists.
+  std::vector<std::string> written_files() const;
 
  private:
   std::string root_;

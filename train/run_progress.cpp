@@ -21,6 +21,7 @@ const std::vector<ProgressField>& progress_fields() {
       {"micro_batches", &P::micro_batches},
       {"stopped_early", &P::stopped_early},
       {"world_size", &P::world_size},
+      {"monitor_fallback", &P::monitor_fallback, false},
   };
   return fields;
 }
@@ -46,6 +47,7 @@ RunProgress progress_from_json(const json::Value& object, const std::string& sou
   RunProgress progress;
   for (const ProgressField& field : progress_fields()) {
     const json::Value* value = object.find(field.name);
+    if (value == nullptr && !field.required) continue;
     std::visit(
         [&](auto member) {
           auto& target = progress.*member;

@@ -29,6 +29,7 @@ struct RunProgress {
   int64_t seen = 0;            // samples
   int64_t label_elements = 0;  // label values (samples x labels for multi-label)
   int64_t world_size = 1;      // the ranks that took the progress (a mid-epoch checkpoint's batches are theirs)
+  bool monitor_fallback = false;  // Note [An undefined monitor] (train/trainer.cpp): the best by val loss
 };
 
 using ProgressMember = std::variant<int64_t RunProgress::*, double RunProgress::*, bool RunProgress::*>;
@@ -36,13 +37,14 @@ using ProgressMember = std::variant<int64_t RunProgress::*, double RunProgress::
 struct ProgressField {
   const char* name;  // the JSON key
   ProgressMember member;
+  bool required = true;  // false: a field newer than some checkpoints, its default when absent
 };
 
 const std::vector<ProgressField>& progress_fields();
 
 // Integers and booleans as JSON integers (0/1); a NaN metric as null.
 json::Value to_json(const RunProgress& progress);
-// Every field must be there with its type; an error names `source` and the key.
+// Every required field must be there with its type; an error names `source` and the key.
 RunProgress progress_from_json(const json::Value& object, const std::string& source);
 
 }  // namespace kiln::train

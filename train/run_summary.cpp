@@ -110,7 +110,9 @@ std::string format_summary(const RunSummary& summary) {
       }
     }
   }
-  out << "logs: " << summary.run_dir << " (epochs.csv, summary.json, TensorBoard events, best.safetensors)\n";
+  std::string files;
+  for (const std::string& file : summary.files) files += (files.empty() ? "" : ", ") + file;
+  out << "logs: " << summary.run_dir << (files.empty() ? "" : " (" + files + ")") << "\n";
   return out.str();
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 
 #include "core/atomic_file.h"
@@ -78,6 +79,26 @@ void show_progress(Trainer::State& s, int64_t epoch, int64_t done, int64_t batch
                    .eta_s = eta});
 }
 
+// Note [A diverged run]: a non-finite running loss, as read at a log step (no extra read),
+// stops the run at once, naming the step and the usual causes, before any later checkpoint
+// could hold its weights; the checkpoints already written are kept, so the run can resume
+// from the last good one with other settings.
+void stop_if_diverged(const Trainer::State& s, int64_t epoch, int64_t batch) {
+  if (std::isfinite(s.sums.loss()) || s.progress.seen == 0) return;
+  const std::vector<std::string> kept = s.run.folder.checkpoints();
+  char line[160];
+  std::snprintf(line, sizeof line, "the training loss is %s at epoch %lld, batch %lld (step %lld)",
+                std::isnan(s.sums.loss()) ? "NaN" : "infinite", static_cast<long long>(epoch),
+                static_cast<long long>(batch), static_cast<long long>(s.progress.step));
+  throw Error(std::string(line) +
+              ": the run diverged. Likely causes: a learning rate too high (--lr), no gradient clipping "
+              "(--clip-grad-norm 1), float16 overflowing (--amp-dtype bf16, or a smaller loss scale), an eps of 0, "
+              "or inputs with infinite values. " +
+              (kept.empty() ? std::string("No checkpoint was written before it.")
+                            : "The last checkpoint before it is kept: " + kept.back() +
+                                  " (--resume it with other settings)."));
+}
+
 // One epoch's training, from the batch a mid-epoch checkpoint reached; stops after
 // --profile-steps micro-batches when it is set.
 void train_epoch(Trainer::State& s, int64_t epoch) {
@@ -103,6 +124,7 @@ void train_epoch(Trainer::State& s, int64_t epoch) {
       deferred.check();
       s.sums.read(p);
       s.logs.step(p.step, epoch, done, s.optimization->lr(), s.sums.loss(), s.sums.accuracy());
+      stop_if_diverged(s, epoch, done);  // Note [A diverged run]
     }
     if (config.profile_steps == 0) show_progress(s, epoch, done, batches, watch.seconds(), epoch_samples);
     if (!logs) {
@@ -113,6 +135,8 @@ void train_epoch(Trainer::State& s, int64_t epoch) {
     if (config.checkpoint_every > 0 && boundary && p.batch > 0 && p.step % config.checkpoint_every == 0 &&
         config.profile_steps == 0) {
       deferred.check();  // a checkpoint never holds weights a bad index has touched
+      s.sums.read(p);    // nor diverged ones (Note [A diverged run]): one read per checkpoint
+      stop_if_diverged(s, epoch, done);
       s.checkpoints.save(s.state(), p);
     }
     if (config.profile_steps > 0 && p.micro_batches >= config.profile_steps) break;
@@ -148,8 +172,17 @@ bool validate_and_select(Trainer::State& s, int64_t epoch, double seconds, doubl
     const auto monitored = std::find(metrics.begin(), metrics.end(), s.monitor);
     const double metric = monitored == metrics.end() ? row.val_loss : row.val_metrics[monitored - metrics.begin()];
     s.optimization->schedule().after_validation(metric);
-    if (improves(metric, p.best_metric, higher_is_better(s.monitor))) {
-      p.best_metric = metric;
+    // Note [An undefined monitor]: a NaN metric (one class alone in the validation split
+    // makes AUC undefined) never chooses an epoch; the validation loss does, from then on.
+    if (std::isnan(metric) && !p.monitor_fallback && s.monitor != Monitor::Loss && std::isfinite(row.val_loss)) {
+      p.monitor_fallback = true;
+      p.best_metric = std::nan("");
+      s.logs.out() << "val " << choice_name(s.monitor) << " is undefined (NaN; a class absent from the validation "
+                   << "split?): the best epoch is chosen by val loss from now on\n";
+    }
+    const double chooser = p.monitor_fallback ? row.val_loss : metric;
+    if (improves(chooser, p.best_metric, p.monitor_fallback ? false : higher_is_better(s.monitor))) {
+      p.best_metric = chooser;
       p.best_epoch = epoch;
       p.bad_validations = 0;
       s.checkpoints.keep_best(*s.model, epoch);
@@ -220,6 +253,7 @@ void finish(Trainer::State& s, RunSummary& summary) {
   s.checkpoints.save_final(*s.model, s.progress.epoch);
   save_atomically(json::dump(to_json(summary, s.run.config), 2) + "\n", s.run.folder.path(RunFile::Summary),
                   "kiln train");
+  summary.files = s.run.folder.written_files();
 }
 
 }  // namespace

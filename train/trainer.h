@@ -71,6 +71,7 @@ struct RunSummary {
   std::string monitor;  // the validation metric that chose the best epoch (train/task.h)
   std::vector<std::string> classes;  // the outputs' names, in order (TrainData::class_names)
   Task task = Task::MultiClass;      // what the test results are (regression: MAE, RMSE, R2)
+  std::vector<std::string> files;    // what the run folder holds at the end (RunFolder::written_files)
   std::string stopped;  // "completed", "early stopping", "profile"
   int64_t epochs = 0;   // epochs completed
   int64_t steps = 0;    // optimizer steps
