@@ -1,6 +1,7 @@
 // read_text_file (core/text_file.h): the stream's buffer copied whole.
 #include "core/text_file.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -9,6 +10,14 @@
 namespace kiln {
 
 std::string read_text_file(const std::string& path, const std::string& what) {
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  KILN_CHECK(status.type() != std::filesystem::file_type::not_found, what, " '", path, "': cannot be opened (no such file)");
+  KILN_CHECK(status.type() == std::filesystem::file_type::regular, what, " '", path,
+             "': not a regular file (a folder, a pipe or a device)");
+  const auto bytes = std::filesystem::file_size(path, error);
+  KILN_CHECK(!error && static_cast<long long>(bytes) <= kMaxTextFileBytes, what, " '", path, "': ",
+             error ? "its size cannot be read" : "larger than a text file Kiln reads whole (1 GiB)");
   std::ifstream file(path, std::ios::binary);
   KILN_CHECK(file, what, " '", path, "': cannot be opened");
   std::ostringstream text;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "train/schedule.h"
 
 namespace kiln::train {
 namespace {
@@ -342,6 +343,19 @@ Choices validate(const TrainConfig& config) {
     KILN_CHECK(std::isfinite(milestone) && milestone > 0, "config: milestones must be positive, got ",
                milestone);
   }
+  // Milestones in epochs past the last one never apply (fractions of --epochs scale with it).
+  if (choices.scheduler == Scheduler::MultiStep && !schedule_depends_on_epochs(choices.scheduler, config.milestones)) {
+    for (const int64_t epoch : milestone_epochs(config.milestones, config.epochs))
+      KILN_CHECK(epoch <= config.epochs, "config: a milestone at epoch ", epoch, " of ", config.epochs,
+                 " epochs would never apply (milestones are epochs, or fractions of --epochs when all are below 1)");
+  }
+  double weight_sum = 0;
+  for (const double weight : config.class_weights) {
+    KILN_CHECK(std::isfinite(weight) && weight >= 0, "config: class-weights must be finite and >= 0, got ", weight);
+    weight_sum += weight;
+  }
+  KILN_CHECK(config.class_weights.empty() || weight_sum > 0,
+             "config: class-weights are all 0, which leaves nothing to learn from");
   KILN_CHECK(config.pos_weight.empty() || choices.loss == LossChoice::Bce,
              "config: pos-weight applies to the bce loss (--loss bce), not ", config.loss);
   return choices;

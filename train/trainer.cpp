@@ -191,8 +191,8 @@ bool validate_and_select(Trainer::State& s, int64_t epoch, double seconds, doubl
       stop = config.patience > 0 && p.bad_validations >= config.patience;
     }
   }
+  row.lr = s.optimization->lr();  // the rate this epoch ended with, before the schedule's epoch step
   s.optimization->schedule().after_epoch();
-  row.lr = s.optimization->lr();
   row.loss_scale = s.optimization->loss_scale();
   row.best = p.best_epoch == epoch;
   s.logs.epoch(row);

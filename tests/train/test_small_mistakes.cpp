@@ -1,0 +1,87 @@
+// Small mistakes, caught or explained (issue: nothing silently wrong): a configuration
+// file that is a pipe or a device (core/text_file.h), milestones past the run's last
+// epoch, negative or all-zero class weights, what "resumed from" says of a mid-epoch
+// checkpoint, and the lr column holding the rate the epoch trained with.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "core/text_file.h"
+#include "data/csv.h"
+#include "tests/test_util.h"
+#include "train/config.h"
+#include "train/model_setup.h"
+#include "train/trainer.h"
+
+namespace kiln {
+namespace {
+
+using namespace train;
+using testing::TempFolder;
+
+TEST(SmallMistakes, AConfigurationThatIsAPipeOrADeviceIsRefusedNotRead) {
+  TempFolder folder;
+  ASSERT_EQ(::mkfifo(folder.file("pipe.json").c_str(), 0600), 0);
+  testing::with_watchdog(std::chrono::seconds(30), [&] {
+    EXPECT_KILN_ERROR(read_text_file(folder.file("pipe.json"), "--config"), "--config", "pipe.json",
+                      "not a regular file");
+    EXPECT_KILN_ERROR(read_text_file("/dev/zero", "--config"), "/dev/zero", "not a regular file");
+    EXPECT_KILN_ERROR(read_text_file(folder.path().string(), "--config"), "not a regular file");
+  });
+}
+
+TEST(SmallMistakes, MilestonesPastTheLastEpochAndBadClassWeightsAreRefused) {
+  TrainConfig config;
+  config.scheduler = "multistep";
+  config.epochs = 10;
+  config.milestones = {5, 30};
+  EXPECT_KILN_ERROR(validate(config), "a milestone at epoch 30 of 10 epochs would never apply");
+  config.milestones = {0.5, 0.75};
+  validate(config);
+  config.class_weights = {1, -1};
+  EXPECT_KILN_ERROR(validate(config), "class-weights must be finite and >= 0, got -1");
+  config.class_weights = {0, 0};
+  EXPECT_KILN_ERROR(validate(config), "class-weights are all 0");
+}
+
+TEST(SmallMistakes, ResumeSaysWhereItResumesAndTheLrColumnIsTheEpochsRate) {
+  TempFolder folder;
+  TrainConfig config;
+  config.size = 8;
+  config.synthetic_samples = 32;
+  config.model = "resnet10";
+  config.width = 0.0625;
+  config.batch_size = 8;
+  config.workers = 0;
+  config.epochs = 2;
+  config.device = "cpu";
+  config.lr = 0.01;
+  config.scheduler = "step";
+  config.step_size = 1;
+  config.gamma = 0.5;
+  config.checkpoint_every = 2;
+  config.keep_last = 100;
+  config.out = folder.file("run");
+  testing::with_watchdog(std::chrono::seconds(120), [&] {
+    const TrainData data = make_train_data(config);
+    std::ostringstream out;
+    Trainer(config, data, make_model(config, data).model, {.out = &out}).fit();
+    const data::CsvTable epochs = data::read_csv(folder.file("run/epochs.csv"));
+    const auto lr = [&](size_t row) { return std::stod(epochs.rows[row][static_cast<size_t>(epochs.column("lr"))]); };
+    EXPECT_DOUBLE_EQ(lr(0), 0.01);   // epoch 1 trained at the initial rate
+    EXPECT_DOUBLE_EQ(lr(1), 0.005);  // epoch 2 at half of it
+    TrainConfig again = config;
+    again.resume = folder.file("run/checkpoints/epoch-0002-batch-000002.safetensors");
+    again.out = folder.file("branch");
+    std::ostringstream resumed;
+    Trainer(again, data, make_model(again, data).model, {.out = &resumed}).fit();
+    EXPECT_NE(resumed.str().find("epoch-0002-batch-000002.safetensors: epoch 2 after its batch 2, step 6"),
+              std::string::npos)
+        << resumed.str();
+  });
+}
+
+}  // namespace
+}  // namespace kiln
