@@ -16,6 +16,7 @@
 
 #include "core/text_file.h"
 #include "tests/test_util.h"
+#include "tests/train/tiny_run.h"
 #include "tools/cli.h"
 #include "train/model_setup.h"
 #include "train/run_lock.h"
@@ -29,27 +30,12 @@ using namespace train;
 using testing::TempFolder;
 
 TrainConfig tiny(const std::string& out) {
-  TrainConfig config;
-  config.size = 8;
+  TrainConfig config = testing::tiny_run_config(out);
   config.synthetic_samples = 16;
-  config.model = "resnet10";
-  config.width = 0.0625;
-  config.batch_size = 8;
-  config.workers = 0;
-  config.epochs = 1;
-  config.device = "cpu";
-  config.out = out;
   return config;
 }
 
-std::string train_in(const TrainConfig& config) {
-  std::ostringstream out;
-  testing::with_watchdog(std::chrono::seconds(120), [&] {
-    const TrainData data = make_train_data(config);
-    Trainer(config, data, make_model(config, data).model, {.out = &out}).fit();
-  });
-  return out.str();
-}
+std::string train_in(const TrainConfig& config) { return testing::run_tiny(config).output; }
 
 std::vector<std::string> entries(const std::string& folder) {
   std::vector<std::string> names;

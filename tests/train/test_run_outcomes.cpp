@@ -13,6 +13,7 @@
 #include "data/nifti.h"
 #include "data/synthetic.h"
 #include "tests/test_util.h"
+#include "tests/train/tiny_run.h"
 #include "train/model_setup.h"
 #include "train/trainer.h"
 
@@ -24,35 +25,13 @@ using namespace train;
 using testing::TempFolder;
 
 TrainConfig tiny(const std::string& out) {
-  TrainConfig config;
-  config.size = 8;
-  config.synthetic_samples = 32;
-  config.model = "resnet10";
-  config.width = 0.0625;
-  config.batch_size = 8;
-  config.workers = 0;
+  TrainConfig config = testing::tiny_run_config(out);
   config.epochs = 3;
   config.log_every = 1;
-  config.device = "cpu";
-  config.out = out;
   return config;
 }
 
-struct Outcome {
-  RunSummary summary;
-  std::string output;
-};
-
-Outcome train_in(const TrainConfig& config, const TrainData& data) {
-  Outcome outcome;
-  std::ostringstream out;
-  testing::with_watchdog(std::chrono::seconds(120), [&] {
-    Trainer trainer(config, data, make_model(config, data).model, {.out = &out});
-    outcome.summary = trainer.fit();
-  });
-  outcome.output = out.str();
-  return outcome;
-}
+testing::TinyRun train_in(const TrainConfig& config, const TrainData& data) { return testing::run_tiny(config, &data); }
 
 TEST(RunOutcomes, ADivergedRunStopsNamingTheStepAndKeepsItsCheckpoints) {
   TempFolder folder;
@@ -89,7 +68,7 @@ TEST(RunOutcomes, AnUndefinedMonitorHandsTheChoiceToTheValidationLoss) {
   TrainConfig config = tiny(folder.file("run"));
   config.dataset = folder.file("scans.csv");
   config.label_columns = "round,square";
-  const Outcome outcome = train_in(config, make_train_data(config));
+  const testing::TinyRun outcome = train_in(config, make_train_data(config));
   EXPECT_NE(outcome.output.find("val auc is undefined (NaN; a class absent from the validation split?): the best "
                                 "epoch is chosen by val loss from now on"),
             std::string::npos)
@@ -107,7 +86,7 @@ TEST(RunOutcomes, TheClosingLinesListOnlyFilesThatExist) {
   TrainConfig config = tiny(folder.file("run"));
   config.epochs = 1;
   config.tensorboard = false;
-  const Outcome outcome = train_in(config, make_train_data(config));
+  const testing::TinyRun outcome = train_in(config, make_train_data(config));
   const std::string closing = format_summary(outcome.summary);
   EXPECT_EQ(closing.find("TensorBoard"), std::string::npos) << closing;
   for (const std::string& file : outcome.summary.files) EXPECT_TRUE(fs::exists(folder.file("run/" + file))) << file;

@@ -11,6 +11,7 @@
 #include "core/text_file.h"
 #include "data/csv.h"
 #include "tests/test_util.h"
+#include "tests/train/tiny_run.h"
 #include "train/config.h"
 #include "train/model_setup.h"
 #include "train/trainer.h"
@@ -48,39 +49,25 @@ TEST(SmallMistakes, MilestonesPastTheLastEpochAndBadClassWeightsAreRefused) {
 
 TEST(SmallMistakes, ResumeSaysWhereItResumesAndTheLrColumnIsTheEpochsRate) {
   TempFolder folder;
-  TrainConfig config;
-  config.size = 8;
-  config.synthetic_samples = 32;
-  config.model = "resnet10";
-  config.width = 0.0625;
-  config.batch_size = 8;
-  config.workers = 0;
+  TrainConfig config = testing::tiny_run_config(folder.file("run"));
   config.epochs = 2;
-  config.device = "cpu";
   config.lr = 0.01;
   config.scheduler = "step";
   config.step_size = 1;
   config.gamma = 0.5;
   config.checkpoint_every = 2;
   config.keep_last = 100;
-  config.out = folder.file("run");
-  testing::with_watchdog(std::chrono::seconds(120), [&] {
-    const TrainData data = make_train_data(config);
-    std::ostringstream out;
-    Trainer(config, data, make_model(config, data).model, {.out = &out}).fit();
-    const data::CsvTable epochs = data::read_csv(folder.file("run/epochs.csv"));
-    const auto lr = [&](size_t row) { return std::stod(epochs.rows[row][static_cast<size_t>(epochs.column("lr"))]); };
-    EXPECT_DOUBLE_EQ(lr(0), 0.01);   // epoch 1 trained at the initial rate
-    EXPECT_DOUBLE_EQ(lr(1), 0.005);  // epoch 2 at half of it
-    TrainConfig again = config;
-    again.resume = folder.file("run/checkpoints/epoch-0002-batch-000002.safetensors");
-    again.out = folder.file("branch");
-    std::ostringstream resumed;
-    Trainer(again, data, make_model(again, data).model, {.out = &resumed}).fit();
-    EXPECT_NE(resumed.str().find("epoch-0002-batch-000002.safetensors: epoch 2 after its batch 2, step 6"),
-              std::string::npos)
-        << resumed.str();
-  });
+  testing::run_tiny(config);
+  const data::CsvTable epochs = data::read_csv(folder.file("run/epochs.csv"));
+  const auto lr = [&](size_t row) { return std::stod(epochs.rows[row][static_cast<size_t>(epochs.column("lr"))]); };
+  EXPECT_DOUBLE_EQ(lr(0), 0.01);   // epoch 1 trained at the initial rate
+  EXPECT_DOUBLE_EQ(lr(1), 0.005);  // epoch 2 at half of it
+  TrainConfig again = config;
+  again.resume = folder.file("run/checkpoints/epoch-0002-batch-000002.safetensors");
+  again.out = folder.file("branch");
+  const std::string resumed = testing::run_tiny(again).output;
+  EXPECT_NE(resumed.find("epoch-0002-batch-000002.safetensors: epoch 2 after its batch 2, step 6"), std::string::npos)
+      << resumed;
 }
 
 }  // namespace
