@@ -24,11 +24,30 @@ namespace kiln::tools {
 
 bool parse_weights_command(const std::vector<std::string>& args, ConfigCommand command, std::string& weights,
                            std::string& split, train::TrainConfig& config, std::ostream& out) {
-  if (const std::optional<std::string> path = find_flag_value(args, "--weights")) read_weights_config(*path, config);
+  std::optional<train::TrainConfig> trained;  // the configuration the weights carry, if they do
+  if (const std::optional<std::string> path = find_flag_value(args, "--weights")) {
+    train::TrainConfig from_weights = config;
+    read_weights_config(*path, from_weights);
+    if (json::dump(train::to_json(from_weights)) != json::dump(train::to_json(config))) trained = from_weights;
+    config = from_weights;
+  }
   command.extra.insert(command.extra.begin(),
-                       {{"--weights", "the weights file (safetensors or PyTorch .pth)", &weights, true},
+                       {{"--weights", "the weights file (safetensors, a training checkpoint, or PyTorch .pth)",
+                         &weights, true},
                         {"--split", "train, val or test", &split, false}});
-  return parse_config_command(args, command, config, out);
+  if (!parse_config_command(args, command, config, out)) return false;
+  // Weights scored on data other than their run's (another size, dataset or preprocessing)
+  // give numbers about that data, usually near chance: say which settings differ.
+  if (trained) {
+    for (const train::ConfigField& field : train::config_fields()) {
+      if (!field.identity || std::string(field.group) != "data") continue;
+      const std::string was = train::field_text(*trained, field), now = train::field_text(config, field);
+      if (was != now)
+        out << "warning: the weights were trained with --" << field.name << " " << was << "; this evaluation uses "
+            << now << "\n";
+    }
+  }
+  return true;
 }
 
 SplitScores score_split(const std::string& weights, const std::string& split, const train::TrainConfig& config) {

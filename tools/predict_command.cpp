@@ -55,10 +55,19 @@ std::string run_weights(const std::string& run, const std::optional<std::string>
   return final;
 }
 
+// The folder a file will be written to exists (an error naming it, before any work).
+void check_folder_of(const std::string& output) {
+  const fs::path folder = fs::path(output).parent_path();
+  std::error_code error;
+  KILN_CHECK(folder.empty() || fs::is_directory(folder, error), "predict: the folder of ", output, " (",
+             folder.string(), ") does not exist");
+}
+
 // Where predictions may go: not over the input, not over a file of the run's own, and not
 // over an existing file unless --overwrite.
 void check_output(const std::string& output, const std::string& input, const std::string& run, bool overwrite) {
   KILN_CHECK(output.ends_with(".csv"), "predict: --out ", output, ": the file must end in .csv");
+  check_folder_of(output);
   std::error_code error;
   const fs::path target = fs::weakly_canonical(output, error);
   KILN_CHECK(target != fs::weakly_canonical(input, error), "predict: --out ", output, " is the --input itself");
@@ -223,6 +232,7 @@ int predict_split(const std::vector<std::string>& args, std::ostream& out) {
   }
   KILN_CHECK(output.ends_with(".csv") || output.ends_with(".npy"), "--output ", output,
              ": the file must end in .csv or .npy");
+  check_folder_of(output);  // before the scoring, not after
   const SplitScores scores = score_split(weights, split, config);
   if (output.ends_with(".npy"))
     data::npy::save(scores.evaluation.scores, output);

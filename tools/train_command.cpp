@@ -72,9 +72,9 @@ int run_train(const std::vector<std::string>& args, std::ostream& all_ranks_out)
     out << "data: " << data.description << "; " << data.train->size() << " train, " << data.val->size()
         << " val, " << data.test->size() << " test\n"
         << "model: " << config.model << ", " << nn::parameter_count(*setup.model) << " parameters\n";
-    if (!setup.load_report.empty())
-      out << "pretrained weights from " << config.pretrained << ":\n" << setup.load_report;
   }
+  if (!setup.load_report.empty())  // even when profiling: what a run starts from is never silent
+    out << "pretrained weights from " << config.pretrained << ":\n" << setup.load_report;
   train::Trainer trainer(
       std::move(run), data, setup.model,
       {.out = &out, .terminal = &out == &std::cout && train::ProgressBar::is_terminal(stdout)});

@@ -6,6 +6,7 @@
 #include "core/safetensors.h"
 #include "nn/load_report.h"
 #include "train/model_setup.h"
+#include "train/checkpoint.h"
 #include "train/run_checkpoints.h"
 #include "train/run_context.h"
 
@@ -16,9 +17,17 @@ void read_weights_config(const std::string& weights, train::TrainConfig& config)
   const safetensors::Header header = safetensors::read_header(weights);
   if (const auto found = header.metadata.find(train::kWeightsConfigKey); found != header.metadata.end()) {
     train::update_from_json(config, json::parse(found->second), weights + " (its configuration)");
-    config.pretrained.clear();  // the run's starting point; the weights given replace it
-    config.resume.clear();      // the run's; nothing here resumes
+  } else if (const auto state = header.metadata.find(train::kCheckpointMetadataKey); state != header.metadata.end()) {
+    // A training checkpoint given as weights: its run's configuration, and (read_weights) its model.
+    const json::Value parsed = json::parse(state->second);
+    const json::Value* saved = parsed.find("config");
+    KILN_CHECK(saved != nullptr, weights, ": a training checkpoint without its configuration");
+    train::update_from_json(config, *saved, weights + " (its configuration)");
+  } else {
+    return;
   }
+  config.pretrained.clear();  // the run's starting point; the weights given replace it
+  config.resume.clear();      // the run's; nothing here resumes
 }
 
 train::ModelInfo read_model_info(const std::string& weights) {

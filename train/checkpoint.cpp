@@ -15,7 +15,7 @@
 namespace kiln::train {
 namespace {
 
-constexpr const char* kMetadataKey = "kiln.checkpoint";
+constexpr const char* kMetadataKey = kCheckpointMetadataKey;
 constexpr int64_t kFormat = 1;
 
 namespace fs = std::filesystem;

@@ -36,6 +36,9 @@
 
 namespace kiln::train {
 
+// The safetensors metadata key holding a checkpoint's state (Note [Checkpoint layout]).
+inline constexpr const char* kCheckpointMetadataKey = "kiln.checkpoint";
+
 struct CheckpointContents {
   safetensors::NamedTensors tensors;  // Note [Checkpoint layout]
   json::Value state;                  // the "kiln.checkpoint" object

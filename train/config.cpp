@@ -124,6 +124,9 @@ const std::vector<ConfigField>& config_fields() {
       {"fused-bn-relu", "model", "batch norm and ReLU as one fused layer", &C::fused_bn_relu},
       {"pretrained", "model", "weights to start from (safetensors or PyTorch .pth), loaded by name",
        &C::pretrained},
+      {"pretrained-partial", "model",
+       "train even when --pretrained fills less than half of the model's tensors (a head or stem replaced on purpose)",
+       &C::pretrained_partial, false},
       {"loss", "loss", "the loss (auto: the task's: cross-entropy, multilabel-bce for multi-label, mse for "
                        "regression)", &C::loss, true, &choice_list<LossChoice>},
       {"class-weights", "loss", "cross-entropy: one weight per class", &C::class_weights},

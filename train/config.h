@@ -75,6 +75,7 @@ struct TrainConfig {
   std::string activation = "relu";
   bool fused_bn_relu = false;
   std::string pretrained = "";  // a safetensors or .pth file loaded by name before training
+  bool pretrained_partial = false;  // train even when --pretrained fills less than half of the model
   // loss
   std::string loss = "auto";  // auto, cross-entropy, bce, multilabel-bce, mse
   std::vector<double> class_weights = {};

@@ -1,11 +1,13 @@
 // make_model (train/model_setup.h).
 #include "train/model_setup.h"
 
+#include "core/error.h"
 #include "core/generator.h"
 #include "core/safetensors.h"
 #include "data/pth.h"
 #include "nn/load_report.h"
 #include "nn/models/by_name.h"
+#include "train/checkpoint.h"
 #include "train/objective.h"
 
 namespace kiln::train {
@@ -20,7 +22,10 @@ bool is_pytorch_checkpoint(const std::string& path) {
 
 nn::StateDict read_weights(const std::string& path) {
   if (is_pytorch_checkpoint(path)) return data::pth::state_dict(data::pth::load(path));
-  return safetensors::load(path).tensors;
+  safetensors::Loaded loaded = safetensors::load(path);
+  if (loaded.metadata.count(kCheckpointMetadataKey) != 0)  // a training checkpoint: its model's weights
+    return tensors_under(loaded.tensors, prefix::kModel);
+  return std::move(loaded.tensors);
 }
 
 ModelSetup make_model(const TrainConfig& config, const TrainData& data) {
@@ -38,7 +43,16 @@ ModelSetup make_model(const TrainConfig& config, const TrainData& data) {
                                            .activation = config.activation,
                                            .fused_bn_relu = config.fused_bn_relu});
   if (!config.pretrained.empty()) {
-    setup.load_report = nn::load_state_dict_mapped(*setup.model, read_weights(config.pretrained)).to_string();
+    const size_t tensors = setup.model->state_dict().size();
+    const nn::LoadReport report = nn::load_state_dict_mapped(*setup.model, read_weights(config.pretrained));
+    setup.load_report = report.to_string();
+    // Note [A partial start]: weights that fill less than half of the model are a different
+    // model's far more often than a head replaced on purpose; training would start mostly
+    // from random weights without a word.
+    KILN_CHECK(2 * report.loaded >= tensors || config.pretrained_partial, "--pretrained ", config.pretrained,
+               " fills only ", report.loaded, " of the ", tensors, " tensors of ", config.model, " (",
+               report.result.mismatched_keys.size(), " of another shape, ", report.result.missing_keys.size(),
+               " missing): weights of another model? Give --pretrained-partial to start from them anyway");
   }
   return setup;
 }

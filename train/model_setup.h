@@ -20,13 +20,16 @@ struct ModelSetup {
   std::string load_report;  // what --pretrained loaded and did not (nn/load_report.h)
 };
 
+// With --pretrained, weights filling less than half of the model's tensors are an error
+// unless --pretrained-partial (Note [A partial start] in model_setup.cpp).
 ModelSetup make_model(const TrainConfig& config, const TrainData& data);
 
 // The model's outputs for the configuration's loss on the data's task (train/objective.h).
 int64_t model_outputs(const TrainConfig& config, const TrainData& data);
 
-// A weights file as a state dict: safetensors, or a PyTorch checkpoint (.pth, .pt, .ckpt:
-// its state dict, read by the restricted unpickler).
+// A weights file as a state dict: safetensors (a Kiln training checkpoint's model weights
+// when it is one), or a PyTorch checkpoint (.pth, .pt, .ckpt: its state dict, read by the
+// restricted unpickler).
 nn::StateDict read_weights(const std::string& path);
 // Whether read_weights reads `path` as a PyTorch checkpoint (.pth, .pt, .ckpt).
 bool is_pytorch_checkpoint(const std::string& path);

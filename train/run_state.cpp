@@ -6,7 +6,9 @@
 
 #include "core/cudnn.h"
 #include "core/error.h"
+#include "core/autograd/grad_mode.h"
 #include "core/generator.h"
+#include "core/ops.h"
 #include "dist/sync_batch_norm.h"
 
 namespace kiln::train {
@@ -18,6 +20,34 @@ void configure_cudnn(const RunContext& run) {
   cudnn::set_deterministic(run.config.deterministic);
   if (!run.config.algo_cache.empty() && std::filesystem::exists(run.config.algo_cache) && run.device.is_cuda())
     cudnn::load_algorithm_cache(run.config.algo_cache);
+}
+
+// Note [A model that cannot take the input]: one sample's shape through the model, in eval
+// mode and without gradients (nothing it keeps changes, no random number is drawn), before
+// anything of the run is written: a model whose downsampling runs out of voxels (DenseNet's
+// standard stem on 28^3 volumes) fails here, with the fix named, not in its first step
+// after the run folder was started.
+void check_model_takes(nn::Layer& model, const TrainData& data, const TrainConfig& config, Device device) {
+  data::Sample sample = data.val->get(0);
+  if (data.eval_transform) {
+    Generator unused(0);
+    data.eval_transform->apply(sample, unused);
+  }
+  const Tensor& image = sample.at(data::kImage);
+  const bool training = model.is_training();
+  model.eval();
+  try {
+    const NoGradGuard no_grad;
+    (void)model.forward(zeros(std::vector<int64_t>{1, image.size(0), image.size(1), image.size(2), image.size(3)},
+                              {.dtype = DType::Float32, .device = device}));
+  } catch (const Error& e) {
+    model.train(training);
+    throw Error("model " + config.model + " cannot take inputs of " + std::to_string(image.size(1)) + "x" +
+                std::to_string(image.size(2)) + "x" + std::to_string(image.size(3)) + " voxels (" + e.what() +
+                "); for small volumes use --stem small (DenseNet) or --stem medmnist (ResNet), or larger ones "
+                "(--size 64, --resize)");
+  }
+  model.train(training);
 }
 
 std::ostream& output_stream(const RunContext& run, const TrainerOutput& output) {
@@ -48,6 +78,7 @@ Trainer::State::State(RunContext run_in, TrainData data_in, std::shared_ptr<nn::
   batches = make_batches(run, data);
   if (run.config.sync_bn) dist::convert_sync_batchnorm(*model, run.distributed.group);
   model->to(run.device);
+  check_model_takes(*model, data, run.config, run.device);
   const int64_t steps_per_epoch = (batches.train->size() + run.config.accumulate - 1) / run.config.accumulate;
   optimization = std::make_unique<Optimization>(run, *model, steps_per_epoch, higher_is_better(monitor));
   if (run.distributed.enabled) {  // after amp: DDP hooks the parameters the optimizer holds

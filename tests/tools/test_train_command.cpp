@@ -104,6 +104,26 @@ TEST(KilnTrain, EvalAndPredictNeedOnlyTheWeightsOfARun) {
   EXPECT_EQ(scores.sizes(), (std::vector<int64_t>{10, 3}));
 }
 
+// Weights scored on other data than their run's are flagged; a training checkpoint serves
+// as weights; an output folder that does not exist fails before the scoring.
+TEST(KilnTrain, EvalSaysWhenTheDataIsNotTheWeightsOwn) {
+  TempFolder folder;
+  ASSERT_EQ(run_cli(tiny(folder.file("run"))).code, 0);
+  const CliResult other = run_cli({"eval", "--weights", folder.file("run/best.safetensors"), "--size", "16"});
+  ASSERT_EQ(other.code, 0) << other.err;
+  EXPECT_NE(other.out.find("warning: the weights were trained with --size 12; this evaluation uses 16"),
+            std::string::npos)
+      << other.out;
+  const CliResult same = run_cli({"eval", "--weights", folder.file("run/best.safetensors")});
+  EXPECT_EQ(same.out.find("warning"), std::string::npos) << same.out;
+  const CliResult checkpoint = run_cli({"eval", "--weights", folder.file("run/checkpoints/epoch-0002.safetensors")});
+  ASSERT_EQ(checkpoint.code, 0) << checkpoint.err;
+  const CliResult nowhere = run_cli({"predict", "--weights", folder.file("run/best.safetensors"), "--output",
+                                     folder.file("no/such/folder/p.csv")});
+  EXPECT_EQ(nowhere.code, 1);
+  EXPECT_NE(nowhere.err.find("does not exist"), std::string::npos) << nowhere.err;
+}
+
 TEST(KilnTrain, PretrainedWeightsLoadByNameWithTheReportPrinted) {
   TempFolder folder;
   ASSERT_EQ(run_cli(tiny(folder.file("first"))).code, 0);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -68,6 +69,37 @@ TEST(SmallMistakes, ResumeSaysWhereItResumesAndTheLrColumnIsTheEpochsRate) {
   const std::string resumed = testing::run_tiny(again).output;
   EXPECT_NE(resumed.find("epoch-0002-batch-000002.safetensors: epoch 2 after its batch 2, step 6"), std::string::npos)
       << resumed;
+}
+
+// Note [A model that cannot take the input]: refused in set-up, naming the fix, with
+// nothing written.
+TEST(SmallMistakes, AModelThatCannotTakeTheInputIsRefusedBeforeAnythingIsWritten) {
+  TempFolder folder;
+  TrainConfig config = testing::tiny_run_config(folder.file("run"));
+  config.model = "densenet121";  // the standard stem halves 8^3 volumes four times over
+  EXPECT_KILN_ERROR(testing::run_tiny(config), "model densenet121 cannot take inputs of 8x8x8 voxels", "--stem small");
+  EXPECT_FALSE(std::filesystem::exists(folder.file("run")));
+  config.stem = "small";
+  config.width = 0.25;
+  EXPECT_EQ(testing::run_tiny(config).summary.epochs, 1);
+}
+
+// Note [A partial start]: weights that fill less than half of the model stop the run unless
+// --pretrained-partial; a training checkpoint given as weights is read as its model's.
+TEST(SmallMistakes, PretrainedWeightsOfAnotherModelNeedToBeAskedFor) {
+  TempFolder folder;
+  TrainConfig first = testing::tiny_run_config(folder.file("first"));
+  first.checkpoint_every = 0;
+  testing::run_tiny(first);
+  TrainConfig wider = testing::tiny_run_config(folder.file("wider"));
+  wider.width = 0.125;  // every convolution of another shape
+  wider.pretrained = folder.file("first/best.safetensors");
+  EXPECT_KILN_ERROR(testing::run_tiny(wider), "fills only", "--pretrained-partial");
+  wider.pretrained_partial = true;
+  EXPECT_EQ(testing::run_tiny(wider).summary.epochs, 1);
+  TrainConfig from_checkpoint = testing::tiny_run_config(folder.file("third"));
+  from_checkpoint.pretrained = folder.file("first/checkpoints/epoch-0001.safetensors");
+  EXPECT_EQ(testing::run_tiny(from_checkpoint).summary.epochs, 1);  // its model weights, all of them
 }
 
 }  // namespace
