@@ -27,6 +27,12 @@ namespace {
 constexpr size_t kCachedMinBytes = size_t{64} << 10;
 constexpr StreamId kHostStream = 0;
 
+// `name`'s count of pages (sysconf: _SC_PHYS_PAGES, _SC_AVPHYS_PAGES) in bytes; 0 when unknown.
+size_t bytes_of_pages(int name) {
+  const long count = sysconf(name), size = sysconf(_SC_PAGESIZE);
+  return count > 0 && size > 0 ? static_cast<size_t>(count) * static_cast<size_t>(size) : 0;
+}
+
 size_t rounded_to_alignment(size_t nbytes) {
   const size_t rounded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
   KILN_CHECK(rounded >= nbytes, "CPU allocator: cannot allocate ", nbytes, " bytes");
@@ -43,17 +49,13 @@ class HostMemory final : public DeviceMemory {
   bool event_completed(EventId) override { unreachable(); }
   void wait_event(EventId) override { unreachable(); }
   void release_event(EventId) override { unreachable(); }
-  size_t free_bytes() override { return pages(_SC_AVPHYS_PAGES); }
-  size_t total_bytes() override { return pages(_SC_PHYS_PAGES); }
+  size_t free_bytes() override { return bytes_of_pages(_SC_AVPHYS_PAGES); }
+  size_t total_bytes() override { return physical_memory_bytes(); }
 
  private:
   [[noreturn]] static void unreachable() {
     KILN_ASSERT(false, "CPU allocator: host blocks are used on one stream and need no events");
     __builtin_unreachable();
-  }
-  static size_t pages(int name) {
-    const long count = sysconf(name), size = sysconf(_SC_PAGESIZE);
-    return count > 0 && size > 0 ? static_cast<size_t>(count) * static_cast<size_t>(size) : 0;
   }
 };
 
@@ -104,5 +106,7 @@ AllocatorStats cpu_memory_stats() { return host_blocks().stats(); }
 void reset_peak_cpu_memory_stats() { host_blocks().reset_peak_stats(); }
 void empty_cpu_cache() { host_blocks().empty_cache(); }
 bool cpu_allocator_caching() { return host_blocks().caching(); }
+
+size_t physical_memory_bytes() { return bytes_of_pages(_SC_PHYS_PAGES); }
 
 }  // namespace kiln

@@ -48,5 +48,7 @@ void reset_peak_memory_stats(Device device);
 void empty_cpu_cache();
 // False when KILN_CPU_NO_CACHING is set or the build runs under AddressSanitizer.
 bool cpu_allocator_caching();
+// This machine's physical memory in bytes (sysconf), 0 when the system does not say.
+size_t physical_memory_bytes();
 
 }  // namespace kiln

@@ -20,7 +20,9 @@ void MemorySource::read(int64_t offset, void* dst, int64_t n) const {
 }
 
 FileSource::FileSource(const std::string& path, std::string who) : ByteSource(path), who_(std::move(who)) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a pipe for reading would otherwise wait for a writer; opened at
+  // once, it is refused by the check below. (A regular file's reads ignore the flag.)
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   KILN_CHECK(fd_ >= 0, who_, ": cannot open ", path, ": ", std::strerror(errno));
   struct stat info {};
   if (::fstat(fd_, &info) != 0 || !S_ISREG(info.st_mode)) {

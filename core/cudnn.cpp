@@ -22,6 +22,17 @@ bool benchmark() { return benchmark_mode.load(std::memory_order_relaxed); }
 void set_deterministic(bool enabled) { deterministic_mode.store(enabled, std::memory_order_relaxed); }
 bool deterministic() { return deterministic_mode.load(std::memory_order_relaxed); }
 
+ScopedMode::ScopedMode(bool benchmark_now, bool deterministic_now)
+    : benchmark_(benchmark()), deterministic_(deterministic()) {
+  set_benchmark(benchmark_now);
+  set_deterministic(deterministic_now);
+}
+
+ScopedMode::~ScopedMode() {
+  set_benchmark(benchmark_);
+  set_deterministic(deterministic_);
+}
+
 Stats stats() { return cuda_is_available() ? backend(Device::cuda()).conv_algorithm_stats() : Stats{}; }
 
 void reset_stats() {

@@ -29,6 +29,22 @@ bool benchmark();
 void set_deterministic(bool enabled);
 bool deterministic();
 
+// Both switches set for a scope and put back as they were when it ends (a test that fails,
+// or a trainer's set-up probe that must not search, leaves no trace).
+//
+//   const cudnn::ScopedMode heuristics(/*benchmark=*/false, cudnn::deterministic());
+class ScopedMode {
+ public:
+  ScopedMode(bool benchmark, bool deterministic);
+  ~ScopedMode();
+  ScopedMode(const ScopedMode&) = delete;
+  ScopedMode& operator=(const ScopedMode&) = delete;
+
+ private:
+  bool benchmark_;
+  bool deterministic_;
+};
+
 // How each algorithm lookup of one pass was answered.
 struct PassStats {
   int64_t finds = 0;              // searches run (benchmark mode, key not searched yet)

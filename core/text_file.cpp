@@ -1,4 +1,5 @@
-// read_text_file (core/text_file.h): the stream's buffer copied whole.
+// read_text_file (core/text_file.h): the path checked (core/regular_file.h) and its size
+// bounded, then the stream's buffer copied whole.
 #include "core/text_file.h"
 
 #include <filesystem>
@@ -6,15 +7,13 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace kiln {
 
 std::string read_text_file(const std::string& path, const std::string& what) {
+  check_regular_file(path, what);
   std::error_code error;
-  const std::filesystem::file_status status = std::filesystem::status(path, error);
-  KILN_CHECK(status.type() != std::filesystem::file_type::not_found, what, " '", path, "': cannot be opened (no such file)");
-  KILN_CHECK(status.type() == std::filesystem::file_type::regular, what, " '", path,
-             "': not a regular file (a folder, a pipe or a device)");
   const auto bytes = std::filesystem::file_size(path, error);
   KILN_CHECK(!error && static_cast<long long>(bytes) <= kMaxTextFileBytes, what, " '", path, "': ",
              error ? "its size cannot be read" : "larger than a text file Kiln reads whole (1 GiB)");

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "core/error.h"
+#include "core/text_list.h"
 #include "data/csv.h"
 #include "data/volume_file.h"
 
@@ -96,19 +97,21 @@ std::vector<int64_t> columns_of(const CsvTable& table, const std::vector<std::st
     KILN_CHECK(std::count(names.begin(), names.end(), name) == 1, "scans '", source, "': the ", what, " column '",
                name, "' is given twice");
     columns.push_back(table.column(name));
-    std::string have;
-    for (const std::string& column : table.columns) have += (have.empty() ? "" : ", ") + column;
-    KILN_CHECK(columns.back() >= 0, "scans '", source, "': no ", what, " column '", name, "' (the columns are ", have,
-               ")");
+    KILN_CHECK(columns.back() >= 0, "scans '", source, "': no ", what, " column '", name, "' (the columns are ",
+               joined(table.columns), ")");
   }
   return columns;
 }
 
 ScanList read_manifest(const std::string& csv, const ScanListOptions& options) {
   const CsvTable table = read_csv(csv);
-  ScanList list{.source = csv, .image_columns = options.image_columns, .label_columns = options.label_columns};
+  ScanList list{.source = csv, .image_columns = options.image_columns};
   const std::vector<int64_t> images = columns_of(table, options.image_columns, "image", csv);
-  const std::vector<int64_t> labels = columns_of(table, options.label_columns, "label", csv);
+  std::vector<int64_t> labels;
+  if (options.with_labels) {
+    list.label_columns = options.label_columns;
+    labels = columns_of(table, options.label_columns, "label", csv);
+  }
   const int64_t split = table.column(options.split_column);
   list.has_splits = split >= 0;
   const fs::path base = fs::path(csv).parent_path();
@@ -158,7 +161,6 @@ ScanList read_scan_list(const std::string& path, const ScanListOptions& options)
   if (fs::is_directory(path, ec)) return read_folder(path);
   KILN_CHECK(fs::exists(path, ec), "scans '", path, "': no such file or folder");
   KILN_CHECK(path.ends_with(".csv"), "scans '", path, "': a manifest is a .csv file (or give a folder)");
-  KILN_CHECK(fs::is_regular_file(path, ec), "scans '", path, "': not a regular file (a pipe or a device?)");
   return read_manifest(path, options);
 }
 

@@ -44,6 +44,7 @@ struct ScanListOptions {
   std::vector<std::string> image_columns = {"image"};
   std::vector<std::string> label_columns = {"label"};
   std::string split_column = "split";  // optional in the manifest
+  bool with_labels = true;             // false: label_columns are not read (kiln predict's manifests)
 };
 
 // A folder (either layout) or a CSV manifest.

@@ -1,9 +1,8 @@
 // load_volume and read_volume_info (volume_file.h): the extension picks the reader.
 #include "data/volume_file.h"
 
-#include <filesystem>
-
 #include "core/error.h"
+#include "core/regular_file.h"
 #include "data/nifti.h"
 #include "data/npy.h"
 #include "data/npz.h"
@@ -12,18 +11,6 @@ namespace kiln::data {
 namespace {
 
 bool is_nifti(const std::string& path) { return path.ends_with(".nii") || path.ends_with(".nii.gz"); }
-
-// A volume is read from a regular file (or a link to one): a pipe would block the reader
-// until someone writes to it, a folder or a device is no volume.
-void check_regular(const std::string& path) {
-  std::error_code ec;
-  const std::filesystem::file_status status = std::filesystem::status(path, ec);
-  KILN_CHECK(!ec || status.type() == std::filesystem::file_type::not_found, "volume file '", path,
-             "': cannot be examined: ", ec.message());
-  KILN_CHECK(status.type() != std::filesystem::file_type::not_found, "volume file '", path, "': no such file");
-  KILN_CHECK(status.type() == std::filesystem::file_type::regular, "volume file '", path,
-             "': not a regular file (a folder, a pipe or a device)");
-}
 
 // A 3-D array as [1, X, Y, Z]; a 4-D one as it is; any other rank an error.
 std::array<int64_t, 4> volume_shape(const std::vector<int64_t>& shape, const std::string& path) {
@@ -56,7 +43,7 @@ bool is_volume_file(const std::string& path) {
 }
 
 LoadedVolume load_volume_with_spacing(const std::string& path, const VolumeFileOptions& options) {
-  check_regular(path);
+  check_regular_file(path, "volume file");
   if (is_nifti(path)) {
     nifti::Volume volume = nifti::read(path, {.reorient_to_ras = options.reorient_to_ras});
     return {.data = std::move(volume.data), .spacing = volume.header.spacing};
@@ -79,7 +66,7 @@ Tensor load_volume(const std::string& path, const VolumeFileOptions& options) {
 }
 
 VolumeInfo read_volume_info(const std::string& path, const VolumeFileOptions& options) {
-  check_regular(path);
+  check_regular_file(path, "volume file");
   if (is_nifti(path)) {
     const nifti::Header header = nifti::read_header(path);
     std::array<int64_t, 4> shape{header.dims.size() > 3 ? header.dims[3] : 1, header.dims[0], header.dims[1],

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/text_list.h"
 #include "tools/cli.h"
 
 namespace kiln::tools {
@@ -60,9 +61,7 @@ bool parse_config_command(const std::vector<std::string>& args, const ConfigComm
   CLI::App app(command.description, "kiln " + command.name);
   app.set_help_flag("-h,--help", "this help");
   std::string recipe, file;
-  std::string recipes;
-  for (const std::string& name : train::recipe_names()) recipes += (recipes.empty() ? "" : ", ") + name;
-  app.add_option("--recipe", recipe, "start from a published recipe's settings: " + recipes)
+  app.add_option("--recipe", recipe, "start from a published recipe's settings: " + joined(train::recipe_names()))
       ->group("configuration");
   app.add_option("--config", file, "a JSON file of settings (the keys are these flags' names)")
       ->group("configuration");

@@ -26,10 +26,7 @@ bool parse_weights_command(const std::vector<std::string>& args, ConfigCommand c
                            std::string& split, train::TrainConfig& config, std::ostream& out) {
   std::optional<train::TrainConfig> trained;  // the configuration the weights carry, if they do
   if (const std::optional<std::string> path = find_flag_value(args, "--weights")) {
-    train::TrainConfig from_weights = config;
-    read_weights_config(*path, from_weights);
-    if (json::dump(train::to_json(from_weights)) != json::dump(train::to_json(config))) trained = from_weights;
-    config = from_weights;
+    if (read_weights_config(*path, config)) trained = config;
   }
   command.extra.insert(command.extra.begin(),
                        {{"--weights", "the weights file (safetensors, a training checkpoint, or PyTorch .pth)",

@@ -13,6 +13,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/text_list.h"
 #include "core/ops.h"
 #include "data/csv.h"
 #include "data/loader.h"
@@ -103,12 +104,8 @@ std::vector<std::vector<std::string>> input_scans(const std::string& input, cons
     KILN_CHECK(!error, "predict: cannot list ", input, ": ", error.message());
     std::sort(scans.begin(), scans.end());
   } else if (input.ends_with(".csv")) {
-    data::ScanListOptions options;
-    options.image_columns.clear();
-    std::stringstream columns(config.image_columns);
-    for (std::string column; std::getline(columns, column, ',');) options.image_columns.push_back(column);
-    options.label_columns = options.image_columns;  // labels are not needed to predict
-    const data::ScanList list = data::read_scan_list(input, options);
+    const data::ScanList list = data::read_scan_list(
+        input, {.image_columns = split_names(config.image_columns), .with_labels = false});
     if (!list.problems.empty()) throw Error("predict: " + list.problems.front());
     for (const data::ScanRecord& record : list.records) scans.push_back(record.images);
   } else {

@@ -10,9 +10,9 @@
 // checkpoints resumes: a reproduction stopped part-way continues where it stopped.
 #include <cmath>
 #include <filesystem>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/text_list.h"
 #include "core/json.h"
 #include "tools/cli.h"
 #include "tools/config_options.h"
@@ -28,9 +28,7 @@ namespace fs = std::filesystem;
 // "adrenal" -> "adrenalmnist3d"; a full flag or "synthetic" as they are.
 std::vector<std::string> dataset_flags(const std::string& list) {
   std::vector<std::string> flags;
-  std::stringstream in(list);
-  for (std::string name; std::getline(in, name, ',');) {
-    if (name.empty()) continue;
+  for (const std::string& name : split_names(list)) {
     flags.push_back(name == "synthetic" || name.ends_with("mnist3d") ? name : name + "mnist3d");
   }
   KILN_CHECK(!flags.empty(), "reproduce: --datasets names no dataset");

@@ -12,8 +12,8 @@
 
 namespace kiln::tools {
 
-void read_weights_config(const std::string& weights, train::TrainConfig& config) {
-  if (train::is_pytorch_checkpoint(weights)) return;  // only Kiln's own files carry a configuration
+bool read_weights_config(const std::string& weights, train::TrainConfig& config) {
+  if (train::is_pytorch_checkpoint(weights)) return false;  // only Kiln's own files carry a configuration
   const safetensors::Header header = safetensors::read_header(weights);
   if (const auto found = header.metadata.find(train::kWeightsConfigKey); found != header.metadata.end()) {
     train::update_from_json(config, json::parse(found->second), weights + " (its configuration)");
@@ -24,10 +24,11 @@ void read_weights_config(const std::string& weights, train::TrainConfig& config)
     KILN_CHECK(saved != nullptr, weights, ": a training checkpoint without its configuration");
     train::update_from_json(config, *saved, weights + " (its configuration)");
   } else {
-    return;
+    return false;
   }
   config.pretrained.clear();  // the run's starting point; the weights given replace it
   config.resume.clear();      // the run's; nothing here resumes
+  return true;
 }
 
 train::ModelInfo read_model_info(const std::string& weights) {

@@ -27,8 +27,9 @@ struct TrainedModel {
   std::unique_ptr<train::Objective> objective;
 };
 
-// The configuration a Kiln weights file carries, into `config` (nothing for other files).
-void read_weights_config(const std::string& weights, train::TrainConfig& config);
+// The configuration a Kiln weights file carries, into `config`; false, with `config` as it
+// was, for a file that carries none (PyTorch's, or weights saved outside kiln train).
+bool read_weights_config(const std::string& weights, train::TrainConfig& config);
 
 // What the weights say the model predicts (train/task.h: ModelInfo); an error naming the
 // file when it does not say (weights not written by kiln train).

@@ -18,7 +18,9 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "core/text_list.h"
 #include "optim/cyclic_lr.h"
 #include "train/amp.h"
 
@@ -131,9 +133,9 @@ constexpr DType to_dtype(LowPrecision low) { return low == LowPrecision::BF16 ? 
 // The names, in the table's order: "sgd, adam, adamw, rmsprop".
 template <typename E>
 std::string choice_list() {
-  std::string list;
-  for (const ChoiceRow<E>& row : choice_table(E{}).rows) list += (list.empty() ? "" : ", ") + std::string(row.name);
-  return list;
+  std::vector<std::string> names;
+  for (const ChoiceRow<E>& row : choice_table(E{}).rows) names.emplace_back(row.name);
+  return joined(names);
 }
 
 // The enumerator named `text`; anything else is an error naming the setting and the choices:

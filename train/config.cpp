@@ -6,18 +6,13 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/text_list.h"
 #include "train/schedule.h"
 
 namespace kiln::train {
 namespace {
 
 using C = TrainConfig;
-
-std::string joined(const std::vector<std::string>& values) {
-  std::string text;
-  for (const std::string& value : values) text += (text.empty() ? "" : ", ") + value;
-  return text;
-}
 
 template <typename T>
 void check_at_least(const TrainConfig& config, T C::*member, const char* name, T minimum) {

@@ -3,10 +3,10 @@
 
 #include <cmath>
 #include <limits>
-#include <sstream>
 #include <vector>
 
 #include "core/error.h"
+#include "core/text_list.h"
 #include "data/label_text.h"
 #include "train/config.h"
 
@@ -18,8 +18,7 @@ constexpr double kFloatMax = std::numeric_limits<float>::max();
 // "a,b,c" as numbers; an error names the flag.
 std::vector<double> numbers(const std::string& text, const char* flag) {
   std::vector<double> values;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) values.push_back(data::parse_number(item, flag));
+  for (const std::string& item : split_list(text)) values.push_back(data::parse_number(item, flag));
   return values;
 }
 

@@ -26,7 +26,9 @@ void configure_cudnn(const RunContext& run) {
 // mode and without gradients (nothing it keeps changes, no random number is drawn), before
 // anything of the run is written: a model whose downsampling runs out of voxels (DenseNet's
 // standard stem on 28^3 volumes) fails here, with the fix named, not in its first step
-// after the run folder was started.
+// after the run folder was started. cuDNN's heuristics choose the probe's algorithms even
+// under --cudnn-benchmark: a batch of one is no shape the run trains on, so timing every
+// algorithm for it would be set-up time spent on nothing.
 void check_model_takes(nn::Layer& model, const TrainData& data, const TrainConfig& config, Device device) {
   data::Sample sample = data.val->get(0);
   if (data.eval_transform) {
@@ -38,6 +40,7 @@ void check_model_takes(nn::Layer& model, const TrainData& data, const TrainConfi
   model.eval();
   try {
     const NoGradGuard no_grad;
+    const cudnn::ScopedMode heuristics(/*benchmark=*/false, cudnn::deterministic());
     (void)model.forward(zeros(std::vector<int64_t>{1, image.size(0), image.size(1), image.size(2), image.size(3)},
                               {.dtype = DType::Float32, .device = device}));
   } catch (const Error& e) {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/text_list.h"
 #include "train/trainer.h"
 
 namespace kiln::train {
@@ -110,9 +111,7 @@ std::string format_summary(const RunSummary& summary) {
       }
     }
   }
-  std::string files;
-  for (const std::string& file : summary.files) files += (files.empty() ? "" : ", ") + file;
-  out << "logs: " << summary.run_dir << (files.empty() ? "" : " (" + files + ")") << "\n";
+  out << "logs: " << summary.run_dir << (summary.files.empty() ? "" : " (" + joined(summary.files) + ")") << "\n";
   return out.str();
 }
 

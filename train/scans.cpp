@@ -2,8 +2,6 @@
 // checks (Note [Scan checks]) over a data::ScanList, then the datasets.
 #include "train/scans.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -15,8 +13,10 @@
 #include <set>
 #include <sstream>
 
+#include "core/allocator.h"
 #include "core/error.h"
 #include "core/ops.h"
+#include "core/text_list.h"
 #include "data/csv.h"
 #include "data/label_text.h"
 #include "data/medmnist.h"
@@ -28,21 +28,6 @@
 namespace kiln::train {
 namespace {
 
-std::vector<std::string> comma_list(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) items.push_back(item);
-  }
-  return items;
-}
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string text;
-  for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
-  return text;
-}
-
 bool is_integer(const std::string& text) {
   int64_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -53,7 +38,7 @@ bool is_integer(const std::string& text) {
 // (numerically when every one is an integer; as text for a folder, as ImageFolder does).
 std::vector<std::string> class_names_of(const data::ScanList& list, const TrainConfig& config, bool folder) {
   if (!config.class_names.empty()) {
-    const std::vector<std::string> names = comma_list(config.class_names);
+    const std::vector<std::string> names = split_names(config.class_names);
     const std::set<std::string> distinct(names.begin(), names.end());
     KILN_CHECK(distinct.size() == names.size(), "--class-names ", config.class_names, ": a class is named twice");
     return names;
@@ -234,12 +219,6 @@ std::string shape_text(int64_t channels, const std::array<int64_t, 3>& size) {
          std::to_string(size[2]) + "]";
 }
 
-// The bytes of physical memory (0 when unknown).
-double machine_memory() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
-}
-
 // What one scan takes in memory as float32, loaded and after crop-pad and resize.
 double scan_bytes(int64_t channels, const std::array<int64_t, 3>& loaded, const Preprocessing& p) {
   const std::array<int64_t, 3> final_size = p.resize ? *p.resize : p.crop_pad ? *p.crop_pad : loaded;
@@ -299,10 +278,11 @@ void check_headers(OwnScans& scans, const Preprocessing& p) {
   std::optional<std::pair<int64_t, std::array<int64_t, 3>>> first;
   std::string first_where;
   bool too_big = false;
+  const double memory = static_cast<double>(physical_memory_bytes());  // 0: unknown, no check
   for (const data::ScanRecord& record : scans.list.records) {
     const RecordShape shape = record_shape(record, p, scans.problems);
     if (!shape.readable || !shape.size) continue;
-    const double bytes = scan_bytes(shape.channels, *shape.size, p), memory = machine_memory();
+    const double bytes = scan_bytes(shape.channels, *shape.size, p);
     if (!too_big && memory > 0 && bytes > memory / 4) {
       too_big = true;  // once: the settings, not the scan, are what to change
       char gib[64];
@@ -371,8 +351,8 @@ OwnScans read_own_scans(const TrainConfig& config, const Choices& choices, const
                 "or synthetic) nor a CSV manifest or folder of your scans: no such file or folder");
   }
   OwnScans scans;
-  scans.list = data::read_scan_list(config.dataset, {.image_columns = comma_list(config.image_columns),
-                                                     .label_columns = comma_list(config.label_columns)});
+  scans.list = data::read_scan_list(config.dataset, {.image_columns = split_names(config.image_columns),
+                                                     .label_columns = split_names(config.label_columns)});
   const bool folder = scans.list.folder;
   KILN_CHECK(!scans.list.records.empty(), "scans '", config.dataset, "': no scans listed");
   scans.problems = scans.list.problems;

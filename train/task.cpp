@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/text_list.h"
 
 namespace kiln::train {
 
@@ -23,10 +24,10 @@ std::vector<std::string> metric_names(const std::vector<Monitor>& metrics) {
 Monitor resolved_monitor(Monitor monitor, Task task) {
   if (monitor == Monitor::Auto) return task == Task::Regression ? Monitor::Rmse : Monitor::Auc;
   const std::vector<Monitor> metrics = validation_metrics(task);
-  std::string valid;
-  for (const std::string& name : metric_names(metrics)) valid += name + ", ";
+  std::vector<std::string> valid = metric_names(metrics);
+  valid.emplace_back("loss");
   KILN_CHECK(monitor == Monitor::Loss || std::find(metrics.begin(), metrics.end(), monitor) != metrics.end(),
-             "config: monitor ", choice_name(monitor), " is not a metric of this task (", valid, "loss)");
+             "config: monitor ", choice_name(monitor), " is not a metric of this task (", joined(valid), ")");
   return monitor;
 }
 

@@ -45,21 +45,20 @@ const char* name_of(Pass pass) {
 class ModeGuard {
  public:
   ModeGuard(ConvMode mode, bool benchmark)
-      : matmul_(allow_tf32_matmul()), conv_(allow_tf32_conv()), benchmark_(cudnn::benchmark()) {
+      : matmul_(allow_tf32_matmul()), conv_(allow_tf32_conv()), cudnn_(benchmark, cudnn::deterministic()) {
     set_allow_tf32_matmul(mode == ConvMode::kTf32);
     set_allow_tf32_conv(mode == ConvMode::kTf32);
-    cudnn::set_benchmark(benchmark);
   }
   ~ModeGuard() {
     set_allow_tf32_matmul(matmul_);
     set_allow_tf32_conv(conv_);
-    cudnn::set_benchmark(benchmark_);
   }
   ModeGuard(const ModeGuard&) = delete;
   ModeGuard& operator=(const ModeGuard&) = delete;
 
  private:
-  bool matmul_, conv_, benchmark_;
+  bool matmul_, conv_;
+  cudnn::ScopedMode cudnn_;
 };
 
 // One convolution layer: channels in/out, kernel side, stride, and the input side as a

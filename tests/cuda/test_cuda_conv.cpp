@@ -118,28 +118,9 @@ void check_case(const ConvCase& c, DType dtype) {
   }
 }
 
-// Sets kiln::cudnn's switches for a scope and restores them, so a failing test leaves no trace.
-class CudnnModeGuard {
- public:
-  CudnnModeGuard(bool benchmark, bool deterministic)
-      : benchmark_(cudnn::benchmark()), deterministic_(cudnn::deterministic()) {
-    cudnn::set_benchmark(benchmark);
-    cudnn::set_deterministic(deterministic);
-  }
-  ~CudnnModeGuard() {
-    cudnn::set_benchmark(benchmark_);
-    cudnn::set_deterministic(deterministic_);
-  }
-  CudnnModeGuard(const CudnnModeGuard&) = delete;
-  CudnnModeGuard& operator=(const CudnnModeGuard&) = delete;
-
- private:
-  bool benchmark_, deterministic_;
-};
-
 TEST(CudaConv, EveryPassMatchesCpuInEveryDtypeWithHeuristics) {
   KILN_REQUIRE_CUDA();
-  const CudnnModeGuard mode(/*benchmark=*/false, /*deterministic=*/false);
+  const cudnn::ScopedMode mode(/*benchmark=*/false, /*deterministic=*/false);
   for (DType dtype : testing::kFloatingDTypes) {
     for (const ConvCase& c : kCases) check_case(c, dtype);
   }
@@ -148,7 +129,7 @@ TEST(CudaConv, EveryPassMatchesCpuInEveryDtypeWithHeuristics) {
 TEST(CudaConv, EveryPassMatchesCpuInBenchmarkAndDeterministicModes) {
   KILN_REQUIRE_CUDA();
   for (bool deterministic : {false, true}) {
-    const CudnnModeGuard mode(/*benchmark=*/true, deterministic);
+    const cudnn::ScopedMode mode(/*benchmark=*/true, deterministic);
     cudnn::clear_algorithm_cache();
     for (DType dtype : {DType::Float32, DType::Float16}) {
       for (const ConvCase& c : kCases) check_case(c, dtype);
@@ -223,7 +204,7 @@ Tensor conv_op(const OpCase& c, const Tensor& x, const Tensor& w, const Tensor& 
 TEST(CudaConv, PublicOpsForwardAndBackwardMatchCpu) {
   KILN_REQUIRE_CUDA();
   const kiln::testing::ScopedFlag no_tf32(set_allow_tf32_conv, allow_tf32_conv, false);
-  const CudnnModeGuard mode(/*benchmark=*/false, /*deterministic=*/false);
+  const cudnn::ScopedMode mode(/*benchmark=*/false, /*deterministic=*/false);
   const std::vector<OpCase> cases = {
       {{2, 4, 19}, {6, 2, 3}, true, {2}, {2}, {3}, 2},
       {{3, 3, 16}, {5, 3, 4}, false, {1}, {0}, {1}, 1},
@@ -268,7 +249,7 @@ TEST(CudaConv, PublicOpsForwardAndBackwardMatchCpu) {
 TEST(CudaConv, TransposedConvolutionMatchesCpu) {
   KILN_REQUIRE_CUDA();
   const kiln::testing::ScopedFlag no_tf32(set_allow_tf32_conv, allow_tf32_conv, false);
-  const CudnnModeGuard mode(/*benchmark=*/false, /*deterministic=*/false);
+  const cudnn::ScopedMode mode(/*benchmark=*/false, /*deterministic=*/false);
   struct TransposeCase {
     std::vector<int64_t> input, weight;  // weight [C_in, C_out / groups, k...]
     std::vector<int64_t> stride, padding, output_padding, dilation;
@@ -334,7 +315,7 @@ struct Conv3dRun {
 
 TEST(CudaConvAlgorithms, BenchmarkModeSearchesOncePerKey) {
   KILN_REQUIRE_CUDA();
-  const CudnnModeGuard mode(/*benchmark=*/true, /*deterministic=*/false);
+  const cudnn::ScopedMode mode(/*benchmark=*/true, /*deterministic=*/false);
   cudnn::clear_algorithm_cache();
   cudnn::reset_stats();
   const Conv3dRun run(2);
@@ -355,7 +336,7 @@ TEST(CudaConvAlgorithms, BenchmarkModeSearchesOncePerKey) {
 
 TEST(CudaConvAlgorithms, HeuristicsAreCachedAndTf32IsPartOfTheKey) {
   KILN_REQUIRE_CUDA();
-  const CudnnModeGuard mode(/*benchmark=*/false, /*deterministic=*/false);
+  const cudnn::ScopedMode mode(/*benchmark=*/false, /*deterministic=*/false);
   cudnn::clear_algorithm_cache();
   cudnn::reset_stats();
   const Conv3dRun run(2);
@@ -378,7 +359,7 @@ TEST(CudaConvAlgorithms, HeuristicsAreCachedAndTf32IsPartOfTheKey) {
 TEST(CudaConvAlgorithms, DeterministicModeRepeatsBackwardFilterBitForBit) {
   KILN_REQUIRE_CUDA();
   for (bool benchmark : {false, true}) {
-    const CudnnModeGuard mode(benchmark, /*deterministic=*/true);
+    const cudnn::ScopedMode mode(benchmark, /*deterministic=*/true);
     const Conv3dRun run(8);
     const Tensor first = empty(run.w.sizes(), {.dtype = DType::Float32, .device = kCuda});
     const Tensor second = empty(run.w.sizes(), {.dtype = DType::Float32, .device = kCuda});
@@ -390,7 +371,7 @@ TEST(CudaConvAlgorithms, DeterministicModeRepeatsBackwardFilterBitForBit) {
 
 TEST(CudaConvAlgorithms, ASavedCacheLoadedAfterClearingSearchesNothing) {
   KILN_REQUIRE_CUDA();
-  const CudnnModeGuard mode(/*benchmark=*/true, /*deterministic=*/false);
+  const cudnn::ScopedMode mode(/*benchmark=*/true, /*deterministic=*/false);
   const std::filesystem::path path =
       std::filesystem::temp_directory_path() / ("kiln_conv_algos_" + std::to_string(::getpid()) + ".txt");
   cudnn::clear_algorithm_cache();
@@ -412,7 +393,7 @@ TEST(CudaConvAlgorithms, ASavedCacheLoadedAfterClearingSearchesNothing) {
 // ---- without CUDA -----------------------------------------------------------------------
 
 TEST(CudnnApi, SwitchesRoundTrip) {
-  const CudnnModeGuard mode(/*benchmark=*/true, /*deterministic=*/true);
+  const cudnn::ScopedMode mode(/*benchmark=*/true, /*deterministic=*/true);
   EXPECT_TRUE(cudnn::benchmark());
   EXPECT_TRUE(cudnn::deterministic());
   cudnn::set_benchmark(false);

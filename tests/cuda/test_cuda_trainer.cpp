@@ -12,6 +12,7 @@
 #include "core/ops.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/test_util.h"
+#include "tests/train/tiny_run.h"
 #include "train/model_setup.h"
 #include "train/trainer.h"
 
@@ -21,19 +22,17 @@ namespace {
 using testing::kCuda;
 using testing::TempFolder;
 
+// The trainer tests' tiny run (tests/train/tiny_run.h), larger and on the GPU, with loader
+// threads, and no log line inside an epoch but its last step's.
 train::TrainConfig gpu_config(const std::string& out) {
-  train::TrainConfig config;
-  config.dataset = "synthetic";
+  train::TrainConfig config = testing::tiny_run_config(out);
   config.size = 12;
   config.synthetic_samples = 64;
-  config.model = "resnet10";
   config.width = 0.125;
-  config.batch_size = 8;
   config.workers = 2;
   config.epochs = 2;
   config.device = "cuda";
   config.log_every = 1000;
-  config.out = out;
   return config;
 }
 

@@ -1,8 +1,9 @@
 // Lists of one's own scans (data/scan_list.h) and their loading (data/scan_dataset.h,
 // data/volume_file.h): a manifest's image, label and split columns with paths relative to
-// it; a folder's class folders, with or without train/val/test folders; row problems kept
-// (each naming its line) while structural ones are errors; several files as channels; a
-// spacing resampled from the NIfTI header; an .npz holding one array; headers read alone.
+// it, or without labels; a folder's class folders, with or without train/val/test folders;
+// row problems kept (each naming its line) while structural ones are errors; several files
+// as channels; a spacing resampled from the NIfTI header; an .npz holding one array;
+// headers read alone.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -48,6 +49,19 @@ TEST(ScanList, AManifestsColumnsWithPathsRelativeToIt) {
   EXPECT_EQ(list.records[1].labels, std::vector<std::string>{"low"});
   EXPECT_EQ(list.records[1].split, "test");
   EXPECT_EQ(list.records[1].where, csv + " line 3");
+}
+
+// kiln predict's manifests name new scans: images only, no label column needed or read.
+TEST(ScanList, AManifestWithoutLabelsIsReadWhenLabelsAreNotWanted) {
+  TempFolder folder;
+  const std::string csv = write(folder, "new.csv", "t1,t2\na.npy,b.npy\n");
+  EXPECT_KILN_ERROR(data::read_scan_list(csv, {.image_columns = {"t1", "t2"}}), "no label column 'label'");
+  const data::ScanList list = data::read_scan_list(csv, {.image_columns = {"t1", "t2"}, .with_labels = false});
+  ASSERT_EQ(list.records.size(), 1u);
+  EXPECT_TRUE(list.problems.empty());
+  EXPECT_EQ(list.records[0].images, (std::vector<std::string>{folder.file("a.npy"), folder.file("b.npy")}));
+  EXPECT_TRUE(list.records[0].labels.empty());
+  EXPECT_TRUE(list.label_columns.empty());
 }
 
 TEST(ScanList, RowProblemsAreKeptNamingTheLineAndStructuralOnesAreErrors) {

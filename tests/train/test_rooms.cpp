@@ -57,10 +57,11 @@ TEST(Choices, EveryChoiceFieldIsValidatedAndListedFromItsTable) {
   for (const ConfigField& field : config_fields()) {
     if (field.choices == nullptr) continue;
     ++choice_fields;
-    EXPECT_NE(help.str().find("(" + field.choices() + ")"), std::string::npos) << field.name;
+    const std::string choices = field.choices();
+    EXPECT_NE(help.str().find("(" + choices + ")"), std::string::npos) << field.name;
     TrainConfig config;
     update_from_json(config, json::Value::object({{field.name, json::Value::string("bogus")}}), "test");
-    EXPECT_KILN_ERROR(validate(config), std::string(field.name) + " is one of " + field.choices(), "'bogus'");
+    EXPECT_KILN_ERROR(validate(config), std::string(field.name) + " is one of " + choices, "'bogus'");
   }
   EXPECT_GE(choice_fields, 10);
 }
