@@ -1,7 +1,8 @@
 // Reading safetensors files (core/safetensors.h): the header is pulled from a json::Reader
 // entry by entry (Note [safetensors header memory]) and checked as in
 // Note [safetensors validation] before any tensor is allocated, then each tensor's bytes
-// are read straight into a new CPU tensor (through a ByteSource, core/byte_source.h) and
+// are read straight into a new CPU tensor (through a ByteSource, core/byte_source.h),
+// checked against its checksum when the file has them (Note [Tensor checksums]), and
 // moved to the requested device. Writing is core/safetensors_write.cpp.
 #include "core/safetensors.h"
 
@@ -11,10 +12,12 @@
 
 #include "core/byte_source.h"
 #include "core/checked_math.h"
+#include "core/crc32c.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "core/ops/factory.h"
 #include "core/safetensors_format.h"
+#include "core/text_list.h"
 
 namespace kiln::safetensors {
 
@@ -273,8 +276,38 @@ void check_bool_bytes(const ByteSource& source, const TensorInfo& info, const Te
   }
 }
 
+// Note [Tensor checksums]: the checksums the metadata lists, one per tensor in
+// data-buffer order; nullopt when the file has none.
+std::optional<std::vector<uint32_t>> read_checksums(const ByteSource& source, const Header& header) {
+  const auto found = header.metadata.find(std::string(kChecksumKey));
+  if (found == header.metadata.end()) return std::nullopt;
+  const std::vector<std::string> words = split_list(found->second, ' ');
+  if (words.size() != header.tensors.size()) {
+    fail(source, "metadata \"", kChecksumKey, "\" lists ", words.size(), " checksums for ", header.tensors.size(),
+         " tensors");
+  }
+  std::vector<uint32_t> checksums;
+  for (const std::string& word : words) {
+    const bool hex = word.size() == 8 && word.find_first_not_of("0123456789abcdef") == std::string::npos;
+    if (!hex) fail(source, "metadata \"", kChecksumKey, "\" holds \"", json::printable(word),
+                   "\", which is not 8 lowercase hex digits");
+    checksums.push_back(static_cast<uint32_t>(std::stoul(word, nullptr, 16)));
+  }
+  return checksums;
+}
+
+void check_checksum(const ByteSource& source, const TensorInfo& info, const Tensor& tensor, uint32_t expected) {
+  const uint32_t found = crc32c(tensor.data_ptr(), static_cast<size_t>(info.nbytes()));
+  if (found != expected) {
+    fail(source, "tensor '", info.name, "' does not match its checksum (CRC-32C ", crc32c_hex(expected),
+         " when written, ", crc32c_hex(found), " now): the file was damaged after it was written");
+  }
+}
+
 Loaded load_from(const ByteSource& source, Device device) {
   Header header = parse_header(source);
+  const std::optional<std::vector<uint32_t>> checksums = read_checksums(source, header);
+  header.metadata.erase(std::string(kChecksumKey));
   for (const TensorInfo& info : header.tensors) {
     if (!to_kiln_dtype(info.dtype)) {
       fail(source, "tensor '", info.name, "' has dtype ", info.dtype,
@@ -284,9 +317,11 @@ Loaded load_from(const ByteSource& source, Device device) {
   Loaded loaded;
   loaded.metadata = std::move(header.metadata);
   const int64_t data_start = 8 + header.header_bytes;
-  for (const TensorInfo& info : header.tensors) {
+  for (size_t i = 0; i < header.tensors.size(); ++i) {
+    const TensorInfo& info = header.tensors[i];
     Tensor tensor = empty(info.shape, {.dtype = *to_kiln_dtype(info.dtype)});
     if (info.nbytes() > 0) source.read(data_start + info.data_begin, tensor.data_ptr(), info.nbytes());
+    if (checksums) check_checksum(source, info, tensor, (*checksums)[i]);
     if (tensor.dtype() == DType::Bool) check_bool_bytes(source, info, tensor);
     if (device != Device::cpu()) tensor = tensor.to(device);
     loaded.tensors.emplace_back(info.name, std::move(tensor));

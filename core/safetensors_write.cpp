@@ -1,6 +1,7 @@
 // Writing safetensors files (core/safetensors.h): the header is built as Python's writer
-// builds it (Note [safetensors write order]), then the header and each tensor's bytes go to
-// a sink: a byte vector, or an AtomicFile (Note [Atomic save] in core/atomic_file.h).
+// builds it (Note [safetensors write order]), with each tensor's checksum in the metadata
+// (Note [Tensor checksums]), then the header and each tensor's bytes go to a sink: a
+// byte vector, or an AtomicFile (Note [Atomic save] in core/atomic_file.h).
 #include <algorithm>
 #include <numeric>
 #include <optional>
@@ -8,6 +9,7 @@
 
 #include "core/atomic_file.h"
 #include "core/autograd/grad_mode.h"
+#include "core/crc32c.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "core/safetensors.h"
@@ -121,36 +123,58 @@ std::string header_text(const NamedTensors& tensors, const std::vector<size_t>& 
   return text;
 }
 
-void write_safetensors(ByteSink& sink, const NamedTensors& tensors, const Metadata& metadata) {
+// One tensor at a time on the host, so saving GPU weights needs no second full copy.
+Tensor host_bytes_of(const Tensor& tensor) {
+  NoGradGuard no_grad;
+  return tensor.detach().to(Device::cpu()).contiguous();
+}
+
+// Note [Tensor checksums]: the metadata with "kiln.crc32c" set to the checksums of the
+// tensors in data-buffer order (or removed, for Checksums::Omit).
+Metadata with_checksums(const NamedTensors& tensors, const std::vector<size_t>& order, Metadata metadata,
+                        Checksums checksums) {
+  metadata.erase(std::string(kChecksumKey));
+  if (checksums == Checksums::Omit) return metadata;
+  std::string list;
+  for (const size_t index : order) {
+    const Tensor host = host_bytes_of(tensors[index].second);
+    const uint32_t crc = crc32c(host.data_ptr(), static_cast<size_t>(host.numel()) * host.element_size());
+    if (!list.empty()) list += ' ';
+    list += crc32c_hex(crc);
+  }
+  metadata[std::string(kChecksumKey)] = list;
+  return metadata;
+}
+
+void write_safetensors(ByteSink& sink, const NamedTensors& tensors, const Metadata& metadata, Checksums checksums) {
   check_tensors(tensors);
   check_metadata(metadata);
   const std::vector<size_t> order = write_order(tensors);
-  const std::string header = header_text(tensors, order, metadata);
+  const std::string header = header_text(tensors, order, with_checksums(tensors, order, metadata, checksums));
   uint8_t length[8];
   for (int i = 0; i < 8; ++i) length[i] = static_cast<uint8_t>(uint64_t{header.size()} >> (8 * i));
   sink.write(length, 8);
   sink.write(header.data(), header.size());
-  NoGradGuard no_grad;
   for (const size_t index : order) {
-    // One tensor at a time on the host, so saving GPU weights needs no second full copy.
-    const Tensor host = tensors[index].second.detach().to(Device::cpu()).contiguous();
+    const Tensor host = host_bytes_of(tensors[index].second);
     if (host.numel() > 0) sink.write(host.data_ptr(), host.numel() * host.element_size());
   }
 }
 
 }  // namespace
 
-SaveStatus save(const NamedTensors& tensors, const std::string& path, const Metadata& metadata) {
+SaveStatus save(const NamedTensors& tensors, const std::string& path, const Metadata& metadata,
+                Checksums checksums) {
   check_tensors(tensors);  // before a temporary file exists
   AtomicFile file(path, "safetensors");
   AtomicFileSink sink(file);
-  write_safetensors(sink, tensors, metadata);
+  write_safetensors(sink, tensors, metadata, checksums);
   return file.commit();
 }
 
-std::vector<uint8_t> save_to_bytes(const NamedTensors& tensors, const Metadata& metadata) {
+std::vector<uint8_t> save_to_bytes(const NamedTensors& tensors, const Metadata& metadata, Checksums checksums) {
   VectorSink sink;
-  write_safetensors(sink, tensors, metadata);
+  write_safetensors(sink, tensors, metadata, checksums);
   return std::move(sink.bytes());
 }
 

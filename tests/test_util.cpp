@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <future>
 #include <sstream>
 #include <thread>
 
 #include "core/fault_injection.h"
+#include "core/safetensors.h"
 #include "dist/socket.h"
 
 namespace kiln::testing {
@@ -162,6 +164,23 @@ std::vector<uint8_t> safetensors_bytes(const std::string& header, size_t data_by
   std::copy(header.begin(), header.end(), bytes.begin() + 8);
   for (size_t i = 0; i < data_bytes; ++i) bytes[8 + header.size() + i] = static_cast<uint8_t>(i % 2);
   return bytes;
+}
+
+std::string flip_a_bit_of_the_largest_tensor(const std::string& path) {
+  const safetensors::Header header = safetensors::read_header(path);
+  const auto largest = std::max_element(header.tensors.begin(), header.tensors.end(),
+                                        [](const auto& a, const auto& b) { return a.nbytes() < b.nbytes(); });
+  KILN_CHECK(largest != header.tensors.end() && largest->nbytes() > 0, path, " has no tensor bytes to damage");
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  const auto at = static_cast<std::streamoff>(8 + header.header_bytes + largest->data_begin + largest->nbytes() / 2);
+  char byte = 0;
+  file.seekg(at);
+  file.read(&byte, 1);
+  byte = static_cast<char>(byte ^ 1);
+  file.seekp(at);
+  file.write(&byte, 1);
+  KILN_CHECK(file.good(), "could not damage ", path);
+  return largest->name;
 }
 
 TensorsSnapshot::TensorsSnapshot(const Named& tensors) {

@@ -61,6 +61,10 @@ const Tensor* find_named(const std::vector<std::pair<std::string, Tensor>>& tens
 // header, then `data_bytes` bytes of data (0, 1, 0, 1, ...), for tests of the reader.
 std::vector<uint8_t> safetensors_bytes(const std::string& header, size_t data_bytes);
 
+// Flips one bit in the middle of the largest tensor's bytes of a safetensors file, in
+// place (a failing disk's damage), and returns that tensor's name.
+std::string flip_a_bit_of_the_largest_tensor(const std::string& path);
+
 // Named tensors as they are now: which tensor each name holds (its identity), its version
 // counter and its bytes, so a test can check after a failed operation that it changed none.
 class TensorsSnapshot {

@@ -1,5 +1,6 @@
 // `kiln inspect FILE`: reads only the header of a safetensors file
-// (safetensors::read_header, which validates it fully) and prints its metadata, every
+// (safetensors::read_header, which validates it fully) and prints its metadata (the
+// tensors' checksums as a count), every
 // tensor sorted by name with dtype, shape and bytes, and the totals; or, for a file named
 // *.npy, its NPY header (data::npy::read_header): version, stored dtype and what it loads
 // as, shape, memory order and bytes; for *.npz, each array's header (npz::File::arrays,
@@ -52,7 +53,14 @@ std::string format_inspect(const std::string& path, const safetensors::Header& h
   os << path << ": " << header.file_bytes << " bytes (header " << header.header_bytes << " bytes)\n";
   if (!header.metadata.empty()) {
     os << "metadata:\n";
-    for (const auto& [key, value] : header.metadata) os << "  " << printable(key) << " = " << printable(value) << "\n";
+    for (const auto& [key, value] : header.metadata) {
+      // Note [Tensor checksums]: a count, not a line of hex digits.
+      const std::string shown = key == safetensors::kChecksumKey
+                                    ? "a CRC-32C for each of the " + std::to_string(header.tensors.size()) +
+                                          " tensors, checked when the file is loaded"
+                                    : printable(value);
+      os << "  " << printable(key) << " = " << shown << "\n";
+    }
   }
   std::vector<const safetensors::TensorInfo*> tensors;
   for (const auto& info : header.tensors) tensors.push_back(&info);

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "train/crc32c.h"
+#include "core/crc32c.h"
 
 namespace kiln::train {
 namespace {

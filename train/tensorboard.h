@@ -5,7 +5,7 @@
 // Note [Event files]: an event file is a TFRecord file: each record is
 //   uint64 length (little-endian) | uint32 masked CRC-32C of the length | payload |
 //   uint32 masked CRC-32C of the payload
-// (crc32c.h), and each payload a serialised tensorflow.Event protobuf. Kiln writes the
+// (core/crc32c.h), and each payload a serialised tensorflow.Event protobuf. Kiln writes the
 // few fields TensorBoard reads, by hand, in protobuf's wire format (a key = field number
 // << 3 | wire type, then the value: varint 0, 64-bit 1, length-delimited 2, 32-bit 5):
 //   Event   { double wall_time = 1; int64 step = 2; string file_version = 3; Summary summary = 5; }

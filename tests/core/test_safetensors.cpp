@@ -1,7 +1,9 @@
 // safetensors (core/safetensors.h): round trips of every dtype (scalars, empty tensors,
 // non-contiguous inputs, metadata); fixtures written by Python's rules
 // (tests/data/safetensors/make_fixtures.py) read back with their values and reproduced
-// byte for byte by our writer; each corrupt header its own error; every truncation of a
+// byte for byte by our writer (without checksums); each tensor's checksum written, a
+// flipped bit in any tensor an error naming it and a malformed checksum list an error
+// (Note [Tensor checksums]); each corrupt header its own error; every truncation of a
 // valid file an error; atomic saves that leave the old file and no temporary behind, and
 // keep the mode and the symlink of the file they replace (Note [Atomic save]).
 #include <gtest/gtest.h>
@@ -17,6 +19,7 @@
 #include <iterator>
 
 #include "core/atomic_file.h"
+#include "core/crc32c.h"
 #include "core/ops.h"
 #include "core/safetensors.h"
 #include "tests/test_util.h"
@@ -193,11 +196,105 @@ TEST(Safetensors, WriterReproducesPythonFixturesByteForByte) {
     st::Loaded loaded = st::load_from_bytes(expected);
     // The order tensors are given in must not matter.
     std::reverse(loaded.tensors.begin(), loaded.tensors.end());
-    EXPECT_EQ(st::save_to_bytes(loaded.tensors, loaded.metadata), expected);
+    // Python writes no checksums (Note [Tensor checksums]).
+    EXPECT_EQ(st::save_to_bytes(loaded.tensors, loaded.metadata, st::Checksums::Omit), expected);
     TempFolder folder;
-    st::save(loaded.tensors, (folder.path() / name).string(), loaded.metadata);
+    st::save(loaded.tensors, (folder.path() / name).string(), loaded.metadata, st::Checksums::Omit);
     EXPECT_EQ(read_bytes(folder.path() / name), expected);
   }
+}
+
+// ---- Note [Tensor checksums] ------------------------------------------------------------------
+
+// Where tensor `name`'s bytes start in a file's bytes.
+size_t data_start_of(const std::vector<uint8_t>& file, const std::string& name) {
+  const st::Header header = st::read_header_from_bytes(file);
+  for (const st::TensorInfo& info : header.tensors)
+    if (info.name == name) return static_cast<size_t>(8 + header.header_bytes + info.data_begin);
+  ADD_FAILURE() << "no tensor " << name;
+  return 0;
+}
+
+st::NamedTensors three_tensors() {
+  return {{"weight", testing::random_uniform({3, 4}, -1, 1, DType::Float32, 1)},
+          {"steps", tensor<int64_t>({7, 8})},
+          {"mask", tensor<bool>({true, false, true})}};
+}
+
+TEST(Safetensors, EveryTensorCarriesItsChecksumInDataBufferOrder) {
+  const st::NamedTensors tensors = three_tensors();
+  const std::vector<uint8_t> file = st::save_to_bytes(tensors, {{"note", "kept"}});
+  const st::Header header = st::read_header_from_bytes(file);
+  ASSERT_EQ(header.tensors.size(), 3u);
+  // Data-buffer order is steps (I64), weight (F32), mask (BOOL); each CRC is that of the bytes.
+  std::string expected;
+  for (const st::TensorInfo& info : header.tensors) {
+    const size_t at = data_start_of(file, info.name);
+    if (!expected.empty()) expected += ' ';
+    expected += crc32c_hex(crc32c(file.data() + at, static_cast<size_t>(info.nbytes())));
+  }
+  EXPECT_EQ(header.metadata.at("kiln.crc32c"), expected);
+  EXPECT_EQ(expected.size(), 3u * 9 - 1);
+  // load() checks them and returns the caller's metadata only.
+  const st::Loaded loaded = st::load_from_bytes(file);
+  EXPECT_EQ(loaded.metadata, (st::Metadata{{"note", "kept"}}));
+  // A checksum given as metadata is the writer's to set: it is replaced, never trusted.
+  const std::vector<uint8_t> again = st::save_to_bytes(tensors, {{"note", "kept"}, {"kiln.crc32c", "00000000"}});
+  EXPECT_EQ(again, file);
+  // An empty file lists no checksums and loads.
+  EXPECT_TRUE(st::load_from_bytes(st::save_to_bytes({})).tensors.empty());
+}
+
+TEST(Safetensors, AFlippedBitInAnyTensorIsAnErrorNamingIt) {
+  const std::vector<uint8_t> file = st::save_to_bytes(three_tensors());
+  const st::Header header = st::read_header_from_bytes(file);
+  for (const st::TensorInfo& info : header.tensors) {
+    for (int64_t byte = 0; byte < info.nbytes(); byte += 5) {
+      for (const int bit : {0, 7}) {
+        SCOPED_TRACE(info.name + ", byte " + std::to_string(byte) + ", bit " + std::to_string(bit));
+        std::vector<uint8_t> damaged = file;
+        damaged[data_start_of(file, info.name) + static_cast<size_t>(byte)] ^= static_cast<uint8_t>(1u << bit);
+        EXPECT_KILN_ERROR(st::load_from_bytes(damaged, Device::cpu(), "run/last.safetensors"),
+                          "safetensors: run/last.safetensors: tensor '" + info.name +
+                              "' does not match its checksum");
+      }
+    }
+  }
+  // Unchecked, the same damage loads (a mask byte 0 -> 1 stays a valid bool): the
+  // checksum is what catches it.
+  std::vector<uint8_t> unchecked = st::save_to_bytes(three_tensors(), {}, st::Checksums::Omit);
+  unchecked[data_start_of(unchecked, "mask") + 1] ^= 1u;
+  EXPECT_TRUE(st::load_from_bytes(unchecked).tensors.size() == 3);
+}
+
+TEST(Safetensors, AMalformedChecksumListIsAnError) {
+  const st::NamedTensors tensors = three_tensors();
+  // The file with `list` as its checksums, the header rebuilt by hand: what a damaged or
+  // hostile header holds (the writer never writes a bad list).
+  const std::vector<uint8_t> plain = st::save_to_bytes(tensors, {}, st::Checksums::Omit);
+  const int64_t header_bytes = st::read_header_from_bytes(plain).header_bytes;
+  const auto with_list = [&](const std::string& list) {
+    std::string text(plain.begin() + 8, plain.begin() + 8 + header_bytes);
+    text.insert(1, "\"__metadata__\":{\"kiln.crc32c\":\"" + list + "\"},");
+    text.append((8 - text.size() % 8) % 8, ' ');
+    std::string file;
+    for (int i = 0; i < 8; ++i) file.push_back(static_cast<char>(uint64_t{text.size()} >> (8 * i)));
+    file += text;
+    file.append(plain.begin() + 8 + header_bytes, plain.end());
+    return std::vector<uint8_t>(file.begin(), file.end());
+  };
+  const std::string good = st::read_header_from_bytes(st::save_to_bytes(tensors)).metadata.at("kiln.crc32c");
+  EXPECT_EQ(st::load_from_bytes(with_list(good)).tensors.size(), 3u);  // the hand-built header is sound
+  EXPECT_KILN_ERROR(st::load_from_bytes(with_list(good.substr(0, 17))),
+                    "metadata \"kiln.crc32c\" lists 2 checksums for 3 tensors");
+  EXPECT_KILN_ERROR(st::load_from_bytes(with_list(good + " 00000000")),
+                    "metadata \"kiln.crc32c\" lists 4 checksums for 3 tensors");
+  EXPECT_KILN_ERROR(st::load_from_bytes(with_list("0000000g " + good.substr(9))),
+                    "holds \"0000000g\", which is not 8 lowercase hex digits");
+  EXPECT_KILN_ERROR(st::load_from_bytes(with_list("ABCDEF01 " + good.substr(9))), "not 8 lowercase hex digits");
+  EXPECT_KILN_ERROR(st::load_from_bytes(with_list("-1234567 " + good.substr(9))), "not 8 lowercase hex digits");
+  EXPECT_KILN_ERROR(st::load_from_bytes(with_list(good.substr(0, 8) + "  " + good.substr(9))),
+                    "lists 4 checksums for 3 tensors");
 }
 
 TEST(Safetensors, ReadHeaderDescribesWithoutReadingData) {

@@ -54,6 +54,18 @@ TEST(KilnCli, InspectPrintsTheTensorsSortedByName) {
                         "total: 10 tensors, 27 parameters, 93 bytes of data (93 B)\n");
 }
 
+// Note [Tensor checksums]: the list of checksums shows as what it is, not as hex digits.
+TEST(KilnCli, InspectCountsTheChecksumsOfAFileKilnWrote) {
+  const std::vector<uint8_t> file =
+      safetensors::save_to_bytes({{"a", zeros({2})}, {"b", ones({3})}}, {{"format", "pt"}});
+  const std::string text = tools::format_inspect("w", safetensors::read_header_from_bytes(file));
+  EXPECT_NE(text.find("metadata:\n"
+                      "  format = pt\n"
+                      "  kiln.crc32c = a CRC-32C for each of the 2 tensors, checked when the file is loaded\n"),
+            std::string::npos)
+      << text;
+}
+
 TEST(KilnCli, InspectQuotesNamesWithControlCharacters) {
   const std::string text =
       tools::format_inspect("n", safetensors::read_header(kFixtures + "/names.safetensors"));

@@ -124,6 +124,30 @@ TEST(KilnTrain, EvalSaysWhenTheDataIsNotTheWeightsOwn) {
   EXPECT_NE(nowhere.err.find("does not exist"), std::string::npos) << nowhere.err;
 }
 
+// Note [Tensor checksums]: a bit flipped in a run's files after they were written stops
+// `kiln eval` and `--resume`, naming the file and the tensor, instead of scoring or
+// training on damaged weights.
+TEST(KilnTrain, DamagedWeightsAndCheckpointsAreRefusedNamingTheTensor) {
+  TempFolder folder;
+  ASSERT_EQ(run_cli(tiny(folder.file("run"))).code, 0);
+  const std::string weights = folder.file("run/best.safetensors");
+  const std::string damaged_weight = testing::flip_a_bit_of_the_largest_tensor(weights);
+  const CliResult eval = run_cli({"eval", "--weights", weights, "--workers", "0"});
+  EXPECT_EQ(eval.code, 1);
+  EXPECT_NE(eval.err.find(weights + ": tensor '" + damaged_weight + "' does not match its checksum"), std::string::npos)
+      << eval.err;
+  const std::string checkpoint = folder.file("run/checkpoints/epoch-0002.safetensors");
+  const std::string damaged_state = testing::flip_a_bit_of_the_largest_tensor(checkpoint);
+  std::vector<std::string> resume = tiny(folder.file("run"));
+  resume.insert(resume.end(), {"--epochs", "3", "--resume", "auto"});
+  const CliResult resumed = run_cli(resume);
+  EXPECT_EQ(resumed.code, 1);
+  EXPECT_NE(resumed.err.find(checkpoint + ": tensor '" + damaged_state + "' does not match its checksum"),
+            std::string::npos)
+      << resumed.err;
+  EXPECT_FALSE(std::filesystem::exists(folder.file("run/checkpoints/epoch-0003.safetensors")));
+}
+
 TEST(KilnTrain, PretrainedWeightsLoadByNameWithTheReportPrinted) {
   TempFolder folder;
   ASSERT_EQ(run_cli(tiny(folder.file("first"))).code, 0);
