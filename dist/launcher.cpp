@@ -1,7 +1,8 @@
 // launch (launcher.h): fork and execve per rank with the environment prepared beforehand
 // (only async-signal-safe calls between the two), one pipe per rank for its output, and
 // a poll loop that prefixes lines, reaps ranks, tears the job down on the first failure
-// and forwards signals through a self-pipe.
+// and forwards signals through a self-pipe (a rank that stops for a forwarded signal has
+// not failed: the others are left to stop for it too).
 #include "dist/launcher.h"
 
 #include <fcntl.h>
@@ -15,10 +16,13 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <iterator>
 #include <optional>
+#include <vector>
 
 #include "core/checked_math.h"
 #include "core/error.h"
+#include "core/signal_name.h"
 
 extern char** environ;
 
@@ -37,6 +41,10 @@ void on_signal(int signal) {
   [[maybe_unused]] const ssize_t n = ::write(g_signal_pipe[1], &number, 1);
 }
 
+// The signals forwarded to the ranks: an interrupt, a termination, and SLURM's warning
+// before a preemption (`--signal=USR1@...`), which the trainer answers with a checkpoint.
+constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGUSR1};
+
 // Installs the forwarding handlers for its lifetime.
 class SignalForwarding {
  public:
@@ -46,13 +54,12 @@ class SignalForwarding {
     struct sigaction action {};
     action.sa_handler = on_signal;
     sigemptyset(&action.sa_mask);
-    ::sigaction(SIGINT, &action, &previous_int_);
-    ::sigaction(SIGTERM, &action, &previous_term_);
+    for (size_t i = 0; i < std::size(kForwardedSignals); ++i)
+      ::sigaction(kForwardedSignals[i], &action, &previous_[i]);
   }
   ~SignalForwarding() {
     if (!enabled_) return;
-    ::sigaction(SIGINT, &previous_int_, nullptr);
-    ::sigaction(SIGTERM, &previous_term_, nullptr);
+    for (size_t i = 0; i < std::size(kForwardedSignals); ++i) ::sigaction(kForwardedSignals[i], &previous_[i], nullptr);
     ::close(g_signal_pipe[0]);
     ::close(g_signal_pipe[1]);
     g_signal_pipe[0] = g_signal_pipe[1] = -1;
@@ -61,9 +68,19 @@ class SignalForwarding {
 
  private:
   bool enabled_;
-  struct sigaction previous_int_ {};
-  struct sigaction previous_term_ {};
+  struct sigaction previous_[std::size(kForwardedSignals)] {};
 };
+
+// Whether a rank's exit answers a signal the launcher forwarded: killed by it, or exiting
+// with 128 + its number after stopping cleanly (train/stop_signals.h). Such an exit is no
+// failure: the others are stopping for the same signal, and are left to finish.
+bool answers_forwarded(int status, const std::vector<int>& forwarded) {
+  for (const int signal : forwarded) {
+    if (WIFSIGNALED(status) && WTERMSIG(status) == signal) return true;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 128 + signal) return true;
+  }
+  return false;
+}
 
 // The program's path: as given when it has a '/', else the first match on PATH.
 std::string resolve_program(const std::string& program) {
@@ -200,6 +217,7 @@ LaunchResult launch(const LaunchOptions& o) {
   LaunchResult result;
   std::optional<Clock::time_point> first_failure_at;  // when the first failed rank was reaped
   std::optional<Clock::time_point> kill_at;           // set once the job is being torn down
+  std::vector<int> forwarded;                         // the signals passed on to the ranks
   const auto tear_down = [&] {
     if (kill_at) return;
     kill_at = Clock::now() + o.kill_grace;
@@ -227,9 +245,11 @@ LaunchResult launch(const LaunchOptions& o) {
     ::poll(fds.data(), fds.size(), 50);
     if (signals.fd() >= 0) {
       unsigned char signal_number;
-      while (::read(signals.fd(), &signal_number, 1) == 1)
+      while (::read(signals.fd(), &signal_number, 1) == 1) {
+        forwarded.push_back(signal_number);
         for (const Rank& r : ranks)
           if (!r.status) ::kill(r.pid, signal_number);
+      }
     }
     for (Rank& r : ranks)
       if (r.output >= 0) read_output(r, on_line);
@@ -243,7 +263,8 @@ LaunchResult launch(const LaunchOptions& o) {
         all_exited = false;
         continue;
       }
-      if (*r.status != 0 && !first_failure_at) first_failure_at = Clock::now();
+      if (*r.status != 0 && !answers_forwarded(*r.status, forwarded) && !first_failure_at)
+        first_failure_at = Clock::now();
     }
     // Note [Which failure]: when one rank crashes its peers fail too, a moment later, and
     // may even be reaped first (a dying process closes its sockets before it can be
@@ -264,6 +285,13 @@ LaunchResult launch(const LaunchOptions& o) {
       for (const Rank& r : ranks)
         if (!r.status) ::kill(r.pid, SIGKILL);
     if (all_exited && (!first_failure_at || kill_at)) break;
+  }
+  // The ranks stopped for a forwarded signal, and none failed otherwise: the job's code is theirs.
+  for (const Rank& r : ranks) {
+    if (result.exit_code != 0 || !r.status || !answers_forwarded(*r.status, forwarded)) continue;
+    result.exit_code = exit_code_of(*r.status);
+    result.failure = "the ranks stopped for the " + signal_name(forwarded.back()) + " passed on to them (" +
+                     describe_exit(r.rank, *r.status) + ")";
   }
   // Output still buffered in the pipes (a rank's own children may hold them open: bounded).
   const auto drain_until = Clock::now() + std::chrono::milliseconds(500);

@@ -9,8 +9,10 @@
 // "[rank N] " (by default, printed on stdout). When a rank fails (a non-zero exit or a
 // signal), the others get SIGTERM, then SIGKILL after `kill_grace`, and the launch returns
 // that rank's exit code (128 + the signal for a signal), so the job never hangs on a
-// crashed peer. SIGINT and SIGTERM sent to the launcher are forwarded to the ranks when
-// forward_signals is set (the command line sets it; tests do not).
+// crashed peer. SIGINT, SIGTERM and SIGUSR1 sent to the launcher are forwarded to the
+// ranks when forward_signals is set (the command line sets it); a rank that then exits
+// with 128 + that signal (a trainer stopping cleanly, train/stop_signals.h) or dies of it
+// has not failed, so the others are left to stop too, and the launch returns that code.
 //
 //   LaunchResult r = launch(LaunchOptions{.nproc_per_node = 2, .command = {"./train", "--ddp"}});
 #pragma once

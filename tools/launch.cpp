@@ -72,7 +72,8 @@ int run_launch(const std::vector<std::string>& args, std::ostream& out) {
                      std::to_string(options.nnodes - 1));
   const dist::LaunchResult result = dist::launch(options);
   if (result.exit_code != 0)
-    std::cerr << "kiln launch: " << result.failure << "; the other ranks were stopped\n";
+    std::cerr << "kiln launch: " << result.failure
+              << (result.failed_rank >= 0 ? "; the other ranks were stopped\n" : "\n");
   return result.exit_code;
 }
 

@@ -13,6 +13,7 @@
 #include "train/model_setup.h"
 #include "train/progress.h"
 #include "train/scans.h"
+#include "train/stop_signals.h"
 #include "train/trainer.h"
 
 namespace kiln::tools {
@@ -79,7 +80,12 @@ int run_train(const std::vector<std::string>& args, std::ostream& all_ranks_out)
       std::move(run), data, setup.model,
       {.out = &out, .terminal = &out == &std::cout && train::ProgressBar::is_terminal(stdout)});
   if (!profile) out << "device: " << trainer.device().str() << "\n";
+  const train::StopSignals stop_signals;  // Note [Stopping on a signal]
   const train::RunSummary summary = trainer.fit();
+  if (summary.stopped_by != 0) {
+    out << train::format_bottleneck_report(summary.report);
+    return 128 + summary.stopped_by;  // what a shell reports for a process the signal killed
+  }
   if (profile) {
     char rate[96];
     std::snprintf(rate, sizeof rate, "%.1f samples/s over the %lld profiled steps (the first included)\n",

@@ -52,6 +52,13 @@ std::vector<double> rank0_values(const DistributedRun& run, const std::vector<do
   return shared.to_vector<double>();
 }
 
+int64_t max_over_ranks(const DistributedRun& run, int64_t value, Device device) {
+  if (!run.enabled) return value;
+  const Tensor shared = tensor(std::vector<int64_t>{value}).to(device);
+  run.group->all_reduce(shared, dist::ReduceOp::Max)->wait();
+  return shared.to_vector<int64_t>()[0];
+}
+
 Device run_device(const TrainConfig& config, const DistributedRun& run) {
   if (run.enabled && wants_gpu(config.device)) {
     KILN_CHECK(cuda_is_available(), "device ", config.device,

@@ -64,11 +64,7 @@ RunProgress RunCheckpoints::resume(ResumePoint from, const RunState& state) {
   restore_best(path, progress, state.model);
   forget_later(path);
   if (run_.writes_files()) state.logs.open(run_.folder, run_.config, &part(StatePart::Logs));
-  out_ << "resumed from " << path << ": "
-       << (progress.batch > 0 ? "epoch " + std::to_string(progress.epoch + 1) + " after its batch " +
-                                    std::to_string(progress.batch)
-                              : "after epoch " + std::to_string(progress.epoch))
-       << ", step " << progress.step << "\n";
+  out_ << "resumed from " << path << ": " << progress_point(progress) << "\n";
   return progress;
 }
 

@@ -67,4 +67,11 @@ RunProgress progress_from_json(const json::Value& object, const std::string& sou
   return progress;
 }
 
+std::string progress_point(const RunProgress& progress) {
+  return (progress.batch > 0 ? "epoch " + std::to_string(progress.epoch + 1) + " after its batch " +
+                                   std::to_string(progress.batch)
+                             : "after epoch " + std::to_string(progress.epoch)) +
+         ", step " + std::to_string(progress.step);
+}
+
 }  // namespace kiln::train

@@ -47,4 +47,8 @@ json::Value to_json(const RunProgress& progress);
 // Every required field must be there with its type; an error names `source` and the key.
 RunProgress progress_from_json(const json::Value& object, const std::string& source);
 
+// Where the run is, as the messages say it: "epoch 2 after its batch 5, step 13" in the
+// middle of an epoch, "after epoch 2, step 16" at its end.
+std::string progress_point(const RunProgress& progress);
+
 }  // namespace kiln::train

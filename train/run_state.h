@@ -40,6 +40,7 @@ struct Trainer::State {
   RunProgress progress;
   RunTimes times;
   std::optional<RunLock> lock;  // held from the run's start (rank 0 of a run that writes)
+  int stopping_for = 0;         // the signal the run stops for, once agreed (train/stop_signals.h)
 
   // The set-up, in the order bit-identical runs depend on (Note [A training step]).
   State(RunContext run_in, TrainData data_in, std::shared_ptr<nn::Layer> model_in, TrainerOutput output);

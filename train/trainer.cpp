@@ -16,10 +16,12 @@
 #include "core/error.h"
 #include "core/host_sync.h"
 #include "core/ops.h"
+#include "core/signal_name.h"
 #include "core/time_range.h"
 #include "dist/ddp.h"
 #include "train/evaluate.h"
 #include "train/run_state.h"
+#include "train/stop_signals.h"
 
 namespace kiln::train {
 namespace {
@@ -99,8 +101,29 @@ void stop_if_diverged(const Trainer::State& s, int64_t epoch, int64_t batch) {
                                   " (--resume it with other settings)."));
 }
 
+// Note [Stopping on a signal] (train/stop_signals.h): the signal the run stops for, once
+// the ranks agree on it. One process takes its own flag at once; the ranks of a --ddp run
+// compare theirs where `reads` (a log step, an epoch's end), so all stop at the same step.
+void agree_to_stop(Trainer::State& s, bool reads) {
+  if (s.stopping_for != 0) return;
+  if (!s.run.distributed.enabled) {
+    s.stopping_for = stop_signal();
+  } else if (reads) {
+    s.stopping_for = static_cast<int>(max_over_ranks(s.run.distributed, stop_signal(), s.run.device));
+  }
+}
+
+// The checkpoint a stop in the middle of an epoch leaves, checked as every mid-epoch one is.
+void save_mid_epoch(Trainer::State& s, DeferIndexChecks& deferred, int64_t epoch, int64_t done) {
+  deferred.check();  // a checkpoint never holds weights a bad index has touched
+  s.sums.read(s.progress);  // nor diverged ones (Note [A diverged run]): one read per checkpoint
+  stop_if_diverged(s, epoch, done);
+  s.checkpoints.save(s.state(), s.progress);
+}
+
 // One epoch's training, from the batch a mid-epoch checkpoint reached; stops after
-// --profile-steps micro-batches when it is set.
+// --profile-steps micro-batches when it is set, and at an optimizer step's end when a
+// signal asks (Note [Stopping on a signal]), leaving s.progress.batch > 0.
 void train_epoch(Trainer::State& s, int64_t epoch) {
   const TrainConfig& config = s.run.config;
   RunProgress& p = s.progress;
@@ -132,14 +155,15 @@ void train_epoch(Trainer::State& s, int64_t epoch) {
       ++s.times.quiet_steps;
     }
     p.batch = done == batches ? 0 : done;
-    if (config.checkpoint_every > 0 && boundary && p.batch > 0 && p.step % config.checkpoint_every == 0 &&
-        config.profile_steps == 0) {
-      deferred.check();  // a checkpoint never holds weights a bad index has touched
-      s.sums.read(p);    // nor diverged ones (Note [A diverged run]): one read per checkpoint
-      stop_if_diverged(s, epoch, done);
-      s.checkpoints.save(s.state(), p);
+    if (config.profile_steps > 0) {
+      if (p.micro_batches >= config.profile_steps) break;
+      continue;
     }
-    if (config.profile_steps > 0 && p.micro_batches >= config.profile_steps) break;
+    agree_to_stop(s, logs);
+    const bool stops = s.stopping_for != 0 && boundary && p.batch > 0;
+    if (stops || (config.checkpoint_every > 0 && boundary && p.batch > 0 && p.step % config.checkpoint_every == 0))
+      save_mid_epoch(s, deferred, epoch, done);
+    if (stops) break;
   }
   deferred.check();
 }
@@ -245,6 +269,18 @@ void start(Trainer::State& s) {
     s.logs.open(s.run.folder, s.run.config, nullptr);
 }
 
+// Note [Stopping on a signal]: the run ends where its last checkpoint is, saying so and how
+// to continue; no test and no summary, as for a run that has not finished.
+void stop_for_signal(Trainer::State& s, RunSummary& summary) {
+  summary.stopped = "signal";
+  summary.stopped_by = s.stopping_for;
+  std::ostream& out = s.logs.out();
+  out << "\nstopped by " << signal_name(s.stopping_for) << ": " << progress_point(s.progress);
+  const std::vector<std::string> saved = s.run.folder.checkpoints();
+  if (s.run.writes_files() && !saved.empty()) out << "; its checkpoint is " << saved.back();
+  out << ". Continue with the same command and --resume auto.\n";
+}
+
 // The end of a run: the test, the final weights, the algorithm cache, summary.json.
 void finish(Trainer::State& s, RunSummary& summary) {
   summary.test = test(s);
@@ -290,6 +326,10 @@ RunSummary Trainer::fit() {
     const int64_t samples_before = s.times.trained_samples;
     const HostSyncs quiet_before = s.times.quiet_syncs;
     train_epoch(s, epoch);
+    if (s.stopping_for != 0 && s.progress.batch > 0) {  // Note [Stopping on a signal]
+      stop_for_signal(s, summary);
+      break;
+    }
     const double train_seconds = watch.seconds();
     const double rate =
         train_seconds > 0 ? static_cast<double>(s.times.trained_samples - samples_before) / train_seconds : 0;
@@ -305,6 +345,7 @@ RunSummary Trainer::fit() {
     s.progress.epoch = epoch;
     s.progress.batch = 0;
     s.checkpoints.save(s.state(), s.progress);
+    agree_to_stop(s, true);
     const std::vector<TimeRangeRecord> ranges = timeline.stop();
     const double epoch_wall = watch.seconds();
     s.logs.out() << format_bottleneck_report(
@@ -317,6 +358,10 @@ RunSummary Trainer::fit() {
                    << " validations\n";
       break;
     }
+    if (s.stopping_for != 0) {
+      stop_for_signal(s, summary);
+      break;
+    }
   }
   summary.epochs = s.progress.epoch;
   summary.steps = s.progress.step;
@@ -327,7 +372,7 @@ RunSummary Trainer::fit() {
   summary.quiet_steps = s.times.quiet_steps;
   summary.quiet_step_syncs = s.times.quiet_syncs.total();
   summary.report = s.report(s.times.records, s.times.wall_seconds, s.progress.micro_batches, s.times.quiet_syncs);
-  if (summary.stopped != "profile") finish(s, summary);
+  if (summary.stopped == "completed" || summary.stopped == "early stopping") finish(s, summary);
   return summary;
 }
 

@@ -72,7 +72,8 @@ struct RunSummary {
   std::vector<std::string> classes;  // the outputs' names, in order (TrainData::class_names)
   Task task = Task::MultiClass;      // what the test results are (regression: MAE, RMSE, R2)
   std::vector<std::string> files;    // what the run folder holds at the end (RunFolder::written_files)
-  std::string stopped;  // "completed", "early stopping", "profile"
+  std::string stopped;  // "completed", "early stopping", "profile", "signal"
+  int stopped_by = 0;   // the signal that stopped the run (train/stop_signals.h), or 0
   int64_t epochs = 0;   // epochs completed
   int64_t steps = 0;    // optimizer steps
   int64_t best_epoch = 0;
