@@ -6,6 +6,7 @@
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -38,6 +39,7 @@ struct Transfer {
   int64_t start = 0;    // bytes of the .part before this attempt
   int64_t written = 0;  // bytes written by this attempt
   std::string write_error;
+  bool too_large = false;  // Note [Download limits]: more than options->max_bytes
   const DownloadOptions* options = nullptr;
   std::exception_ptr callback_error = nullptr;  // thrown by the progress callback
 };
@@ -52,6 +54,14 @@ size_t write_body(char* data, size_t size, size_t count, void* user) {
   auto& t = *static_cast<Transfer*>(user);
   const size_t bytes = size * count;
   if (response_code(t.curl) >= 300) return bytes;  // an error page or a redirect's body: dropped
+  const int64_t limit = t.options->max_bytes;
+  curl_off_t announced = -1;
+  curl_easy_getinfo(t.curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced);
+  if (limit >= 0 && (t.start + t.written + static_cast<int64_t>(bytes) > limit ||
+                     (announced > 0 && t.start + announced > limit))) {
+    t.too_large = true;
+    return 0;  // makes curl fail with CURLE_WRITE_ERROR
+  }
   if (std::fwrite(data, 1, bytes, t.file) != bytes) {
     t.write_error = std::strerror(errno);
     return 0;  // makes curl fail with CURLE_WRITE_ERROR
@@ -79,6 +89,7 @@ struct Attempt {
   long status = 0;
   int64_t written = 0;
   int64_t announced = -1;  // Content-Length of this response, when given
+  bool too_large = false;
   std::string message;
 };
 
@@ -128,7 +139,9 @@ Attempt fetch(const std::string& url, const std::string& part, int64_t start,
   set(h, CURLOPT_ERRORBUFFER, error_buffer, "CURLOPT_ERRORBUFFER");
   set(h, CURLOPT_CONNECTTIMEOUT_MS, milliseconds(options.connect_timeout, "connect_timeout"),
       "the connect timeout");
-  set(h, CURLOPT_LOW_SPEED_LIMIT, 1L, "CURLOPT_LOW_SPEED_LIMIT");
+  KILN_CHECK(options.min_bytes_per_s >= 1, "download: min_bytes_per_s must be at least 1, got ", options.min_bytes_per_s);
+  set(h, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(std::min<int64_t>(options.min_bytes_per_s, 1 << 30)),
+      "CURLOPT_LOW_SPEED_LIMIT");
   set(h, CURLOPT_LOW_SPEED_TIME, std::max(1L, milliseconds(options.stall_timeout, "stall_timeout") / 1000),
       "the stall timeout");
   set(h, CURLOPT_NOSIGNAL, 1L, "CURLOPT_NOSIGNAL");
@@ -146,6 +159,7 @@ Attempt fetch(const std::string& url, const std::string& part, int64_t start,
   if (curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK)
     attempt.announced = length;
   attempt.written = t.written;
+  attempt.too_large = t.too_large;
   attempt.message = t.write_error.empty()
                         ? (error_buffer[0] != 0 ? error_buffer : curl_easy_strerror(attempt.code))
                         : "writing '" + part + "': " + t.write_error;
@@ -158,31 +172,52 @@ Attempt fetch(const std::string& url, const std::string& part, int64_t start,
 
 // Note [Downloads]: one download of a path at a time, across threads and processes (data
 // parallel ranks fetching the same dataset): an exclusive flock on <path>.lock, waited for
-// up to `timeout` seconds. The lock file stays (removing it would race with a waiter).
+// up to `timeout` seconds. The holder removes the file before it lets go; a waiter that
+// gets the lock of a file no longer there (or replaced) holds nothing and tries again.
 class PathLock {
  public:
-  PathLock(const std::string& path, double timeout) {
-    const std::string lock = path + ".lock";
-    fd_ = ::open(lock.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-    KILN_CHECK(fd_ >= 0, "download: cannot open the lock file '", lock, "': ", std::strerror(errno));
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
+  PathLock(const std::string& path, double timeout) : lock_(path + ".lock") {
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(timeout));
+    while (true) {
+      fd_ = ::open(lock_.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+      KILN_CHECK(fd_ >= 0, "download: cannot open the lock file '", lock_, "': ", std::strerror(errno));
+      wait_for_lock(path, timeout, deadline);
+      if (still_named()) return;
+      ::close(fd_);
+    }
+  }
+  ~PathLock() {
+    ::unlink(lock_.c_str());  // while holding it, so no one holds the name's lock meanwhile
+    ::close(fd_);             // closing releases the lock
+  }
+  PathLock(const PathLock&) = delete;
+  PathLock& operator=(const PathLock&) = delete;
+
+ private:
+  std::string lock_;
+  int fd_ = -1;
+
+  void wait_for_lock(const std::string& path, double timeout, std::chrono::steady_clock::time_point deadline) {
     while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       if (errno != EWOULDBLOCK || std::chrono::steady_clock::now() > deadline) {
         const int error = errno;
         ::close(fd_);
-        KILN_CHECK(false, "download: '", path, "' is being downloaded by another process or thread (", lock,
+        KILN_CHECK(false, "download: '", path, "' is being downloaded by another process or thread (", lock_,
                    " held for ", timeout, " s)",
                    error != EWOULDBLOCK ? std::string(": ") + std::strerror(error) : "");
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
-  ~PathLock() { ::close(fd_); }  // closing releases the lock
-  PathLock(const PathLock&) = delete;
-  PathLock& operator=(const PathLock&) = delete;
 
- private:
-  int fd_ = -1;
+  // Whether the file locked is still the one the name points to.
+  bool still_named() const {
+    struct stat held {}, named {};
+    return ::fstat(fd_, &held) == 0 && ::stat(lock_.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
+           held.st_ino == named.st_ino;
+  }
 };
 
 void sync_folder(const fs::path& folder) {
@@ -239,14 +274,35 @@ DownloadResult download(const std::string& url, const std::string& path, const D
   // A .part that cannot be checked (no MD5) is not resumed: it may hold another version.
   int64_t start = options.expected_md5.empty() ? 0 : size_of(part);
   result.resumed = start > 0;
+  // Note [Download limits]: a failed transfer keeps its .part only when a later try can
+  // resume it (an MD5 to check the whole by).
+  const bool resumable = !options.expected_md5.empty();
+  const auto stop = [&](const std::string& what) {
+    if (resumable && size_of(part) > 0)
+      KILN_CHECK(false, "download: ", url, ": ", what, "; the partial file '", part,
+                 "' is kept: run the download again to resume it");
+    fs::remove(part, ec);
+    KILN_CHECK(false, "download: ", url, ": ", what);
+  };
   for (int tries = 0;; ++tries) {
-    const Attempt attempt = fetch(url, part, start, options);
-    result.bytes_transferred += attempt.written;
-    if (start > 0 && attempt.status == 416) break;  // the .part may be whole: the MD5 below decides
-    if (attempt.status >= 400) {
-      KILN_CHECK(false, "download: ", url, ": HTTP ", attempt.status,
-                 start > 0 ? "; the partial file '" + part + "' is kept" : std::string());
+    Attempt attempt;
+    try {
+      attempt = fetch(url, part, start, options);
+    } catch (const Error&) {
+      if (!resumable) fs::remove(part, ec);
+      throw;
     }
+    result.bytes_transferred += attempt.written;
+    if (attempt.too_large) {
+      fs::remove(part, ec);  // its bytes are not the file's
+      KILN_CHECK(false, "download: ", url, ": the server sends more than the ", options.max_bytes,
+                 " bytes the file can hold",
+                 attempt.announced >= 0 ? " (it announced " + std::to_string(start + attempt.announced) + ")"
+                                        : std::string(" (a stream without end?)"),
+                 "; stopped there, and the partial file was removed");
+    }
+    if (start > 0 && attempt.status == 416) break;  // the .part may be whole: the MD5 below decides
+    if (attempt.status >= 400) stop("HTTP " + std::to_string(attempt.status));
     const bool range_ignored = start > 0 && attempt.status == 200;
     if (range_ignored && tries == 0) {  // the server will not resume: start again
       start = 0;
@@ -254,17 +310,18 @@ DownloadResult download(const std::string& url, const std::string& path, const D
       continue;
     }
     if (attempt.code == CURLE_PARTIAL_FILE) {
-      KILN_CHECK(false, "download: ", url, ": the transfer was cut short after ", size_of(part), " bytes",
-                 attempt.announced >= 0 ? " of " + std::to_string(start + attempt.announced) : std::string(),
-                 "; the partial file '", part, "' is kept: run the download again to resume it");
+      stop("the transfer was cut short after " + std::to_string(size_of(part)) + " bytes" +
+           (attempt.announced >= 0 ? " of " + std::to_string(start + attempt.announced) : std::string()));
     }
     if (attempt.code == CURLE_OPERATION_TIMEDOUT) {
-      KILN_CHECK(false, "download: ", url, ": the transfer stalled (", attempt.message,
-                 "); the partial file '", part, "' is kept: run the download again to resume it");
+      stop(detail::str_cat("the transfer stalled, under ", options.min_bytes_per_s, " bytes/s for ",
+                           options.stall_timeout, " s (", attempt.message, ")"));
     }
-    KILN_CHECK(attempt.code == CURLE_OK, "download: ", url, ": ", attempt.message);
-    KILN_CHECK(attempt.status == (start > 0 ? 206 : 200), "download: ", url, ": unexpected HTTP ",
-               attempt.status, start > 0 ? " to a resumed request (206 expected)" : " (200 expected)");
+    if (attempt.code != CURLE_OK) stop(attempt.message);
+    if (attempt.status != (start > 0 ? 206 : 200)) {
+      stop("unexpected HTTP " + std::to_string(attempt.status) +
+           (start > 0 ? " to a resumed request (206 expected)" : " (200 expected)"));
+    }
     break;
   }
   if (!options.expected_md5.empty()) {

@@ -18,8 +18,18 @@
 // a whole transfer must answer 200 and a resumed one 206 (416, "nothing left", lets the
 // MD5 judge the .part). Without an expected MD5 a .part is never resumed, since nothing
 // could tell a stale one. Downloads of one path are serialised across threads and
-// processes by a lock file, <path>.lock. An exception thrown by the progress callback
-// aborts the transfer and reaches the caller.
+// processes by a lock file, <path>.lock, which the holder removes when it is done (a
+// waiter that then holds a removed file's lock opens the lock file again). An exception
+// thrown by the progress callback aborts the transfer and reaches the caller.
+//
+// Note [Download limits]: a hostile or broken server must not fill the disk or hold the
+// download forever. With max_bytes (the largest the file can be: MedMNIST's is bounded by
+// its sample counts), a response announcing more is refused before its body, and one that
+// sends more (a stream without a length) is stopped there; both remove the .part, whose
+// bytes are wrong. A transfer slower than min_bytes_per_s for stall_timeout seconds is a
+// stall (a server sending 1 byte a second is one), an error within about that time.
+// Without an expected MD5 a .part can never be resumed, so a failed transfer removes it;
+// with one, a cut or stalled transfer keeps it for the next try to resume, and says so.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +43,9 @@ struct DownloadOptions {
   // Called as bytes arrive: (bytes of the file so far, its total size or -1 when unknown).
   std::function<void(int64_t done, int64_t total)> progress = nullptr;
   double connect_timeout = 30;  // seconds
-  double stall_timeout = 60;    // seconds below 1 byte/s before giving up
+  double stall_timeout = 60;    // seconds below min_bytes_per_s before giving up
+  int64_t min_bytes_per_s = 1024;
+  int64_t max_bytes = -1;       // the file's largest possible size (Note [Download limits]); -1: none
   double lock_timeout = 3600;   // seconds to wait for another download of the same path
 };
 

@@ -129,11 +129,23 @@ std::string medmnist_url(std::string_view flag, int64_t size) {
   return "https://zenodo.org/records/10519652/files/" + file_name(flag, size) + "?download=1";
 }
 
+DownloadOptions medmnist_download_options(std::string_view flag, int64_t size) {
+  check_size(size);
+  const MedMnistInfo& info = medmnist_info(flag);
+  const int64_t samples = info.train + info.val + info.test;
+  // uint8 volumes and labels (at most 8 bytes a sample), plus 1 MiB for the zip's and the
+  // arrays' headers and deflate's worst-case growth (5 bytes per 64 KiB block).
+  const int64_t stored = samples * (size * size * size + 8);
+  return {.expected_md5 = std::string(size == 28 ? info.md5_28 : info.md5_64),
+          .max_bytes = stored + stored / 8192 + (int64_t{1} << 20)};
+}
+
 MedMnist3d::MedMnist3d(std::string_view flag, Split split, const MedMnistOptions& options)
     : info_(&medmnist_info(flag)), split_(split), side_(options.size) {
   const std::string path = medmnist_path(flag, options);
-  const std::string want(options.size == 28 ? info_->md5_28 : info_->md5_64);
-  if (options.download) download(medmnist_url(flag, options.size), path, {.expected_md5 = want});
+  const DownloadOptions fetch = medmnist_download_options(flag, options.size);
+  const std::string& want = fetch.expected_md5;
+  if (options.download) download(medmnist_url(flag, options.size), path, fetch);
   KILN_CHECK(std::filesystem::is_regular_file(path), "medmnist: ", flag, " (", options.size,
              "^3) not found at ", path,
              " (the folder is MedMnistOptions::root, else $MEDMNIST_ROOT, else ~/.medmnist); fetch it with `kiln data "

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "data/download.h"
 
 namespace kiln::data {
 
@@ -55,6 +56,11 @@ struct MedMnistOptions {
 std::string medmnist_path(std::string_view flag, const MedMnistOptions& options = {});
 // The official download URL (Zenodo record 10519652).
 std::string medmnist_url(std::string_view flag, int64_t size);
+// What a download of that file checks (data/download.h): its official MD5, and the most
+// bytes it can hold, so a server that streams without end is stopped (Note [Download
+// limits]): every sample's volume and label stored uncompressed, with room for the
+// archive's headers.
+DownloadOptions medmnist_download_options(std::string_view flag, int64_t size);
 
 class MedMnist3d final : public Dataset {
  public:

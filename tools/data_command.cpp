@@ -77,7 +77,6 @@ int run_data(const std::vector<std::string>& args, std::ostream& out) {
         << result.manifest << "\n";
     return 0;
   }
-  const data::MedMnistInfo& info = data::medmnist_info(flag);  // an error listing the flags
   if (url.empty()) url = data::medmnist_url(flag, options.size);
   const std::string path = data::medmnist_path(flag, options);
   bool drew = false;  // the bar is on screen: end its line before anything else is printed
@@ -88,9 +87,10 @@ int run_data(const std::vector<std::string>& args, std::ostream& out) {
   };
   data::DownloadResult result;
   try {
-    result = data::download(
-        url, path,
-        {.expected_md5 = std::string(options.size == 28 ? info.md5_28 : info.md5_64), .progress = draw});
+    // (an unknown flag is an error listing the flags)
+    data::DownloadOptions download = data::medmnist_download_options(flag, options.size);
+    download.progress = draw;
+    result = data::download(url, path, download);
   } catch (const Error&) {
     if (drew) std::cerr << "\n";
     throw;

@@ -7,18 +7,22 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 namespace kiln::testing {
 namespace {
 
-void send_all(int fd, const std::string& bytes) {
+// Whether every byte was sent (false: the client went away).
+bool send_all(int fd, const std::string& bytes) {
   size_t sent = 0;
   while (sent < bytes.size()) {
     const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) return;  // the client went away
+    if (n <= 0) return false;
     sent += static_cast<size_t>(n);
   }
+  return true;
 }
 
 // The request's headers (up to the blank line), read with a 5 s limit per recv.
@@ -117,6 +121,8 @@ void LoopbackHttpServer::answer(int client) {
     send_all(client, "HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\nConnection: close\r\n\r\nnot found");
     return;
   }
+  if (mode == Mode::Endless) return stream_endlessly(client);
+  if (mode == Mode::Trickle) return trickle(client, at);
   int64_t from = 0;
   if (!range.empty() && mode != Mode::IgnoreRange && range.starts_with("bytes="))
     from = std::stoll(range.substr(6));
@@ -137,6 +143,22 @@ void LoopbackHttpServer::answer(int client) {
   if (mode == Mode::Truncate)
     payload.resize(static_cast<size_t>(std::min<int64_t>(at, static_cast<int64_t>(payload.size()))));
   send_all(client, head + payload);
+}
+
+void LoopbackHttpServer::stream_endlessly(int client) {
+  if (!send_all(client, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")) return;
+  while (!stop_ && send_all(client, body_)) {
+  }
+}
+
+void LoopbackHttpServer::trickle(int client, int64_t every_ms) {
+  if (!send_all(client, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body_.size()) +
+                            "\r\nConnection: close\r\n\r\n"))
+    return;
+  for (size_t i = 0; i < body_.size() && !stop_; ++i) {
+    if (!send_all(client, body_.substr(i, 1))) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(every_ms));
+  }
 }
 
 }  // namespace kiln::testing

@@ -1,9 +1,11 @@
 // LoopbackHttpServer: a tiny HTTP/1.1 server on 127.0.0.1 (an ephemeral port) that serves
 // one body, for the download tests: whole (200), from a Range request's offset (206; 416
 // past the end), or misbehaving on purpose: cutting the body short after `at` bytes while
-// announcing all of it, flipping byte `at`, ignoring Range headers, or answering 404. One
-// connection at a time, closed after each response; the accept loop polls a stop flag,
-// so the destructor stops and joins it promptly.
+// announcing all of it, flipping byte `at`, ignoring Range headers, answering 404,
+// streaming the body again and again without a length (Endless), or sending one byte
+// every `at` milliseconds (Trickle). One connection at a time, closed after each
+// response; the accept loop and the endless senders poll a stop flag, so the destructor
+// stops and joins it promptly.
 #pragma once
 
 #include <atomic>
@@ -17,7 +19,7 @@ namespace kiln::testing {
 
 class LoopbackHttpServer {
  public:
-  enum class Mode { Serve, Truncate, Corrupt, IgnoreRange, NotFound };
+  enum class Mode { Serve, Truncate, Corrupt, IgnoreRange, NotFound, Endless, Trickle };
 
   explicit LoopbackHttpServer(std::string body);
   ~LoopbackHttpServer();
@@ -33,6 +35,8 @@ class LoopbackHttpServer {
  private:
   void serve();
   void answer(int client);
+  void stream_endlessly(int client);
+  void trickle(int client, int64_t every_ms);
 
   std::string body_;
   int listener_ = -1;

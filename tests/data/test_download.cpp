@@ -2,7 +2,9 @@
 // address (tests/data/loopback_http_server.h): a whole transfer with its progress, a file
 // already there, a transfer cut short (an error keeping the .part) and then resumed with
 // a Range request, a corrupted transfer (an MD5 error removing the .part), a server that
-// ignores ranges, a .part that is already whole (416), HTTP and connection errors, and
+// ignores ranges, a .part that is already whole (416), a stream without end stopped at
+// max_bytes and a trickle stopped as a stall, with no .part or .lock left where no later
+// try could use them, HTTP and connection errors, and
 // `kiln data download` end to end against the same server. Every test runs under a
 // watchdog, so a transfer that hangs fails.
 #include <gtest/gtest.h>
@@ -52,6 +54,14 @@ void with_watchdog(const std::function<void()>& test) {
   testing::with_watchdog(std::chrono::seconds(60), test);
 }
 
+// Note [Download limits]: the folder holds nothing of a failed download, neither the
+// .part nor the .lock, whatever the server did.
+void expect_nothing_left(const testing::TempFolder& folder) {
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(folder.path())) left.push_back(entry.path().filename().string());
+  EXPECT_TRUE(left.empty()) << left.front();
+}
+
 TEST(Download, AWholeTransferWithProgressAndThenNothingToFetch) {
   with_watchdog([] {
     const std::string bytes = body();
@@ -70,6 +80,7 @@ TEST(Download, AWholeTransferWithProgressAndThenNothingToFetch) {
     EXPECT_EQ(result.file_bytes, 300'000);
     EXPECT_EQ(contents(path), bytes);
     EXPECT_FALSE(fs::exists(path + ".part"));
+    EXPECT_FALSE(fs::exists(path + ".lock"));  // the holder removes it
     EXPECT_EQ(last_done, 300'000);
     EXPECT_EQ(last_total, 300'000);
     const data::DownloadResult again = data::download(server.url(), path, {.expected_md5 = md5_of(bytes)});
@@ -108,8 +119,7 @@ TEST(Download, ACorruptedTransferIsAnMd5ErrorAndLeavesNothing) {
     const std::string path = folder.file("data.npz");
     EXPECT_KILN_ERROR(data::download(server.url(), path, {.expected_md5 = md5_of(bytes)}), "MD5 is",
                       "expected " + md5_of(bytes), "corrupted transfer");
-    EXPECT_FALSE(fs::exists(path));
-    EXPECT_FALSE(fs::exists(path + ".part"));
+    expect_nothing_left(folder);
     // A file at the path with the wrong contents is fetched again and replaced.
     std::ofstream(path) << "stale";
     server.set_mode(Mode::Serve);
@@ -187,6 +197,47 @@ TEST(Download, AThrowingProgressCallbackAbortsAndConcurrentDownloadsShareOneTran
   });
 }
 
+TEST(Download, AStreamWithoutEndStopsAtTheLargestTheFileCanBe) {
+  with_watchdog([] {
+    const std::string bytes = body();
+    LoopbackHttpServer server(bytes);
+    server.set_mode(Mode::Endless);
+    const testing::TempFolder folder;
+    const std::string path = folder.file("data.npz");
+    EXPECT_KILN_ERROR(data::download(server.url(), path, {.expected_md5 = md5_of(bytes), .max_bytes = 1'000'000}),
+                      "the server sends more than the 1000000 bytes the file can hold (a stream without end?)",
+                      "the partial file was removed");
+    expect_nothing_left(folder);
+    // A length announced past the limit is refused before the body is kept.
+    server.set_mode(Mode::Serve);
+    EXPECT_KILN_ERROR(data::download(server.url(), path, {.expected_md5 = md5_of(bytes), .max_bytes = 1000}),
+                      "more than the 1000 bytes the file can hold (it announced 300000)");
+    expect_nothing_left(folder);
+    // At the limit exactly, the file is whole.
+    EXPECT_EQ(data::download(server.url(), path, {.expected_md5 = md5_of(bytes), .max_bytes = 300'000}).file_bytes,
+              300'000);
+  });
+}
+
+TEST(Download, ATrickleIsAStallWithinItsTimeout) {
+  with_watchdog([] {
+    LoopbackHttpServer server(body());
+    server.set_mode(Mode::Trickle, 200);  // 5 bytes a second
+    const testing::TempFolder folder;
+    const std::string path = folder.file("data.npz");
+    // Without an MD5 the .part could never be resumed: it goes.
+    EXPECT_KILN_ERROR(data::download(server.url(), path, {.stall_timeout = 2, .min_bytes_per_s = 100}),
+                      "the transfer stalled, under 100 bytes/s for 2 s");
+    expect_nothing_left(folder);
+    // With one, what came is kept for the next try to resume.
+    EXPECT_KILN_ERROR(
+        data::download(server.url(), path, {.expected_md5 = md5_of(body()), .stall_timeout = 2, .min_bytes_per_s = 100}),
+        "the transfer stalled", "is kept: run the download again to resume it");
+    EXPECT_TRUE(fs::exists(path + ".part"));
+    EXPECT_FALSE(fs::exists(path + ".lock"));
+  });
+}
+
 TEST(Download, HttpConnectionAndUrlErrors) {
   with_watchdog([] {
     const testing::TempFolder folder;
@@ -198,7 +249,7 @@ TEST(Download, HttpConnectionAndUrlErrors) {
       EXPECT_KILN_ERROR(data::download(server.url(), path), server.url(), "HTTP 404");
       closed_url = server.url();
     }
-    EXPECT_FALSE(fs::exists(path));
+    expect_nothing_left(folder);
     EXPECT_KILN_ERROR(data::download(closed_url, path, {.connect_timeout = 5}), closed_url);
     EXPECT_KILN_ERROR(data::download("ftp://example.org/x.npz", path), "not an http:// or https:// URL");
     EXPECT_KILN_ERROR(data::download("file:///etc/passwd", path), "not an http:// or https:// URL");

@@ -85,6 +85,26 @@ TEST(MedMnist, MissingAlteredAndMalformedFilesAreErrors) {
       "has no array 'val_images'");
 }
 
+// Note [Download limits]: a download stops at the most bytes the file can hold: every
+// sample stored uncompressed fits under it, and (where they are here) the real files do.
+TEST(MedMnist, ADownloadStopsAtTheMostTheFileCanHold) {
+  for (const auto& info : data::medmnist_3d_datasets()) {
+    for (const int64_t size : {28, 64}) {
+      SCOPED_TRACE(std::string(info.flag) + " at " + std::to_string(size));
+      const data::DownloadOptions options = data::medmnist_download_options(info.flag, size);
+      EXPECT_EQ(options.expected_md5, size == 28 ? info.md5_28 : info.md5_64);
+      const int64_t voxels = (info.train + info.val + info.test) * size * size * size;
+      EXPECT_GT(options.max_bytes, voxels);
+      EXPECT_LT(options.max_bytes, voxels + voxels / 100 + (int64_t{4} << 20));
+      const std::string path = data::medmnist_path(info.flag, {.size = size});
+      if (std::filesystem::exists(path)) {
+        EXPECT_LE(static_cast<int64_t>(std::filesystem::file_size(path)), options.max_bytes);
+      }
+    }
+  }
+  EXPECT_KILN_ERROR(data::medmnist_download_options("adrenalmnist3d", 32), "size 28 or 64, not 32");
+}
+
 TEST(MedMnist, RealAdrenalAndVesselFiles) {
   if (!have("adrenalmnist3d") || !have("vesselmnist3d")) {
     GTEST_SKIP() << "no " << data::medmnist_path("adrenalmnist3d") << " or vesselmnist3d.npz beside it";
