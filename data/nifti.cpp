@@ -402,13 +402,54 @@ Header read_header(const std::string& path) {
   return header_of(*opened.image, opened.version, path);
 }
 
+namespace {
+
+// Note [Non-finite NIfTI voxels]: NaN and infinite floats become 0, and are counted.
+template <typename Float>
+int64_t zero_non_finite(void* data, int64_t count) {
+  auto* values = static_cast<Float*>(data);
+  int64_t zeroed = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    if (!std::isfinite(values[i])) {
+      values[i] = 0;
+      ++zeroed;
+    }
+  }
+  return zeroed;
+}
+
+// The voxel bytes into h.data (freed by nifti_image_unload), in this machine's byte order,
+// read with zlib (which passes a plain .nii through) from the header's offset; returns
+// how many non-finite floats were set to 0.
+int64_t load_voxels(nifti_image& h, const std::string& path) {
+  const std::optional<int64_t> bytes = checked_mul(h.nvox, static_cast<int64_t>(h.nbyper));
+  if (!bytes) fail(path, "claims more voxel bytes than fit 64 bits");
+  h.data = std::malloc(static_cast<size_t>(std::max<int64_t>(*bytes, 1)));
+  if (h.data == nullptr) fail(path, "needs ", *bytes, " bytes for its voxels, more than could be allocated");
+  const std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzopen(path.c_str(), "rb"), gzclose);
+  const bool placed = file != nullptr && gzseek(file.get(), static_cast<z_off_t>(h.iname_offset), SEEK_SET) ==
+                                             static_cast<z_off_t>(h.iname_offset);
+  int64_t done = 0;
+  while (placed && done < *bytes) {
+    const auto chunk = static_cast<unsigned>(std::min<int64_t>(*bytes - done, int64_t{1} << 30));
+    const int n = gzread(file.get(), static_cast<char*>(h.data) + done, chunk);
+    if (n <= 0) break;
+    done += n;
+  }
+  if (done != *bytes) fail(path, "is truncated or corrupt: its voxel data could not be read in full");
+  if (h.swapsize > 1 && h.byteorder != nifti_short_order()) nifti_swap_Nbytes(h.nvox, h.swapsize, h.data);
+  if (h.datatype == DT_FLOAT32) return zero_non_finite<float>(h.data, h.nvox);
+  if (h.datatype == DT_FLOAT64) return zero_non_finite<double>(h.data, h.nvox);
+  return 0;
+}
+
+}  // namespace
+
 Volume read(const std::string& path, ReadOptions options) {
   const Opened opened = open_checked(path);
   const Image& image = opened.image;
   Volume volume{.data = Tensor(), .header = header_of(*image, opened.version, path)};
-  if (nifti_image_load(image.get()) != 0 || image->data == nullptr) {
-    fail(path, "is truncated or corrupt: its voxel data could not be read in full");
-  }
+  volume.non_finite_zeroed = load_voxels(*image, path);
   volume.data = voxels_of(*image, volume.header);
   nifti_image_unload(image.get());
   if (!options.keep_dtype) {

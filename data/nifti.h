@@ -26,6 +26,13 @@
 // non-finite scl_slope means no scaling and a non-finite scl_inter 0 (nifti_clib resets
 // them so); a non-finite affine is an error. Every failure is a kiln::Error naming the file; the
 // header alone (read_header) is checked the same way.
+//
+// Note [Non-finite NIfTI voxels]: NaN and infinite float voxels are read as 0, as the
+// reference library reads them (its loader zeroes them, and nibabel users rely on masks
+// exported as NaN reading as background). Kiln reads the voxel bytes itself (zlib from
+// the header's offset, swapped to this machine's order), so it counts them:
+// Volume::non_finite_zeroed, and load_volume (data/volume_file.h) says so once per file
+// (core/warning.h) instead of letting a NaN mask vanish without a word.
 #pragma once
 
 #include <array>
@@ -62,6 +69,7 @@ struct ReadOptions {
 struct Volume {
   Tensor data;  // [C, X, Y, Z]
   Header header;
+  int64_t non_finite_zeroed = 0;  // NaN and infinite float voxels read as 0 (Note [Non-finite NIfTI voxels])
 };
 
 // The header alone (Note [NIfTI validation] applies; no voxel is read).

@@ -19,8 +19,9 @@
 // file and the count. One such voxel makes a scan's z-score, or any normalisation over
 // it, NaN everywhere, and the model then learns from, or predicts on, a blank; a masked
 // region exported as NaN is common in derived maps, and the fix is the user's to choose.
-// (NIfTI files reach this check with their non-finite floats already 0: nifti_clib, the
-// reference library data/nifti.h reads through, replaces them when it loads the voxels.)
+// (NIfTI files reach this check with their non-finite floats already 0, as the reference
+// library reads them, and a warning once per file: Note [Non-finite NIfTI voxels] in
+// data/nifti.h.)
 #pragma once
 
 #include <array>

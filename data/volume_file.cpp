@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/regular_file.h"
+#include "core/warning.h"
 #include "data/nifti.h"
 #include "data/npy.h"
 #include "data/npz.h"
@@ -46,6 +47,11 @@ LoadedVolume load_volume_with_spacing(const std::string& path, const VolumeFileO
   check_regular_file(path, "volume file");
   if (is_nifti(path)) {
     nifti::Volume volume = nifti::read(path, {.reorient_to_ras = options.reorient_to_ras});
+    if (volume.non_finite_zeroed > 0) {  // Note [Non-finite NIfTI voxels]
+      warn_once(path, path + ": " + std::to_string(volume.non_finite_zeroed) + " of its " +
+                          std::to_string(volume.data.numel()) +
+                          " voxels are NaN or infinite and were read as 0, as NIfTI readers do");
+    }
     return {.data = std::move(volume.data), .spacing = volume.header.spacing};
   }
   KILN_CHECK(path.ends_with(".npy") || path.ends_with(".npz"), "volume file '", path,

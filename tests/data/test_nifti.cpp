@@ -1,13 +1,17 @@
 // The NIfTI reader (data/nifti.h): files written by nibabel (tests/data/nifti/
 // make_fixtures.py: scaling, the sform, a NIfTI-2 4D volume with a qform, and nibabel's
 // closest-canonical reorientation), files this test writes byte by byte from the
-// standard's header structs (every stored datatype, .nii and .nii.gz, NIfTI-1 and -2), and
-// corrupt, truncated and hostile variants of them (Note [NIfTI validation]).
+// standard's header structs (every stored datatype, .nii and .nii.gz, NIfTI-1 and -2, both
+// byte orders; NaN and infinite voxels read as 0, counted and warned once: Note
+// [Non-finite NIfTI voxels]), and corrupt, truncated and hostile variants of them (Note
+// [NIfTI validation]).
 #include <gtest/gtest.h>
 #include <nifti1.h>
 #include <nifti2.h>
+#include <nifti2_io.h>  // swap_nifti_header, for files in the other byte order
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -17,7 +21,9 @@
 
 #include "core/ops.h"
 #include "data/nifti.h"
+#include "core/warning.h"
 #include "data/npz.h"
+#include "data/volume_file.h"
 #include "tests/test_util.h"
 
 namespace kiln {
@@ -91,6 +97,7 @@ struct Spec {
   std::vector<uint8_t> voxels;  // as stored, little-endian
   double scl_slope = 0, scl_inter = 0;
   bool gzip = false;
+  bool big_endian = false;  // header and voxels written in the other byte order
   // Changes applied to the header after it is filled in (hostile variants).
   std::function<void(nifti_1_header&)> edit1 = nullptr;
   std::function<void(nifti_2_header&)> edit2 = nullptr;
@@ -132,6 +139,7 @@ std::string header_bytes(const Spec& spec) {
     h.xyzt_units = NIFTI_UNITS_MM;
     std::memcpy(h.magic, "n+1", 4);
     if (spec.edit1) spec.edit1(h);
+    if (spec.big_endian) swap_nifti_header(&h, 1);
     bytes.assign(reinterpret_cast<const char*>(&h), sizeof h);
     bytes.append(4, '\0');
   } else {
@@ -149,6 +157,7 @@ std::string header_bytes(const Spec& spec) {
     h.scl_inter = spec.scl_inter;
     h.xyzt_units = NIFTI_UNITS_MM;
     if (spec.edit2) spec.edit2(h);
+    if (spec.big_endian) swap_nifti_header(&h, 2);
     bytes.assign(reinterpret_cast<const char*>(&h), sizeof h);
     bytes.append(4, '\0');
   }
@@ -161,7 +170,11 @@ std::string write_file(const Spec& spec, const std::string& name, size_t keep_by
   fs::create_directories(dir);
   const std::string path = (dir / name).string();
   std::string bytes = header_bytes(spec);
-  bytes.append(reinterpret_cast<const char*>(spec.voxels.data()), spec.voxels.size());
+  std::vector<uint8_t> voxels = spec.voxels;
+  const size_t width = static_cast<size_t>(bits_of(spec.datatype) / 8);
+  if (spec.big_endian && width > 1)
+    for (size_t at = 0; at + width <= voxels.size(); at += width) std::reverse(voxels.begin() + at, voxels.begin() + at + width);
+  bytes.append(reinterpret_cast<const char*>(voxels.data()), voxels.size());
   bytes.resize(std::min(bytes.size(), keep_bytes));
   if (spec.gzip) {
     gzFile file = gzopen(path.c_str(), "wb");
@@ -230,6 +243,45 @@ TEST(Nifti, EveryStoredDatatypeInBothVersionsAndCompressions) {
       }
     }
   }
+}
+
+// Note [Non-finite NIfTI voxels]: NaN and infinite floats read as 0, counted, in both
+// versions, both compressions and both byte orders; load_volume says so once per file.
+TEST(Nifti, NonFiniteVoxelsReadAsZeroAndAreCountedAndWarnedOnce) {
+  std::vector<float> floats(12, 2.5f);
+  floats[1] = NAN;
+  floats[5] = INFINITY;
+  floats[11] = -INFINITY;
+  std::vector<double> doubles(floats.begin(), floats.end());
+  for (int version : {1, 2}) {
+    for (bool gzip : {false, true}) {
+      for (bool big_endian : {false, true}) {
+        for (const auto& [datatype, voxels] : {std::pair{DT_FLOAT32, raw(floats)}, std::pair{DT_FLOAT64, raw(doubles)}}) {
+          SCOPED_TRACE(::testing::Message() << "NIfTI-" << version << (gzip ? " .gz" : "")
+                                            << (big_endian ? " big-endian" : "") << " datatype " << datatype);
+          const Spec spec{.version = version, .datatype = datatype, .voxels = voxels, .gzip = gzip, .big_endian = big_endian};
+          const data::nifti::Volume volume = read(write_file(spec, gzip ? "nan.nii.gz" : "nan.nii"));
+          EXPECT_EQ(volume.non_finite_zeroed, 3);
+          const Tensor flat = volume.data.permute({0, 3, 2, 1}).reshape({-1});  // i fastest, as stored
+          std::vector<float> expected(12, 2.5f);
+          expected[1] = expected[5] = expected[11] = 0;
+          EXPECT_TRUE(testing::all_equal(flat, tensor(expected)));
+        }
+      }
+    }
+  }
+  // Finite voxels count nothing, whatever the byte order.
+  EXPECT_EQ(read(write_file({.voxels = raw(std::vector<float>(12, 1.0f)), .big_endian = true}, "fine.nii"))
+                .non_finite_zeroed,
+            0);
+  std::vector<std::string> warnings;
+  const WarningSink previous = set_warning_sink([&](const std::string& line) { warnings.push_back(line); });
+  const std::string path = write_file({.voxels = raw(floats)}, "warned_" + std::to_string(::getpid()) + ".nii");
+  data::load_volume(path);
+  data::load_volume(path);
+  set_warning_sink(previous);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0], path + ": 3 of its 12 voxels are NaN or infinite and were read as 0, as NIfTI readers do");
 }
 
 TEST(Nifti, SlopeZeroMeansNoScalingAndTheHeaderAloneReadsNoVoxels) {
