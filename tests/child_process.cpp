@@ -1,5 +1,5 @@
 // ChildProcess (child_process.h): fork, then dup2 of one pipe's write end onto stdout and
-// stderr and execv; poll(2) bounds every read, and waitpid(WNOHANG) every wait.
+// stderr, chdir and execve with the environment built before the fork; poll(2) bounds every read, and waitpid(WNOHANG) every wait.
 #include "tests/child_process.h"
 
 #include <fcntl.h>
@@ -14,15 +14,29 @@
 
 #include "core/error.h"
 
+extern char** environ;
+
 namespace kiln::testing {
 
 using Clock = std::chrono::steady_clock;
 
-ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
+ChildProcess::ChildProcess(const std::vector<std::string>& argv, const ChildOptions& options) {
   KILN_CHECK(!argv.empty(), "ChildProcess: no program");
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // The child's environment, built before the fork (after it, only async-signal-safe calls).
+  std::vector<std::string> variables;
+  for (const auto& [name, value] : options.env) variables.push_back(name + "=" + value);
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    bool replaced = false;
+    for (const auto& [name, value] : options.env) replaced = replaced || entry.starts_with(name + "=");
+    if (!replaced) variables.push_back(entry);
+  }
+  std::vector<char*> environment;
+  for (std::string& v : variables) environment.push_back(v.data());
+  environment.push_back(nullptr);
   int fds[2];
   KILN_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "ChildProcess: pipe: ", std::strerror(errno));
   pid_ = ::fork();
@@ -30,7 +44,8 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
   if (pid_ == 0) {  // async-signal-safe calls only
     ::dup2(fds[1], STDOUT_FILENO);
     ::dup2(fds[1], STDERR_FILENO);
-    ::execv(args[0], args.data());
+    if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) ::_exit(126);
+    ::execve(args[0], args.data(), environment.data());
     ::_exit(127);
   }
   ::close(fds[1]);

@@ -1,7 +1,8 @@
 // Test helper: a program run as a user runs it, in its own process, with its stdout and
 // stderr read through one pipe, so a test can wait for a line it prints, send it a
 // signal, and wait for its exit, each with a time limit (a regression fails, never hangs).
-// A child still running when the object goes is killed (SIGKILL) and reaped.
+// A child still running when the object goes is killed (SIGKILL) and reaped. It may run
+// in another folder and with variables of its own added to the environment.
 //
 //   testing::ChildProcess kiln({KILN_CLI, "train", ...});
 //   ASSERT_TRUE(kiln.wait_for_output("run folder:", 60s));
@@ -14,13 +15,19 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kiln::testing {
 
+struct ChildOptions {
+  std::string cwd = "";                                     // empty: this process's
+  std::vector<std::pair<std::string, std::string>> env = {};  // set in the child only
+};
+
 class ChildProcess {
  public:
-  explicit ChildProcess(const std::vector<std::string>& argv);
+  explicit ChildProcess(const std::vector<std::string>& argv, const ChildOptions& options = {});
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;

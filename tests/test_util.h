@@ -20,6 +20,23 @@
 
 namespace kiln::testing {
 
+// Whether this binary was built with AddressSanitizer (make sanitize), where whole
+// end-to-end runs take ten times longer: the few tests that train on real data for
+// minutes skip there, saying so, since `make test` runs them.
+constexpr bool under_sanitizers() {
+#if defined(__SANITIZE_ADDRESS__)
+  return true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  return true;
+#else
+  return false;
+#endif
+#else
+  return false;
+#endif
+}
+
 // Values uniform in +-[0.5, 1.5] (never zero, away from kinks at 0), in `dtype`.
 Tensor random_nonzero(const std::vector<int64_t>& sizes, DType dtype = DType::Float64, uint64_t seed = 1);
 // Random values in any `dtype` on the CPU: floats non-zero in +-[0.5, 1.5]

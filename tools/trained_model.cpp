@@ -79,7 +79,7 @@ TrainedModel load_trained_model(const std::string& weights, const train::TrainCo
   }
   trained.device = train::resolve_device(config.device);
   trained.model->to(trained.device);
-  trained.amp = train::amp_properties(choices.amp, train::to_dtype(choices.amp_dtype));
+  trained.amp = train::amp_properties(choices.amp, train::to_dtype(choices.amp_dtype, trained.device));
   train::amp_cast_model(*trained.model, trained.amp);
   train::LossSettings scoring = train::LossSettings::of(config, choices.loss);
   scoring.pos_weight.clear();  // weighs the loss, not the scores

@@ -60,8 +60,9 @@ std::string diagnose(const BottleneckReport& r, const ReportContext& context) {
   if (checkpoint >= 0.10)
     return "checkpoints took " + percent(checkpoint) + " of the time: save less often (--checkpoint-every)";
   return "compute-bound: " + percent(compute) + " in forward and backward" +
-         (context.on_gpu ? "; try --amp O1 or O2, --cudnn-benchmark and a larger --batch-size"
-                         : "; a GPU, or --amp with bfloat16, would speed it up");
+         (context.on_gpu     ? "; try --amp O1 or O2, --cudnn-benchmark and a larger --batch-size"
+          : context.bfloat16 ? "; a GPU would speed it up"
+                             : "; a GPU, or --amp with bfloat16, would speed it up");
 }
 
 }  // namespace

@@ -41,6 +41,7 @@ struct ReportContext {
   bool on_gpu = false;
   int64_t workers = 0;
   bool pin_memory = false;
+  bool bfloat16 = false;  // the run already computes in bfloat16 (--amp with bf16)
 };
 
 struct PhaseTime {

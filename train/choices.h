@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/device.h"
 #include "core/text_list.h"
 #include "optim/cyclic_lr.h"
 #include "train/amp.h"
@@ -38,7 +39,10 @@ enum class Scheduler : uint8_t { None, Step, MultiStep, Exponential, Cosine, Lin
 enum class LossChoice : uint8_t { Auto, CrossEntropy, Bce, MultilabelBce, Mse, L1, SmoothL1 };
 // "auto": auc for classification, rmse for regression (train/metrics.h, train/regression.h).
 enum class Monitor : uint8_t { Auto, Auc, Acc, Loss, Mae, Rmse, R2 };
-enum class LowPrecision : uint8_t { F16, BF16 };
+// "auto": bfloat16 on the CPU, float16 on a GPU, as torch.autocast picks per device (the
+// CPU has no fast float16 arithmetic: there float16 ran 1.45x slower than float32, bfloat16
+// as fast).
+enum class LowPrecision : uint8_t { Auto, F16, BF16 };
 enum class DistBackend : uint8_t { Auto, Ring, Nccl };
 // What the labels are. "auto": MedMNIST's own task, or for one's own scans a class per
 // sample (binary or multi-class) from one label column, multi-label from several.
@@ -59,8 +63,8 @@ inline constexpr ChoiceRow<LossChoice> kLossRows[] = {
 inline constexpr ChoiceRow<Monitor> kMonitorRows[] = {
     {Monitor::Auto, "auto"}, {Monitor::Auc, "auc"}, {Monitor::Acc, "acc"}, {Monitor::Loss, "loss"},
     {Monitor::Mae, "mae"},   {Monitor::Rmse, "rmse"}, {Monitor::R2, "r2"}};
-inline constexpr ChoiceRow<LowPrecision> kLowPrecisionRows[] = {{LowPrecision::F16, "f16"},
-                                                                {LowPrecision::BF16, "bf16"}};
+inline constexpr ChoiceRow<LowPrecision> kLowPrecisionRows[] = {
+    {LowPrecision::Auto, "auto"}, {LowPrecision::F16, "f16"}, {LowPrecision::BF16, "bf16"}};
 inline constexpr ChoiceRow<DistBackend> kDistBackendRows[] = {
     {DistBackend::Auto, "auto"}, {DistBackend::Ring, "ring"}, {DistBackend::Nccl, "nccl"}};
 inline constexpr ChoiceRow<TaskChoice> kTaskRows[] = {{TaskChoice::Auto, "auto"},
@@ -128,7 +132,11 @@ constexpr const char* choice_name(E value) {
   return choice_table(E{}).rows[static_cast<size_t>(value)].name;
 }
 
-constexpr DType to_dtype(LowPrecision low) { return low == LowPrecision::BF16 ? DType::BFloat16 : DType::Float16; }
+// The low precision a run on `device` uses ("auto" resolved for the device).
+inline DType to_dtype(LowPrecision low, Device device) {
+  if (low == LowPrecision::Auto) return device.is_cuda() ? DType::Float16 : DType::BFloat16;
+  return low == LowPrecision::BF16 ? DType::BFloat16 : DType::Float16;
+}
 
 // The names, in the table's order: "sgd, adam, adamw, rmsprop".
 template <typename E>

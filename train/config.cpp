@@ -166,7 +166,7 @@ const std::vector<ConfigField>& config_fields() {
        &C::clip_grad_value},
       {"amp", "training", "mixed precision: O0 (off), O1 (autocast), O2 (half model, float32 masters), O3 (half)",
        &C::amp, true, &choice_list<OptLevel>},
-      {"amp-dtype", "training", "the low precision: f16 (with a dynamic loss scale) or bf16", &C::amp_dtype, true,
+      {"amp-dtype", "training", "the low precision: auto (bf16 on the CPU, f16 on a GPU), f16 (with a dynamic loss scale) or bf16", &C::amp_dtype, true,
        &choice_list<LowPrecision>},
       {"cudnn-benchmark", "training", "time cuDNN's algorithms once per shape and keep the fastest",
        &C::cudnn_benchmark, false},

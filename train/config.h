@@ -110,7 +110,7 @@ struct TrainConfig {
   double clip_grad_norm = 0.0;    // 0: off
   double clip_grad_value = 0.0;   // 0: off
   std::string amp = "O0";         // O0, O1, O2, O3 (train/amp.h)
-  std::string amp_dtype = "f16";  // f16 or bf16
+  std::string amp_dtype = "auto";  // auto (bf16 on the CPU, f16 on a GPU), f16 or bf16
   bool cudnn_benchmark = false;
   std::string algo_cache = "";  // cuDNN's algorithm cache file, loaded at start and saved at the end
   bool deterministic = false;
@@ -179,7 +179,7 @@ struct Choices {
   LossChoice loss = LossChoice::Auto;
   Monitor monitor = Monitor::Auto;
   OptLevel amp = OptLevel::O0;
-  LowPrecision amp_dtype = LowPrecision::F16;
+  LowPrecision amp_dtype = LowPrecision::Auto;
   DistBackend dist_backend = DistBackend::Auto;
   TaskChoice task = TaskChoice::Auto;
   Preprocessing preprocessing = {};

@@ -36,7 +36,7 @@ RunContext resolve_run(TrainConfig config) {
   if (is_own_scans(config)) config.dataset = std::filesystem::absolute(config.dataset).lexically_normal().string();
   DistributedRun distributed = join_distributed(config, choices.dist_backend);
   const Device device = run_device(config, distributed);
-  const AmpProperties amp = amp_properties(choices.amp, to_dtype(choices.amp_dtype));
+  const AmpProperties amp = amp_properties(choices.amp, to_dtype(choices.amp_dtype, device));
   RunFolder folder(run_folder(config));
   return {.config = std::move(config),
           .choices = choices,

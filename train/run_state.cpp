@@ -97,7 +97,8 @@ BottleneckReport Trainer::State::report(const std::vector<TimeRangeRecord>& reco
   return bottleneck_report(records, wall, steps, syncs,
                            {.on_gpu = run.device.is_cuda(),
                             .workers = run.config.workers,
-                            .pin_memory = run.config.pin_memory && run.device.is_cuda()});
+                            .pin_memory = run.config.pin_memory && run.device.is_cuda(),
+                            .bfloat16 = run.amp.level != OptLevel::O0 && run.amp.low_dtype == DType::BFloat16});
 }
 
 }  // namespace kiln::train

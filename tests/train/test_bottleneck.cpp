@@ -37,6 +37,11 @@ TEST(BottleneckReport, SharesOtherAndDeviceTime) {
   EXPECT_EQ(r.phases[7].phase, "other");
   EXPECT_NEAR(r.phases[7].seconds, 0.1, 1e-9);
   EXPECT_NE(r.diagnosis.find("compute-bound: 80% in forward and backward"), std::string::npos) << r.diagnosis;
+  EXPECT_NE(r.diagnosis.find("a GPU, or --amp with bfloat16, would speed it up"), std::string::npos) << r.diagnosis;
+  // A run already in bfloat16 is not told to use it.
+  const BottleneckReport bf16 = bottleneck_report(records, 1.0, 10, HostSyncs{}, {.bfloat16 = true});
+  EXPECT_EQ(bf16.diagnosis.find("bfloat16"), std::string::npos) << bf16.diagnosis;
+  EXPECT_NE(bf16.diagnosis.find("a GPU would speed it up"), std::string::npos) << bf16.diagnosis;
 }
 
 // The data waits inside an evaluation are the evaluation's time, not the data phase's.

@@ -45,7 +45,11 @@ TEST(Choices, EveryTableRoundTripsAndRefusesOtherNames) {
   expect_round_trip<optim::CyclicMode>();
   expect_round_trip<OptLevel>();
   EXPECT_EQ(choice_list<Optimizer>(), "sgd, adam, adamw, rmsprop");
-  EXPECT_EQ(to_dtype(LowPrecision::BF16), DType::BFloat16);
+  EXPECT_EQ(to_dtype(LowPrecision::BF16, Device::cpu()), DType::BFloat16);
+  EXPECT_EQ(to_dtype(LowPrecision::F16, Device::cpu()), DType::Float16);
+  // "auto" is torch.autocast's choice for the device: bfloat16 on the CPU, float16 on a GPU.
+  EXPECT_EQ(to_dtype(LowPrecision::Auto, Device::cpu()), DType::BFloat16);
+  EXPECT_EQ(to_dtype(LowPrecision::Auto, Device::cuda(0)), DType::Float16);
 }
 
 // Every field that is a choice is checked by validate() against its table and lists the
