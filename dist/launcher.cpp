@@ -84,7 +84,13 @@ bool answers_forwarded(int status, const std::vector<int>& forwarded) {
 
 // The program's path: as given when it has a '/', else the first match on PATH.
 std::string resolve_program(const std::string& program) {
-  if (program.find('/') != std::string::npos) return program;
+  if (program.find('/') != std::string::npos) {  // a path: it must be there and executable
+    std::error_code ec;
+    KILN_CHECK(std::filesystem::exists(program, ec), "launch: the program '", program, "' does not exist");
+    KILN_CHECK(!std::filesystem::is_directory(program, ec) && ::access(program.c_str(), X_OK) == 0,
+               "launch: the program '", program, "' is not an executable file");
+    return program;
+  }
   const char* path = std::getenv("PATH");
   std::string directories = path != nullptr ? path : "/usr/bin:/bin";
   size_t at = 0;

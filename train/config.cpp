@@ -2,6 +2,7 @@
 // ways, the recipes and the checks of values.
 #include "train/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -36,7 +37,12 @@ void set_field(TrainConfig& config, const ConfigField& field, const json::Value&
         using T = std::remove_cvref_t<decltype(config.*member)>;
         if constexpr (std::is_same_v<T, std::string>) {
           if (!value.is(json::Type::String)) throw expected("a string");
-          config.*member = value.as_string();
+          // No setting holds a control character; one (a NUL) would cut every message
+          // that names the value short, so it is refused here, escaped.
+          const std::string& text = value.as_string();
+          if (std::any_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
+            throw expected("text without control characters");
+          config.*member = text;
         } else if constexpr (std::is_same_v<T, int64_t>) {
           if (!value.is(json::Type::Integer)) throw expected("an integer");
           config.*member = value.as_integer();
@@ -259,7 +265,8 @@ void update_from_json(TrainConfig& config, const json::Value& object, const std:
              json::dump(object));
   for (const auto& [key, value] : object.as_object()) {
     const ConfigField* field = find_config_field(key);
-    KILN_CHECK(field != nullptr, source, ": unknown setting \"", key, "\" (kiln train --help lists them)");
+    KILN_CHECK(field != nullptr, source, ": unknown setting \"", json::printable(key),
+               "\" (kiln train --help lists them)");
     set_field(config, *field, value, source);
   }
 }

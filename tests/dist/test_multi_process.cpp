@@ -166,6 +166,11 @@ TEST(MultiProcess, LaunchArgumentErrors) {
   EXPECT_KILN_ERROR(dist::launch({}), "launch: no program to run");
   EXPECT_KILN_ERROR(dist::launch({.command = {"kiln-no-such-program"}}),
                     "'kiln-no-such-program' is not on PATH");
+  // A path is named too, before any rank starts (an execve failing in a rank cannot say why).
+  EXPECT_KILN_ERROR(dist::launch({.command = {"/no/such/kiln-program"}}),
+                    "launch: the program '/no/such/kiln-program' does not exist");
+  EXPECT_KILN_ERROR(dist::launch({.command = {"/"}}), "launch: the program '/' is not an executable file");
+  EXPECT_KILN_ERROR(dist::launch({.command = {KILN_SOURCE_DIR "/README.md"}}), "README.md' is not an executable file");
 }
 
 }  // namespace

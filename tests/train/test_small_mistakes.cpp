@@ -1,7 +1,8 @@
 // Small mistakes, caught or explained (issue: nothing silently wrong): a configuration
 // file that is a pipe or a device (core/text_file.h), milestones past the run's last
 // epoch, negative or all-zero class weights, what "resumed from" says of a mid-epoch
-// checkpoint, and the lr column holding the rate the epoch trained with.
+// checkpoint, the lr column holding the rate the epoch trained with, and control
+// characters in a configuration refused and shown escaped.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/json.h"
 #include "core/text_file.h"
 #include "data/csv.h"
 #include "tests/test_util.h"
@@ -32,6 +34,25 @@ TEST(SmallMistakes, AConfigurationThatIsAPipeOrADeviceIsRefusedNotRead) {
     EXPECT_KILN_ERROR(read_text_file("/dev/zero", "--config"), "/dev/zero", "not a regular file");
     EXPECT_KILN_ERROR(read_text_file(folder.path().string(), "--config"), "not a regular file");
   });
+}
+
+// A NUL or another control character in a configuration is refused, and every message
+// shows it escaped: raw, it cut the line short ("unknown model 'res").
+TEST(SmallMistakes, ControlCharactersInAConfigurationAreRefusedEscaped) {
+  TrainConfig config;
+  EXPECT_KILN_ERROR(update_from_json(config, json::parse(std::string("{\"model\": \"res\\u0000net18\"}")), "run.json"),
+                    "run.json: \"model\" must be text without control characters, got \"res\\u0000net18\"");
+  EXPECT_KILN_ERROR(update_from_json(config, json::parse(std::string("{\"out\": \"a\\nb\"}")), "run.json"),
+                    "\"out\" must be text without control characters");
+  try {
+    update_from_json(config, json::parse(std::string("{\"mod\\u0000el\": 1}")), "run.json");
+    ADD_FAILURE() << "an unknown key was accepted";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.find('\0'), std::string::npos);
+    EXPECT_NE(message.find("unknown setting \"mod\\x00el\""), std::string::npos) << message;
+  }
+  EXPECT_EQ(config.model, TrainConfig{}.model);
 }
 
 TEST(SmallMistakes, MilestonesPastTheLastEpochAndBadClassWeightsAreRefused) {
