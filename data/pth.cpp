@@ -424,6 +424,11 @@ Checkpoint load(const std::string& path) {
   uint8_t head[4] = {0, 0, 0, 0};
   if (source.size() >= 4) source.read(0, head, 4);
   if (is_zip(head)) return load_zip(zip::Archive(path), source.size());
+  // A legacy file starts with a pickle's PROTO opcode and protocol (2 to 5): anything else
+  // is refused before the file is read into memory (a large file that is no checkpoint is
+  // not loaded whole).
+  KILN_CHECK(source.size() >= 4 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5, path,
+             ": not a PyTorch checkpoint (neither a zip archive nor a legacy pickle stream of protocol 2 or later)");
   std::vector<uint8_t> bytes(static_cast<size_t>(source.size()));
   if (!bytes.empty()) source.read(0, bytes.data(), source.size());
   return load_legacy(bytes, path);

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <span>
 #include <string>
@@ -335,6 +336,19 @@ TEST(Pth, HandMadeLegacyFilesLoadAndBrokenOnesAreRefused) {
 
 TEST(Pth, MissingFilesAreErrorsNamingThem) {
   EXPECT_KILN_ERROR(pth::load("/nonexistent/weights.pth"), "/nonexistent/weights.pth");
+}
+
+// A large file that is no checkpoint is refused from its first bytes, not read whole first:
+// a sparse terabyte of zeros (reading it would allocate a terabyte and fail otherwise).
+TEST(Pth, ALargeFileOfAnotherKindIsRefusedWithoutReadingIt) {
+  testing::TempFolder folder;
+  const std::string path = folder.file("huge.pth");
+  std::ofstream(path).close();
+  std::filesystem::resize_file(path, uint64_t{1} << 40);
+  EXPECT_KILN_ERROR(pth::load(path), path, "not a PyTorch checkpoint");
+  // A protocol past 5 is no pickle PyTorch writes.
+  std::ofstream(path, std::ios::binary) << std::string("\x80\x09\x8a\x0a", 4);
+  EXPECT_KILN_ERROR(pth::load(path), "not a PyTorch checkpoint");
 }
 
 }  // namespace
