@@ -1,9 +1,11 @@
 // Objective: the table in train/objective.h.
 #include "train/objective.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "core/deferred_check.h"
 #include "core/error.h"
 #include "core/ops.h"
 
@@ -27,6 +29,24 @@ double parse_pos_weight(const std::string& text, const std::vector<int64_t>& cou
   KILN_CHECK(used == text.size() && std::isfinite(value) && value > 0,
              "pos-weight is a positive number or auto, got '", text, "'");
   return value;
+}
+
+// Note [Labels in range]: cross-entropy's gather refuses a class index out of range, but
+// bce and mse take any number as a target and would train on a label outside the classes
+// without a word. So their labels are checked as well: a small reduction on the labels'
+// device, read where the loop reads the device anyway (a deferred check, Note [Deferred
+// index checks] in core/deferred_check.h) or at once where no loop defers.
+void check_labels_within(const Tensor& labels, int64_t highest, const char* loss, const char* what) {
+  const Tensor outside = any(logical_or(lt(labels, 0), gt(labels, highest)));
+  const DeferredCheck check = [outside, labels, highest, loss, what] {
+    if (!outside.item<bool>()) return;
+    const std::vector<double> values = labels.to(Device::cpu()).to(DType::Float64).flatten().to_vector<double>();
+    const auto bad = std::find_if(values.begin(), values.end(),
+                                  [&](double v) { return !(v >= 0 && v <= static_cast<double>(highest)); });
+    throw Error(kiln::detail::str_cat("loss ", loss, ": a label is ", bad == values.end() ? 0.0 : *bad, ", outside ", what,
+                                " 0 to ", highest, " (check the labels, or the number of classes)"));
+  };
+  if (!defer_index_check(check)) check();
 }
 
 }  // namespace
@@ -114,9 +134,14 @@ Tensor Objective::loss(const Tensor& logits, const Tensor& labels) const {
     case LossChoice::CrossEntropy:
       return cross_entropy(logits, labels, {.weight = class_weights_, .label_smoothing = label_smoothing_});
     case LossChoice::Bce:
+      check_labels_within(labels, 1, "bce", "the classes");
       return binary_cross_entropy_with_logits(logits.flatten(), labels.to(logits.dtype()), {.pos_weight = pos_weight_});
-    case LossChoice::MultilabelBce: return binary_cross_entropy_with_logits(logits, labels.to(logits.dtype()));
-    default: return mse_loss(logits.flatten(), labels.to(logits.dtype()));
+    case LossChoice::MultilabelBce:
+      check_labels_within(labels, 1, "multilabel-bce", "the values");
+      return binary_cross_entropy_with_logits(logits, labels.to(logits.dtype()));
+    default:
+      check_labels_within(labels, class_values_.numel() - 1, "mse", "the classes");
+      return mse_loss(logits.flatten(), labels.to(logits.dtype()));
   }
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 
+#include "core/deferred_check.h"
 #include "core/ops.h"
 #include "optim/adam.h"
 #include "tests/test_util.h"
@@ -122,6 +123,21 @@ TEST(Objective, EachLossItsOutputsScoresAndAccuracy) {
   const Tensor outputs = tensor<float>({0.2f, 1.4f, 1.9f}, {3, 1});
   EXPECT_EQ(argmax(mse.scores(outputs), 1).to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 2}));
   EXPECT_EQ(mse.correct(outputs, labels).item<int64_t>(), 2);
+
+  // Note [Labels in range]: bce and mse take any number as a target, so a label outside
+  // the classes is an error naming it (cross-entropy's gather refuses one itself).
+  EXPECT_KILN_ERROR(bce.loss(logits1, tensor<int64_t>({0, 2, 1})), "loss bce: a label is 2, outside the classes 0 to 1");
+  EXPECT_KILN_ERROR(mse.loss(outputs, tensor<int64_t>({0, -1, 2})), "loss mse: a label is -1, outside the classes 0 to 2");
+  config.loss = "multilabel-bce";
+  const Objective multi(config, Task::MultiLabel, 2, {}, Device::cpu());
+  EXPECT_KILN_ERROR(multi.loss(tensor<float>({0, 0}, {1, 2}), tensor<float>({1, 3}, {1, 2})),
+                    "loss multilabel-bce: a label is 3, outside the values 0 to 1");
+  {  // in a training loop the check waits for the loop's next read of the device
+    DeferIndexChecks deferred;
+    const Tensor loss = bce.loss(logits1, tensor<int64_t>({0, 2, 1}));
+    EXPECT_EQ(deferred.pending(), 1u);
+    EXPECT_KILN_ERROR(deferred.check(), "a label is 2");
+  }
 
   config.loss = "cross-entropy";
   config.class_weights = {1, 2, 3};
