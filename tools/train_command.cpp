@@ -89,7 +89,7 @@ int run_train(const std::vector<std::string>& args, std::ostream& all_ranks_out)
   if (profile) {
     char rate[96];
     std::snprintf(rate, sizeof rate, "%.1f samples/s over the %lld profiled steps (the first included)\n",
-                  summary.samples_per_s, static_cast<long long>(summary.report.steps));
+                  summary.samples_per_s, static_cast<long long>(summary.steps));
     out << train::format_bottleneck_report(summary.report) << rate;
     return 0;
   }

@@ -42,11 +42,11 @@ std::string diagnose(const BottleneckReport& r, const ReportContext& context) {
            (context.pin_memory
                 ? std::string("make the batch smaller in memory (a lower-precision input dtype)")
                 : std::string("turn on --pin-memory, so copies are asynchronous and overlap compute"));
-  if (context.on_gpu && r.host_syncs_per_step >= 1.0) {
+  if (context.on_gpu && r.host_syncs_per_batch >= 1.0) {
     char count[32];
-    std::snprintf(count, sizeof count, "%.1f", r.host_syncs_per_step);
+    std::snprintf(count, sizeof count, "%.1f", r.host_syncs_per_batch);
     return std::string(count) +
-           " host syncs per step: an .item(), .cpu() or to_vector() inside the loop stalls "
+           " host syncs per batch: an .item(), .cpu() or to_vector() inside the loop stalls "
            "the GPU each time; keep running sums on the device and read them once per log interval";
   }
   if (optimizer >= 0.25)
@@ -79,14 +79,14 @@ void add_phase_totals(std::vector<TimeRangeRecord>& totals, const std::vector<Ti
 }
 
 BottleneckReport bottleneck_report(const std::vector<TimeRangeRecord>& records, double wall_seconds,
-                                   int64_t steps, const HostSyncs& syncs, const ReportContext& context) {
-  KILN_CHECK(wall_seconds >= 0 && steps >= 0, "bottleneck_report: wall time ", wall_seconds, " s over ",
-             steps, " steps");
+                                   int64_t batches, const HostSyncs& syncs, const ReportContext& context) {
+  KILN_CHECK(wall_seconds >= 0 && batches >= 0, "bottleneck_report: wall time ", wall_seconds, " s over ",
+             batches, " batches");
   BottleneckReport r;
   r.wall_seconds = wall_seconds;
-  r.steps = steps;
+  r.batches = batches;
   r.host_syncs = syncs;
-  r.host_syncs_per_step = steps > 0 ? static_cast<double>(syncs.total()) / static_cast<double>(steps) : 0;
+  r.host_syncs_per_batch = batches > 0 ? static_cast<double>(syncs.total()) / static_cast<double>(batches) : 0;
   double accounted = 0;
   for (const char* name : kPhases) {
     PhaseTime p{.phase = name};
@@ -107,8 +107,8 @@ BottleneckReport bottleneck_report(const std::vector<TimeRangeRecord>& records, 
 std::string format_bottleneck_report(const BottleneckReport& r) {
   std::ostringstream out;
   char line[128];
-  std::snprintf(line, sizeof line, "where the time went (%.1f s, %lld steps):\n", r.wall_seconds,
-                static_cast<long long>(r.steps));
+  std::snprintf(line, sizeof line, "where the time went (%.1f s, %lld batches):\n", r.wall_seconds,
+                static_cast<long long>(r.batches));
   out << line;
   for (const PhaseTime& p : r.phases) {
     std::snprintf(line, sizeof line, "  %-11s %9.2f s %5s", p.phase.c_str(), p.seconds,
@@ -121,8 +121,8 @@ std::string format_bottleneck_report(const BottleneckReport& r) {
     out << "\n";
   }
   std::snprintf(line, sizeof line,
-                "  host syncs  %9.1f per step (item %lld, copies %lld, synchronize %lld, index %lld)\n",
-                r.host_syncs_per_step, static_cast<long long>(r.host_syncs.item),
+                "  host syncs  %9.1f per batch (item %lld, copies %lld, synchronize %lld, index %lld)\n",
+                r.host_syncs_per_batch, static_cast<long long>(r.host_syncs.item),
                 static_cast<long long>(r.host_syncs.copy_to_host),
                 static_cast<long long>(r.host_syncs.synchronize),
                 static_cast<long long>(r.host_syncs.index_check));

@@ -10,7 +10,7 @@
 // compute-bound, and the advice is about compute.
 //
 //   Timeline timeline;  ... the epoch ...
-//   const BottleneckReport report = bottleneck_report(timeline.stop(), wall_s, steps, syncs, context);
+//   const BottleneckReport report = bottleneck_report(timeline.stop(), wall_s, batches, syncs, context);
 //   std::cout << format_bottleneck_report(report);
 #pragma once
 
@@ -51,11 +51,14 @@ struct PhaseTime {
   std::optional<double> device_seconds = std::nullopt;  // from device events, when the ranges had them
 };
 
+// Note [Steps and batches]: a step is an optimizer step (steps.csv's "step", TensorBoard's x
+// axis, the summary's count, --profile-steps); a batch is one forward and backward, a
+// micro-batch under --accumulate. The report counts batches, since its time is theirs.
 struct BottleneckReport {
   double wall_seconds = 0;
-  int64_t steps = 0;
+  int64_t batches = 0;
   std::vector<PhaseTime> phases;  // the seven phases in step order, then "other"
-  double host_syncs_per_step = 0;
+  double host_syncs_per_batch = 0;
   HostSyncs host_syncs;
   std::string diagnosis;
 };
@@ -80,7 +83,7 @@ struct RunTimes {
 };
 
 BottleneckReport bottleneck_report(const std::vector<TimeRangeRecord>& records, double wall_seconds,
-                                   int64_t steps, const HostSyncs& syncs, const ReportContext& context);
+                                   int64_t batches, const HostSyncs& syncs, const ReportContext& context);
 // A small table (phase, seconds, share, device seconds), the syncs, and the diagnosis.
 std::string format_bottleneck_report(const BottleneckReport& report);
 

@@ -201,7 +201,7 @@ const std::vector<ConfigField>& config_fields() {
       {"keep-last", "logs", "the newest checkpoints kept (and the best epoch's)", &C::keep_last, false},
       {"resume", "logs", "a checkpoint to continue from, or auto (the run folder's latest)", &C::resume,
        false},
-      {"profile-steps", "logs", "run this many steps, print where the time went, and stop", &C::profile_steps,
+      {"profile-steps", "logs", "run this many optimizer steps, print where the time went, and stop", &C::profile_steps,
        false},
   };
   return fields;

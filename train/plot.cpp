@@ -20,6 +20,7 @@ const char* const kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd"};
 struct Series {
   std::string name;
   std::vector<double> values;  // per row; NaN where missing
+  std::vector<double> epochs;  // each value's place on the epoch axis
 };
 
 struct Panel {
@@ -40,13 +41,33 @@ double parse_number(const std::string& field) {
   }
 }
 
-// The column's values, or an empty series when the table has no such column.
-Series column_of(const data::CsvTable& table, const std::string& name) {
-  Series series{.name = name, .values = {}};
+// The column's values at `epochs` (one per row), or an empty series when the table has
+// no such column.
+Series column_of(const data::CsvTable& table, const std::string& name, const std::vector<double>& epochs) {
+  Series series{.name = name, .values = {}, .epochs = epochs};
   const int64_t c = table.column(name);
-  if (c < 0) return series;
+  if (c < 0) return {.name = name, .values = {}, .epochs = {}};
   for (const auto& row : table.rows) series.values.push_back(parse_number(row[static_cast<size_t>(c)]));
   return series;
+}
+
+std::vector<double> numbers_of(const data::CsvTable& table, const std::string& name) {
+  return column_of(table, name, {}).values;
+}
+
+// Where each logged step of steps.csv lies on the epoch axis: epoch e's batch b of B at
+// e - 1 + b / B, B being the epoch's last logged batch (every epoch logs its last one).
+std::vector<double> step_epochs(const data::CsvTable& steps) {
+  const std::vector<double> epoch = numbers_of(steps, column::kEpoch), batch = numbers_of(steps, "batch");
+  std::vector<double> at(epoch.size(), std::numeric_limits<double>::quiet_NaN());
+  if (batch.size() != epoch.size()) return at;
+  for (size_t i = 0; i < epoch.size(); ++i) {
+    double last = 0;
+    for (size_t j = 0; j < epoch.size(); ++j)
+      if (epoch[j] == epoch[i]) last = std::max(last, batch[j]);
+    if (last > 0) at[i] = epoch[i] - 1 + batch[i] / last;
+  }
+  return at;
 }
 
 std::string escape(const std::string& text) {
@@ -89,12 +110,26 @@ std::pair<double, double> value_range(const Panel& panel) {
   return {low, high};
 }
 
-void draw_panel(std::string& svg, const Panel& panel, const std::vector<double>& epochs, double x0) {
+// The epoch axis of a panel: [first, last] over its series' finite places.
+std::pair<double, double> epoch_range(const Panel& panel) {
+  double first = std::numeric_limits<double>::infinity(), last = -first;
+  for (const Series& s : panel.series) {
+    for (const double e : s.epochs) {
+      if (!std::isfinite(e)) continue;
+      first = std::min(first, e);
+      last = std::max(last, e);
+    }
+  }
+  if (!std::isfinite(first)) return {0, 1};
+  return {first, last > first ? last : first + 1};
+}
+
+void draw_panel(std::string& svg, const Panel& panel, double x0) {
   const double plot_w = kPanelWidth - kLeft - kRight, plot_h = kPanelHeight - kTop - kBottom;
   const double left = x0 + kLeft, top = kTop;
   const std::pair<double, double> range = value_range(panel);
   const double low = range.first, high = range.second;  // plain names: lambdas capture them
-  const double first = epochs.front(), last = epochs.back() > first ? epochs.back() : first + 1;
+  const auto [first, last] = epoch_range(panel);
   const auto x_of = [&](double epoch) { return left + (epoch - first) / (last - first) * plot_w; };
   const auto y_of = [&](double v) {
     const double t = ((panel.log_scale ? std::log10(v) : v) - low) / (high - low);
@@ -132,13 +167,12 @@ void draw_panel(std::string& svg, const Panel& panel, const std::vector<double>&
       points.clear();
     };
     for (size_t i = 0; i < s.values.size(); ++i) {
-      const double v = s.values[i];
-      if (!std::isfinite(v) || !std::isfinite(epochs[i]) || (panel.log_scale && v <= 0)) {
+      const double v = s.values[i], e = s.epochs[i];
+      if (!std::isfinite(v) || !std::isfinite(e) || (panel.log_scale && v <= 0)) {
         flush();  // a gap in the line
         continue;
       }
-      std::snprintf(buffer, sizeof buffer, "%s%.1f,%.1f", points.empty() ? "" : " ", x_of(epochs[i]),
-                    y_of(v));
+      std::snprintf(buffer, sizeof buffer, "%s%.1f,%.1f", points.empty() ? "" : " ", x_of(e), y_of(v));
       points += buffer;
     }
     flush();
@@ -151,11 +185,12 @@ void draw_panel(std::string& svg, const Panel& panel, const std::vector<double>&
 
 // The metric columns (train/run_logs.h: val/<metric> and train/<metric>, losses apart), the
 // validation ones first, in the table's order.
-std::vector<Series> metric_columns(const data::CsvTable& table) {
+std::vector<Series> metric_columns(const data::CsvTable& table, const std::vector<double>& epochs) {
   std::vector<Series> series;
   for (const char* prefix : {column::kVal, column::kTrain}) {
     for (const std::string& name : table.columns) {
-      if (name.starts_with(prefix) && name != prefix + std::string(column::kLoss)) series.push_back(column_of(table, name));
+      if (name.starts_with(prefix) && name != prefix + std::string(column::kLoss))
+        series.push_back(column_of(table, name, epochs));
     }
   }
   return series;
@@ -172,17 +207,26 @@ bool within_unit_range(const std::vector<Series>& series) {
 
 }  // namespace
 
-std::string plot_run_svg(const data::CsvTable& table, const std::string& title) {
-  const Series epochs = column_of(table, column::kEpoch);
-  KILN_CHECK(!epochs.values.empty(), "plot ", title, ": the table has no \"epoch\" column or no rows");
-  const std::vector<Series> metrics = metric_columns(table);
+std::string plot_run_svg(const data::CsvTable& table, const std::string& title, const data::CsvTable* steps) {
+  const std::vector<double> epochs = numbers_of(table, column::kEpoch);
+  KILN_CHECK(!epochs.empty(), "plot ", title, ": the table has no \"epoch\" column or no rows");
+  const std::vector<Series> metrics = metric_columns(table, epochs);
+  const std::string train_loss = std::string(column::kTrain) + column::kLoss;
   std::vector<Panel> panels = {
       {.title = "loss",
-       .series = {column_of(table, std::string(column::kTrain) + column::kLoss),
-                  column_of(table, std::string(column::kVal) + column::kLoss)}},
+       .series = {column_of(table, train_loss, epochs),
+                  column_of(table, std::string(column::kVal) + column::kLoss, epochs)}},
       {.title = "metrics", .series = metrics, .unit_range = within_unit_range(metrics)},
-      {.title = "learning rate", .series = {column_of(table, column::kLr)}},
+      {.title = "learning rate", .series = {column_of(table, column::kLr, epochs)}},
   };
+  // Note [Run plots]: with steps.csv, the rate and the running loss at every logged step.
+  if (steps != nullptr && !steps->rows.empty()) {
+    const std::vector<double> at = step_epochs(*steps);
+    Series running = column_of(*steps, train_loss, at);
+    running.name = "train/loss (steps)";
+    if (!running.values.empty()) panels[0].series.push_back(std::move(running));
+    if (Series rate = column_of(*steps, column::kLr, at); !rate.values.empty()) panels[2].series = {std::move(rate)};
+  }
   const auto [lr_low, lr_high] = value_range(panels[2]);
   panels[2].log_scale = lr_low > 0 && lr_high / lr_low > 10;
   const double width = kPanelWidth * static_cast<double>(panels.size());
@@ -195,7 +239,7 @@ std::string plot_run_svg(const data::CsvTable& table, const std::string& title) 
   std::string svg = header;
   svg += "<title>" + escape(title) + "</title>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   for (size_t p = 0; p < panels.size(); ++p) {
-    draw_panel(svg, panels[p], epochs.values, kPanelWidth * static_cast<double>(p));
+    draw_panel(svg, panels[p], kPanelWidth * static_cast<double>(p));
   }
   svg += "</svg>\n";
   return svg;

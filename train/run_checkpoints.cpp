@@ -63,7 +63,7 @@ RunProgress RunCheckpoints::resume(ResumePoint from, const RunState& state) {
   state.sums.load(tensors_under(checkpoint.tensors, prefix::kRunning));
   restore_best(path, progress, state.model);
   forget_later(path);
-  if (run_.writes_files()) state.logs.open(run_.folder, run_.config, &part(StatePart::Logs));
+  if (run_.writes_files()) state.logs.open(run_.folder, run_.config, &part(StatePart::Logs), progress.step);
   out_ << "resumed from " << path << ": " << progress_point(progress) << "\n";
   return progress;
 }

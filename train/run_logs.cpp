@@ -29,7 +29,8 @@ std::ostream& null_stream() {
 RunLogs::RunLogs(std::ostream& out, bool terminal, int64_t epochs, LogColumns columns)
     : out_(out), epochs_(epochs), columns_(std::move(columns)), bar_(out, terminal) {}
 
-void RunLogs::open(const RunFolder& folder, const TrainConfig& config, const json::Value* saved) {
+void RunLogs::open(const RunFolder& folder, const TrainConfig& config, const json::Value* saved,
+                   int64_t resumed_step) {
   EpochRow header;
   header.val_metrics.assign(columns_.metrics.size(), kNotMeasured);
   epochs_csv_ = std::make_unique<CsvLog>(folder.path(RunFile::EpochsCsv), names_of(epoch_fields(header)));
@@ -39,7 +40,10 @@ void RunLogs::open(const RunFolder& folder, const TrainConfig& config, const jso
     if (const json::Value* text = saved->find("epochs.csv")) epochs_csv_->restore(text->as_string());
     if (const json::Value* text = saved->find("steps.csv"); text && steps_csv_) steps_csv_->restore(text->as_string());
   }
-  if (config.tensorboard) tensorboard_ = std::make_unique<TensorBoardWriter>(folder.path(RunFile::Events));
+  if (config.tensorboard) {
+    tensorboard_ = std::make_unique<TensorBoardWriter>(folder.path(RunFile::Events));
+    if (saved != nullptr) tensorboard_->purge_from(resumed_step + 1);  // Note [Purging after a resume]
+  }
 }
 
 std::vector<std::pair<std::string, double>> RunLogs::step_fields(int64_t step, int64_t epoch, int64_t batch,
@@ -89,7 +93,7 @@ void RunLogs::epoch(const EpochRow& row) {
   if (epochs_csv_) epochs_csv_->add_row(fields);
   if (tensorboard_) {
     for (const auto& [name, value] : fields) {
-      if (name != column::kEpoch && std::isfinite(value)) tensorboard_->add_scalar(name, value, row.epoch);
+      if (std::isfinite(value)) tensorboard_->add_scalar(name, value, row.step);  // "epoch" too, against the step
     }
     tensorboard_->flush();
   }

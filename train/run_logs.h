@@ -2,7 +2,8 @@
 //   the console  one line per epoch, the bottleneck tables, messages (rank 0 only)
 //   progress     the progress line after every micro-batch (train/progress.h)
 //   epochs.csv   one row per epoch; steps.csv one row per logged step (--csv-per-step)
-//   TensorBoard  the epoch row's numbers, and the running loss at each logged step
+//   TensorBoard  the epoch row's numbers and the running loss at each logged step, all
+//                against the optimizer step (Note [Purging after a resume] in tensorboard.h)
 //
 // Note [One column list]: an epoch's numbers are an EpochRow, and epoch_fields() lists them
 // as (column, value) in the one order everything uses: the CSV header is the names, a CSV
@@ -53,6 +54,7 @@ struct LogColumns {
 
 struct EpochRow {
   int64_t epoch = 0;
+  int64_t step = 0;  // optimizer steps done when it ended: TensorBoard's x (Note [Purging after a resume])
   double lr = kNotMeasured;
   double train_loss = kNotMeasured, train_running = kNotMeasured;
   double val_loss = kNotMeasured;
@@ -67,7 +69,8 @@ class RunLogs {
 
   // Opens the run folder's files, continuing the tables a resumed checkpoint saved (`saved`:
   // its "logs" object, Note [Checkpoint layout]; null for a new run).
-  void open(const RunFolder& folder, const TrainConfig& config, const json::Value* saved);
+  // `saved`: a checkpoint's tables, resumed after its optimizer step `resumed_step`.
+  void open(const RunFolder& folder, const TrainConfig& config, const json::Value* saved, int64_t resumed_step = 0);
 
   std::ostream& out() { return out_; }
   // The progress line (train/progress.h).

@@ -48,9 +48,9 @@ json::Value to_json(const BottleneckReport& report) {
              {"device_seconds", p.device_seconds ? json::Value::number(*p.device_seconds) : json::Value()}}));
   }
   return json::Value::object({{"wall_seconds", json::Value::number(report.wall_seconds)},
-                              {"steps", json::Value::integer(report.steps)},
+                              {"batches", json::Value::integer(report.batches)},
                               {"phases", std::move(phases)},
-                              {"host_syncs_per_step", json::Value::number(report.host_syncs_per_step)},
+                              {"host_syncs_per_batch", json::Value::number(report.host_syncs_per_batch)},
                               {"diagnosis", json::Value::string(report.diagnosis)}});
 }
 

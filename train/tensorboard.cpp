@@ -89,6 +89,15 @@ std::string scalar_event(const std::string& tag, float value, int64_t step, doub
   return event;
 }
 
+std::string session_start_event(int64_t step, double wall_time) {
+  std::string session_log;
+  put_key(session_log, 1, 0);
+  put_varint(session_log, 1);  // SessionLog.START
+  std::string event = event_head(wall_time, step);
+  put_bytes(event, 7, session_log);
+  return event;
+}
+
 TensorBoardWriter::TensorBoardWriter(const std::string& log_dir) {
   std::error_code error;
   std::filesystem::create_directories(log_dir, error);
@@ -110,6 +119,11 @@ void TensorBoardWriter::add_scalar(const std::string& tag, double value, int64_t
   KILN_CHECK(!tag.empty(), "TensorBoardWriter: a scalar needs a tag");
   file_->append(tfrecord(scalar_event(tag, static_cast<float>(value), step, wall_time.value_or(now_seconds()))));
   file_->save_if_due();
+}
+
+void TensorBoardWriter::purge_from(int64_t step) {
+  file_->append(tfrecord(session_start_event(step, now_seconds())));
+  flush();
 }
 
 void TensorBoardWriter::flush() { file_->save(); }

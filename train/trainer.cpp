@@ -122,7 +122,7 @@ void save_mid_epoch(Trainer::State& s, DeferIndexChecks& deferred, int64_t epoch
 }
 
 // One epoch's training, from the batch a mid-epoch checkpoint reached; stops after
-// --profile-steps micro-batches when it is set, and at an optimizer step's end when a
+// --profile-steps optimizer steps when it is set, and at an optimizer step's end when a
 // signal asks (Note [Stopping on a signal]), leaving s.progress.batch > 0.
 void train_epoch(Trainer::State& s, int64_t epoch) {
   const TrainConfig& config = s.run.config;
@@ -155,8 +155,8 @@ void train_epoch(Trainer::State& s, int64_t epoch) {
       ++s.times.quiet_steps;
     }
     p.batch = done == batches ? 0 : done;
-    if (config.profile_steps > 0) {
-      if (p.micro_batches >= config.profile_steps) break;
+    if (config.profile_steps > 0) {  // optimizer steps (Note [Steps and batches] in train/bottleneck.h)
+      if (boundary && p.step >= config.profile_steps) break;
       continue;
     }
     agree_to_stop(s, logs);
@@ -175,6 +175,7 @@ bool validate_and_select(Trainer::State& s, int64_t epoch, double seconds, doubl
   const TrainConfig& config = s.run.config;
   RunProgress& p = s.progress;
   EpochRow row{.epoch = epoch,
+               .step = p.step,
                .train_loss = s.sums.loss(),  // the epoch's last micro-batch logged: its read is the epoch's
                .train_running = s.sums.accuracy(),
                .seconds = seconds,

@@ -60,7 +60,7 @@ TEST(CudaTrainer, StepsBetweenLogIntervalsMakeNoHostSync) {
     const train::RunSummary summary = run(config);
     EXPECT_EQ(summary.quiet_steps, 14);  // 8 steps per epoch, the last of each logs
     EXPECT_EQ(summary.quiet_step_syncs, 0);
-    EXPECT_EQ(summary.report.host_syncs_per_step, 0.0);
+    EXPECT_EQ(summary.report.host_syncs_per_batch, 0.0);
   }
 }
 

@@ -93,7 +93,7 @@ TEST(BottleneckReport, EachRuleNamesItsFlag) {
   EXPECT_NE(diagnosis({{phase::kCopy, 0.2}, {phase::kForward, 0.7}}).find("turn on --pin-memory"),
             std::string::npos);
   EXPECT_NE(
-      diagnosis({{phase::kForward, 0.9}}, HostSyncs{.item = 3}).find("3.0 host syncs per step: an .item()"),
+      diagnosis({{phase::kForward, 0.9}}, HostSyncs{.item = 3}).find("3.0 host syncs per batch: an .item()"),
       std::string::npos);
   EXPECT_NE(diagnosis({{phase::kOptimizer, 0.3}, {phase::kForward, 0.6}}).find("--accumulate"),
             std::string::npos);
@@ -113,10 +113,10 @@ TEST(BottleneckReport, FormattedTableAndBadInput) {
   const BottleneckReport r = bottleneck_report(steps_of(4, {{phase::kData, 0.5}, {phase::kForward, 0.25}}),
                                                4.0, 4, HostSyncs{.item = 2}, {});
   const std::string text = format_bottleneck_report(r);
-  EXPECT_NE(text.find("where the time went (4.0 s, 4 steps):"), std::string::npos) << text;
+  EXPECT_NE(text.find("where the time went (4.0 s, 4 batches):"), std::string::npos) << text;
   EXPECT_NE(text.find("  data             2.00 s   50%"), std::string::npos) << text;
   EXPECT_NE(text.find("  other            1.00 s   25%"), std::string::npos) << text;
-  EXPECT_NE(text.find("0.5 per step (item 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("0.5 per batch (item 2"), std::string::npos) << text;
   EXPECT_NE(text.find("-> the step waited for data 50%"), std::string::npos) << text;
   EXPECT_KILN_ERROR(bottleneck_report({}, -1.0, 1, {}, {}), "bottleneck_report: wall time -1");
 }

@@ -1,6 +1,7 @@
 // A run's curves as SVG (train/plot.h) and `kiln plot`: one polyline per series through
 // its finite values, a gap where a value is missing, the log scale for a learning rate
-// spanning decades, escaped titles; a table without epochs is an error.
+// spanning decades, escaped titles, steps.csv's rate at every logged step; a table
+// without epochs is an error.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -46,6 +47,41 @@ TEST(PlotRun, EachSeriesIsAPolylineBrokenWhereValuesAreMissing) {
   ASSERT_TRUE(std::regex_search(svg, m, first_line));
   EXPECT_EQ(count(m[1].str(), ","), 4u);
   EXPECT_TRUE(m[1].str().starts_with("58.0,"));
+}
+
+// A cyclic rate stepped per batch is invisible at one point per epoch; with steps.csv the
+// rate is drawn at every logged step, placed within its epoch, and the running loss joins.
+const char* kSteps =
+    "step,epoch,batch,lr,train/loss,train/acc\n"
+    "1,1,1,0.001,1.0,0.5\n"
+    "2,1,2,0.003,0.9,0.5\n"
+    "3,1,3,0.001,0.8,0.6\n"
+    "4,1,4,0.003,0.8,0.6\n"
+    "5,2,1,0.001,0.7,0.7\n"
+    "6,2,2,0.003,0.6,0.7\n";
+
+TEST(PlotRun, StepsCsvDrawsTheRateAtEveryLoggedStep) {
+  const data::CsvTable epochs = data::parse_csv("epoch,lr,train/loss,val/loss\n1,0.003,0.8,0.9\n2,0.003,0.6,0.7\n", "e.csv");
+  const std::string without = train::plot_run_svg(epochs, "r");
+  const data::CsvTable steps = data::parse_csv(kSteps, "steps.csv");
+  const std::string with = train::plot_run_svg(epochs, "r", &steps);
+  EXPECT_NE(with.find(">train/loss (steps)</text>"), std::string::npos);
+  // The rate's line: 2 points without steps.csv, 6 with it (the cycle shows).
+  const auto rate_points = [](const std::string& svg) {
+    const size_t panel = svg.find("learning rate");
+    const size_t line = svg.find("points=\"", panel);
+    return count(svg.substr(line, svg.find('"', line + 8) - line), ",");
+  };
+  EXPECT_EQ(rate_points(without), 2u);
+  EXPECT_EQ(rate_points(with), 6u);
+  // kiln plot reads steps.csv beside epochs.csv.
+  testing::TempFolder folder;
+  std::ofstream(folder.file("epochs.csv")) << "epoch,lr,train/loss,val/loss\n1,0.003,0.8,0.9\n2,0.003,0.6,0.7\n";
+  std::ofstream(folder.file("steps.csv")) << kSteps;
+  std::ostringstream out, err;
+  ASSERT_EQ(tools::run_kiln({"plot", folder.path().string()}, out, err), 0) << err.str();
+  EXPECT_NE(out.str().find("2 epochs and 6 logged steps"), std::string::npos) << out.str();
+  EXPECT_EQ(rate_points(read_text_file(folder.file("curves.svg"))), 6u);
 }
 
 TEST(PlotRun, ATableWithoutEpochsIsAnError) {

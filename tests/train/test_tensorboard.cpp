@@ -6,13 +6,16 @@
 // read by TensorBoard's own EventFileLoader.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "tests/test_util.h"
 #include "core/crc32c.h"
 #include "train/tensorboard.h"
+#include "tests/train/tiny_run.h"
 
 namespace kiln {
 namespace {
@@ -80,6 +83,67 @@ TEST(TensorBoard, AWrittenFileReadsBackRecordByRecord) {
   EXPECT_EQ(records[2], train::scalar_event("lr", 0.125f, 1000000, 11.0));
   EXPECT_KILN_ERROR(train::TensorBoardWriter(folder.file("run")).add_scalar("", 1, 0),
                     "a scalar needs a tag");
+}
+
+TEST(TensorBoard, ASessionStartIsWhatProtobufSerialises) {
+  // Event { wall_time: 1.0, step: 7, session_log { status: START } }
+  EXPECT_EQ(train::session_start_event(7, 1.0),
+            bytes_of({0x09, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 0x10, 0x07, 0x3a, 0x02, 0x08, 0x01}));
+}
+
+// An event's step (0 when the field is absent), read from its bytes: wall_time first.
+int64_t step_of(const std::string& event) {
+  if (event.size() < 10 || static_cast<unsigned char>(event[9]) != 0x10) return 0;
+  uint64_t step = 0;
+  for (size_t at = 10, shift = 0; at < event.size(); ++at, shift += 7) {
+    step |= static_cast<uint64_t>(static_cast<unsigned char>(event[at]) & 0x7f) << shift;
+    if ((static_cast<unsigned char>(event[at]) & 0x80) == 0) break;
+  }
+  return static_cast<int64_t>(step);
+}
+
+// Note [Purging after a resume]: the resumed run's event file starts, after its
+// file_version, with a START at the checkpoint's step + 1, and every scalar after it is at
+// a later step (epoch rows included: every scalar is against the optimizer step).
+TEST(TensorBoard, AResumedRunPurgesThePointsAfterItsCheckpoint) {
+  testing::TempFolder folder;
+  train::TrainConfig config = testing::tiny_run_config(folder.file("run"));
+  config.epochs = 2;
+  const testing::TinyRun first = testing::run_tiny(config);
+  const int64_t steps = first.summary.steps;
+  ASSERT_GT(steps, 0);
+  std::vector<std::string> before;
+  for (const auto& entry : std::filesystem::directory_iterator(folder.file("run")))
+    if (entry.path().filename().string().starts_with("events.out.tfevents.")) before.push_back(entry.path());
+  ASSERT_EQ(before.size(), 1u);
+  // Every epoch row is at the step its epoch ended.
+  bool epoch_at_its_step = false;
+  for (const std::string& event : read_records(before[0]))
+    epoch_at_its_step = epoch_at_its_step || (event.find("val/loss") != std::string::npos && step_of(event) == steps);
+  EXPECT_TRUE(epoch_at_its_step);
+
+  config.epochs = 3;
+  config.resume = folder.file("run/checkpoints/epoch-0001.safetensors");  // back to epoch 1
+  testing::run_tiny(config);
+  // The records of every event file, in TensorBoard's order (by name; here, one process,
+  // the name may even be the same file's).
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(folder.file("run")))
+    if (entry.path().filename().string().starts_with("events.out.tfevents.")) names.push_back(entry.path());
+  std::sort(names.begin(), names.end());
+  std::vector<std::string> records;
+  for (const std::string& name : names)
+    for (const std::string& record : read_records(name)) records.push_back(record);
+  const int64_t resumed = steps / 2;  // the epoch-1 checkpoint's step
+  const std::string start = train::session_start_event(resumed + 1, 0.0).substr(9);  // past the wall time
+  const auto at = std::find_if(records.begin(), records.end(),
+                               [&](const std::string& r) { return r.size() > 9 && r.substr(9) == start; });
+  ASSERT_NE(at, records.end()) << "no START at step " << resumed + 1;
+  for (auto r = at + 1; r != records.end(); ++r) {
+    if (r->find("brain.Event") == std::string::npos) {
+      EXPECT_GT(step_of(*r), resumed);
+    }
+  }
 }
 
 TEST(TensorBoard, TensorBoardsOwnReaderReadsIt) {

@@ -311,10 +311,13 @@ TEST(Trainer, ANewRunDoesNotReplaceAnOldOneUnlessAsked) {
 TEST(Trainer, ProfileStepsRunsThatManyStepsAndReports) {
   TempFolder folder;
   TrainConfig config = tiny_config(folder.file("run"));
-  config.profile_steps = 3;
+  config.profile_steps = 2;
+  config.accumulate = 2;
   const RunResult r = run(config);
   EXPECT_EQ(r.summary.stopped, "profile");
-  EXPECT_EQ(r.summary.report.steps, 3);
+  // Note [Steps and batches]: 2 optimizer steps are 4 batches when 2 accumulate into a step.
+  EXPECT_EQ(r.summary.steps, 2);
+  EXPECT_EQ(r.summary.report.batches, 4);
   EXPECT_TRUE(r.summary.test.empty());
   double forward = 0;
   for (const PhaseTime& p : r.summary.report.phases) {
