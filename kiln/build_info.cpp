@@ -1,6 +1,7 @@
 // build_info() from compile definitions set in kiln/CMakeLists.txt, and cuda_info()
 // from the CUDA backend's runtime queries (kernels/cuda/runtime.h, cuda_info.h).
 #include "kiln/build_info.h"
+#include "kiln/openmp_waits.h"
 
 #include <omp.h>
 
@@ -27,6 +28,7 @@ BuildInfo build_info() {
   info.eigen_version = KILN_EIGEN_VERSION;
   info.openmp_version = std::to_string(_OPENMP);
   info.openmp_threads = omp_get_max_threads();
+  info.openmp_spins = openmp_spins();
   info.onednn_version = cpu::onednn::version();
   info.cpu_arch = cpu_arch();
   info.cpu_features = cpu_features();

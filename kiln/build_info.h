@@ -23,6 +23,7 @@ struct BuildInfo {
   std::string eigen_version;       // "3.4.0"
   std::string openmp_version;      // the _OPENMP date, "201511"
   int openmp_threads = 0;          // omp_get_max_threads()
+  std::string openmp_spins;        // how OpenMP threads wait (Note [OpenMP under load] in kiln/openmp_waits.h)
   std::string onednn_version;      // "2.6.3" (CPU convolutions), or "not built"
   bool cuda_built = false;         // the CUDA backend is compiled in
   std::string cuda_architectures;  // CMAKE_CUDA_ARCHITECTURES, "90"

@@ -25,6 +25,7 @@
 #include "dist/tcp_store.h"
 #include "kiln/build_info.h"
 #include "kiln/init.h"
+#include "kiln/openmp_waits.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "train/amp.h"

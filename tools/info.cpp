@@ -49,7 +49,8 @@ std::string format_info(const BuildInfo& build, const CudaInfo& cuda) {
   os << "Kiln " << build.version << "\n"
      << "build: " << build.build_type << ", " << build.compiler << ", C++20\n"
      << "CPU backend: Eigen " << build.eigen_version << ", OpenMP " << build.openmp_version << " ("
-     << build.openmp_threads << " threads), oneDNN " << build.onednn_version << " (convolutions)\n";
+     << build.openmp_threads << " threads, waiting with " << build.openmp_spins << "), oneDNN "
+     << build.onednn_version << " (convolutions)\n";
   format_cpu(os, build);
   if (!build.cuda_built) {
     os << "CUDA backend: not built\n"

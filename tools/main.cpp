@@ -5,9 +5,11 @@
 
 #include "core/error.h"
 #include "kiln/init.h"
+#include "kiln/openmp_waits.h"
 #include "tools/cli.h"
 
 int main(int argc, char** argv) {
+  kiln::use_short_openmp_spins(argv);  // Note [OpenMP under load]
   const std::vector<std::string> args(argv + 1, argv + argc);
   try {
     kiln::init();

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "kiln/cpu_features.h"
+#include "tests/child_process.h"
 #include "tests/test_util.h"
 #include "tools/cli.h"
 
@@ -55,6 +56,24 @@ TEST(KilnCli, InspectPrintsTheTensorsSortedByName) {
 }
 
 // Note [Tensor checksums]: the list of checksums shows as what it is, not as hex digits.
+// Note [OpenMP under load]: `kiln` runs itself again with short OpenMP spins when the user
+// set none, and keeps the user's own setting.
+TEST(KilnCli, KilnRunsWithShortOpenMpSpinsUnlessTheUserChose) {
+  const auto info_with = [](const std::vector<std::string>& env_args) {
+    std::vector<std::string> command = {"/usr/bin/env", "-u", "GOMP_SPINCOUNT", "-u", "OMP_WAIT_POLICY", "-u",
+                                        "KILN_OPENMP_SPINS"};
+    command.insert(command.end(), env_args.begin(), env_args.end());
+    command.insert(command.end(), {KILN_CLI, "info"});
+    testing::ChildProcess kiln(command);
+    EXPECT_EQ(testing::exit_code_of(kiln.wait_for_exit(std::chrono::seconds(60))), 0) << kiln.output();
+    return kiln.output();
+  };
+  EXPECT_NE(info_with({}).find("waiting with GOMP_SPINCOUNT=1000 (set by Kiln)"), std::string::npos);
+  EXPECT_NE(info_with({"GOMP_SPINCOUNT=300000"}).find("waiting with GOMP_SPINCOUNT=300000 (yours)"), std::string::npos);
+  EXPECT_NE(info_with({"OMP_WAIT_POLICY=passive"}).find("waiting with OMP_WAIT_POLICY=passive (yours)"),
+            std::string::npos);
+}
+
 TEST(KilnCli, InspectCountsTheChecksumsOfAFileKilnWrote) {
   const std::vector<uint8_t> file =
       safetensors::save_to_bytes({{"a", zeros({2})}, {"b", ones({3})}}, {{"format", "pt"}});
@@ -233,7 +252,8 @@ TEST(KilnCli, InfoReportsVersionBuildAndCuda) {
 
 TEST(KilnCli, InfoFormatsDevices) {
   const BuildInfo build{.version = "9.8.7", .build_type = "Debug", .compiler = "GNU 1.2", .eigen_version = "3.4.0",
-                        .openmp_version = "201511", .openmp_threads = 4, .onednn_version = "2.6.3", .cuda_built = true,
+                        .openmp_version = "201511", .openmp_threads = 4,
+                        .openmp_spins = "GOMP_SPINCOUNT=1000 (set by Kiln)", .onednn_version = "2.6.3", .cuda_built = true,
                         .cuda_architectures = "90", .cuda_compiler = "NVIDIA 13.0",
                         .cpu_arch = "x86-64-v3",
                         .cpu_features = {{"avx2", true, true}, {"fma", true, true}, {"avx512f", false, true}}};
@@ -249,7 +269,8 @@ TEST(KilnCli, InfoFormatsDevices) {
   EXPECT_EQ(tools::format_info(build, cuda),
             "Kiln 9.8.7\n"
             "build: Debug, GNU 1.2, C++20\n"
-            "CPU backend: Eigen 3.4.0, OpenMP 201511 (4 threads), oneDNN 2.6.3 (convolutions)\n"
+            "CPU backend: Eigen 3.4.0, OpenMP 201511 (4 threads, waiting with GOMP_SPINCOUNT=1000 (set by Kiln)), "
+            "oneDNN 2.6.3 (convolutions)\n"
             "CPU instruction set: KILN_CPU_ARCH=x86-64-v3, uses avx2 fma\n"
             "  this CPU also has avx512f (a build with -DKILN_CPU_ARCH=native uses them)\n"
             "CUDA backend: built for architectures 90 with NVIDIA 13.0\n"
@@ -263,7 +284,8 @@ TEST(KilnCli, InfoFormatsDevices) {
 
 TEST(KilnCli, InfoSaysWhichBuiltForExtensionsThisCpuLacks) {
   BuildInfo build{.version = "1", .build_type = "Release", .compiler = "GNU 12", .eigen_version = "3.4.0",
-                  .openmp_version = "201511", .openmp_threads = 2, .onednn_version = "not built", .cuda_built = false, .cuda_architectures = "",
+                  .openmp_version = "201511", .openmp_threads = 2, .openmp_spins = "", .onednn_version = "not built",
+                  .cuda_built = false, .cuda_architectures = "",
                   .cuda_compiler = "", .cpu_arch = "native",
                   .cpu_features = {{"avx2", true, true}, {"avx512f", true, false}}};
   const std::string text = tools::format_info(build, CudaInfo{});
