@@ -300,7 +300,8 @@ void check_checksum(const ByteSource& source, const TensorInfo& info, const Tens
   const uint32_t found = crc32c(tensor.data_ptr(), static_cast<size_t>(info.nbytes()));
   if (found != expected) {
     fail(source, "tensor '", info.name, "' does not match its checksum (CRC-32C ", crc32c_hex(expected),
-         " when written, ", crc32c_hex(found), " now): the file was damaged after it was written");
+         " when written, ", crc32c_hex(found), " now): the file was damaged after Kiln wrote it, or rewritten by a "
+         "program that kept Kiln's \"", kChecksumKey, "\" metadata with other tensor values");
   }
 }
 

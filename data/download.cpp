@@ -39,7 +39,8 @@ struct Transfer {
   int64_t start = 0;    // bytes of the .part before this attempt
   int64_t written = 0;  // bytes written by this attempt
   std::string write_error;
-  bool too_large = false;  // Note [Download limits]: more than options->max_bytes
+  bool too_large = false;      // Note [Download limits]: more than options->max_bytes
+  bool range_ignored = false;  // a resumed request answered 200: the whole file again
   const DownloadOptions* options = nullptr;
   std::exception_ptr callback_error = nullptr;  // thrown by the progress callback
 };
@@ -54,6 +55,10 @@ size_t write_body(char* data, size_t size, size_t count, void* user) {
   auto& t = *static_cast<Transfer*>(user);
   const size_t bytes = size * count;
   if (response_code(t.curl) >= 300) return bytes;  // an error page or a redirect's body: dropped
+  if (t.start > 0 && response_code(t.curl) == 200) {  // not appended to the .part: start again
+    t.range_ignored = true;
+    return 0;
+  }
   const int64_t limit = t.options->max_bytes;
   curl_off_t announced = -1;
   curl_easy_getinfo(t.curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced);

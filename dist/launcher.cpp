@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -155,9 +156,17 @@ Rank start(const LaunchOptions& o, const std::string& program, int64_t local_ran
   std::vector<char*> envp = pointers(env), argv = pointers(args);
   int pipe_fds[2];
   KILN_CHECK(::pipe2(pipe_fds, O_CLOEXEC) == 0, "launch: pipe: ", std::strerror(errno));
+  const pid_t launcher = ::getpid();
   const pid_t pid = ::fork();
   KILN_CHECK(pid >= 0, "launch: fork: ", std::strerror(errno));
   if (pid == 0) {  // the child: async-signal-safe calls only
+    // Note [Signals reach a rank once]: a process group of its own, so a terminal's Ctrl-C
+    // reaches the launcher alone, which passes it on once (a rank that got it twice would
+    // take the second as "stop at once", train/stop_signals.h); and SIGTERM when the
+    // launcher dies, so no rank trains on without it.
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != launcher) ::_exit(128 + SIGTERM);  // it died before the line above
     ::dup2(pipe_fds[1], STDOUT_FILENO);
     ::dup2(pipe_fds[1], STDERR_FILENO);
     ::execve(program.c_str(), argv.data(), envp.data());
@@ -279,7 +288,8 @@ LaunchResult launch(const LaunchOptions& o) {
     if (first_failure_at && !kill_at && Clock::now() - *first_failure_at >= kFailureWindow) {
       const Rank* chosen = nullptr;
       for (const Rank& r : ranks) {
-        if (!r.status || *r.status == 0) continue;
+        // A rank that stopped for a forwarded signal is not the failure (a real one is).
+        if (!r.status || *r.status == 0 || answers_forwarded(*r.status, forwarded)) continue;
         if (chosen == nullptr || (WIFSIGNALED(*r.status) && !WIFSIGNALED(*chosen->status))) chosen = &r;
       }
       result.failed_rank = chosen->rank;

@@ -13,6 +13,8 @@
 // ranks when forward_signals is set (the command line sets it); a rank that then exits
 // with 128 + that signal (a trainer stopping cleanly, train/stop_signals.h) or dies of it
 // has not failed, so the others are left to stop too, and the launch returns that code.
+// Each rank runs in a process group of its own (a terminal's Ctrl-C reaches the launcher,
+// which passes it on once) and gets SIGTERM if the launcher dies.
 //
 //   LaunchResult r = launch(LaunchOptions{.nproc_per_node = 2, .command = {"./train", "--ddp"}});
 #pragma once

@@ -15,6 +15,7 @@ void use_short_openmp_spins(char** argv) {
   if (::setenv("GOMP_SPINCOUNT", "1000", 0) != 0 || ::setenv("KILN_OPENMP_SPINS", "1", 0) != 0) return;
   ::execv("/proc/self/exe", argv);  // returns only on failure: go on with libgomp's default
   ::unsetenv("GOMP_SPINCOUNT");
+  ::unsetenv("KILN_OPENMP_SPINS");
 }
 
 std::string openmp_spins() {

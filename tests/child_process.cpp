@@ -42,6 +42,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const ChildOpti
   pid_ = ::fork();
   KILN_CHECK(pid_ >= 0, "ChildProcess: fork: ", std::strerror(errno));
   if (pid_ == 0) {  // async-signal-safe calls only
+    ::setpgid(0, 0);  // a group of its own, so that its own children go with it
     ::dup2(fds[1], STDOUT_FILENO);
     ::dup2(fds[1], STDERR_FILENO);
     if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) ::_exit(126);
@@ -54,7 +55,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const ChildOpti
 
 ChildProcess::~ChildProcess() {
   if (!status_) {
-    ::kill(pid_, SIGKILL);
+    ::kill(-pid_, SIGKILL);  // the child and what it started (kiln launch's ranks)
     ::waitpid(pid_, nullptr, 0);
   }
   if (output_fd_ >= 0) ::close(output_fd_);
@@ -100,7 +101,7 @@ int ChildProcess::wait_for_exit(std::chrono::milliseconds limit) {
     }
     if (Clock::now() >= deadline) {
       output_ += "\n[ChildProcess: still running after the time limit; killed]\n";
-      ::kill(pid_, SIGKILL);
+      ::kill(-pid_, SIGKILL);
       ::waitpid(pid_, &status, 0);
       status_ = status;
       break;

@@ -58,6 +58,9 @@ int run_train(const std::vector<std::string>& args, std::ostream& all_ranks_out)
           "manifest or a folder), ResNet or DenseNet, every speed technique a flag; logs, checkpoints and a report "
           "of where the time goes."};
   if (!parse_config_command(args, command, config, all_ranks_out)) return 0;
+  // Note [Stopping on a signal]: from before the ranks meet, so that a signal passed on to
+  // every rank while one still loads its data is a stop (at the first step), never a kill.
+  const train::StopSignals stop_signals;
   train::RunContext run = train::resolve_run(config);
   config = run.config;  // as resolved (one's own scans' path made absolute)
   // In a --ddp run rank 0 speaks for all (the others' lines would repeat it).
@@ -80,7 +83,6 @@ int run_train(const std::vector<std::string>& args, std::ostream& all_ranks_out)
       std::move(run), data, setup.model,
       {.out = &out, .terminal = &out == &std::cout && train::ProgressBar::is_terminal(stdout)});
   if (!profile) out << "device: " << trainer.device().str() << "\n";
-  const train::StopSignals stop_signals;  // Note [Stopping on a signal]
   const train::RunSummary summary = trainer.fit();
   if (summary.stopped_by != 0) {
     out << train::format_bottleneck_report(summary.report);

@@ -37,7 +37,8 @@ double parse_pos_weight(const std::string& text, const std::vector<int64_t>& cou
 // device, read where the loop reads the device anyway (a deferred check, Note [Deferred
 // index checks] in core/deferred_check.h) or at once where no loop defers.
 void check_labels_within(const Tensor& labels, int64_t highest, const char* loss, const char* what) {
-  const Tensor outside = any(logical_or(lt(labels, 0), gt(labels, highest)));
+  // "not within", so that a NaN label (which no comparison holds for) is outside too
+  const Tensor outside = any(logical_not(logical_and(ge(labels, 0), le(labels, highest))));
   const DeferredCheck check = [outside, labels, highest, loss, what] {
     if (!outside.item<bool>()) return;
     const std::vector<double> values = labels.to(Device::cpu()).to(DType::Float64).flatten().to_vector<double>();

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <vector>
 
 #include "core/error.h"
@@ -57,15 +58,17 @@ std::vector<double> numbers_of(const data::CsvTable& table, const std::string& n
 
 // Where each logged step of steps.csv lies on the epoch axis: epoch e's batch b of B at
 // e - 1 + b / B, B being the epoch's last logged batch (every epoch logs its last one).
+// One place per row (NaN where the row says no epoch or batch, or the table lacks them).
 std::vector<double> step_epochs(const data::CsvTable& steps) {
   const std::vector<double> epoch = numbers_of(steps, column::kEpoch), batch = numbers_of(steps, "batch");
-  std::vector<double> at(epoch.size(), std::numeric_limits<double>::quiet_NaN());
-  if (batch.size() != epoch.size()) return at;
-  for (size_t i = 0; i < epoch.size(); ++i) {
-    double last = 0;
-    for (size_t j = 0; j < epoch.size(); ++j)
-      if (epoch[j] == epoch[i]) last = std::max(last, batch[j]);
-    if (last > 0) at[i] = epoch[i] - 1 + batch[i] / last;
+  std::vector<double> at(steps.rows.size(), std::numeric_limits<double>::quiet_NaN());
+  if (epoch.size() != at.size() || batch.size() != at.size()) return at;
+  std::map<double, double> last;  // each epoch's last logged batch, in one pass
+  for (size_t i = 0; i < at.size(); ++i)
+    if (std::isfinite(epoch[i]) && std::isfinite(batch[i])) last[epoch[i]] = std::max(last[epoch[i]], batch[i]);
+  for (size_t i = 0; i < at.size(); ++i) {
+    const auto found = last.find(epoch[i]);
+    if (found != last.end() && found->second > 0) at[i] = epoch[i] - 1 + batch[i] / found->second;
   }
   return at;
 }

@@ -1,5 +1,5 @@
 // Stopping a run on a signal, with nothing lost (Note [Stopping on a signal]). While a
-// StopSignals is alive (`kiln train` holds one for the run), SIGINT (Ctrl-C), SIGTERM and
+// StopSignals is alive (`kiln train` holds one from its start), SIGINT (Ctrl-C), SIGTERM and
 // SIGUSR1 (what SLURM sends before a preemption with `--signal=USR1@...`) do not kill the
 // process: the first one is recorded, and the Trainer finishes the step it is in, writes a
 // checkpoint and returns, saying so; the command then exits with 128 + the signal's number.
@@ -15,8 +15,9 @@
 //   `--resume auto` continues bit for bit; a stop on an epoch's last batch lets the epoch
 //   end (its validation and its checkpoint) first.
 // - In a --ddp run every rank must stop at the same step, or one would wait in a collective
-//   for the others. `kiln launch` forwards the signal to every rank, but each gets it at
-//   its own moment; so the ranks agree at log steps (and at each epoch's end), where the
+//   for the others. `kiln launch` forwards the signal to every rank (once: each rank is in a
+//   process group of its own, so a terminal's Ctrl-C does not reach it directly too, which
+//   would count as the second signal), but each gets it at its own moment; so the ranks agree at log steps (and at each epoch's end), where the
 //   step reads the device anyway: one all-reduce of the flags, the maximum wins.
 // - The exit code is 128 + the signal (130 for SIGINT, 143 for SIGTERM, 138 for SIGUSR1),
 //   what a shell reports for a process the signal killed, so scripts see the usual codes;

@@ -136,9 +136,12 @@ TEST(Download, AServerThatIgnoresRangesRestartsAndAWholePartCompletes) {
     const std::string path = folder.file("data.npz");
     std::ofstream(path + ".part") << "garbage that a resume would keep";
     server.set_mode(Mode::IgnoreRange);
+    // The whole file sent again is not appended to the .part (nor counted against the
+    // file's largest size): the transfer stops at its first bytes and starts over.
     const data::DownloadResult restarted =
-        data::download(server.url(), path, {.expected_md5 = md5_of(bytes)});
+        data::download(server.url(), path, {.expected_md5 = md5_of(bytes), .max_bytes = 300'000});
     EXPECT_FALSE(restarted.resumed);
+    EXPECT_LT(restarted.bytes_transferred, 2 * 300'000);
     EXPECT_EQ(contents(path), bytes);
     // A .part holding the whole file: the server answers 416 and the .part is checked and kept.
     fs::rename(path, path + ".part");

@@ -6,6 +6,7 @@
 // rank that exits with an error code brings the job down with that code. Every test runs
 // under a watchdog, and the launcher's kill grace bounds what the ranks can do.
 #include <gtest/gtest.h>
+#include <sstream>
 
 #include <mutex>
 #include <regex>
@@ -157,6 +158,30 @@ TEST(MultiProcess, InitProcessGroupErrorsNameTheProblem) {
   EXPECT_KILN_ERROR(dist::init_process_group(), "already initialized");
   dist::destroy_process_group();
   EXPECT_FALSE(dist::is_initialized());
+}
+
+// Note [Signals reach a rank once]: each rank leads a process group of its own, so a
+// terminal's Ctrl-C reaches the launcher alone (which passes it on once).
+TEST(MultiProcess, EachRankRunsInAProcessGroupOfItsOwn) {
+  std::vector<std::string> lines;
+  std::mutex mutex;
+  const dist::LaunchResult result = dist::launch(
+      {.nproc_per_node = 2,
+       .command = {"/bin/sh", "-c", "echo group $(cut -d' ' -f5 /proc/$$/stat) pid $$"},
+       .on_line = [&](const std::string& line) {
+         std::lock_guard<std::mutex> lock(mutex);
+         lines.push_back(line);
+       }});
+  ASSERT_EQ(result.exit_code, 0) << result.failure;
+  ASSERT_EQ(lines.size(), 2u);
+  for (const std::string& line : lines) {
+    std::istringstream words(line.substr(line.find("group")));
+    std::string group_word, pid_word;
+    long group = 0, pid = 0;
+    words >> group_word >> group >> pid_word >> pid;
+    EXPECT_EQ(group, pid) << line;
+    EXPECT_NE(group, static_cast<long>(::getpgrp())) << line;
+  }
 }
 
 TEST(MultiProcess, LaunchArgumentErrors) {

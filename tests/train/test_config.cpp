@@ -132,6 +132,8 @@ TEST(Objective, EachLossItsOutputsScoresAndAccuracy) {
   const Objective multi(config, Task::MultiLabel, 2, {}, Device::cpu());
   EXPECT_KILN_ERROR(multi.loss(tensor<float>({0, 0}, {1, 2}), tensor<float>({1, 3}, {1, 2})),
                     "loss multilabel-bce: a label is 3, outside the values 0 to 1");
+  EXPECT_KILN_ERROR(multi.loss(tensor<float>({0, 0}, {1, 2}), tensor<float>({1, NAN}, {1, 2})),
+                    "loss multilabel-bce: a label is nan, outside the values 0 to 1");
   {  // in a training loop the check waits for the loop's next read of the device
     DeferIndexChecks deferred;
     const Tensor loss = bce.loss(logits1, tensor<int64_t>({0, 2, 1}));
