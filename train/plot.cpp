@@ -132,7 +132,8 @@ void draw_panel(std::string& svg, const Panel& panel, double x0) {
   const double left = x0 + kLeft, top = kTop;
   const std::pair<double, double> range = value_range(panel);
   const double low = range.first, high = range.second;  // plain names: lambdas capture them
-  const auto [first, last] = epoch_range(panel);
+  const std::pair<double, double> axis = epoch_range(panel);
+  const double first = axis.first, last = axis.second;  // plain names, as above
   const auto x_of = [&](double epoch) { return left + (epoch - first) / (last - first) * plot_w; };
   const auto y_of = [&](double v) {
     const double t = ((panel.log_scale ? std::log10(v) : v) - low) / (high - low);
