@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "core/deferred_check.h"
 #include "core/error.h"
@@ -31,26 +32,44 @@ double parse_pos_weight(const std::string& text, const std::vector<int64_t>& cou
   return value;
 }
 
+}  // namespace
+
 // Note [Labels in range]: cross-entropy's gather refuses a class index out of range, but
 // bce and mse take any number as a target and would train on a label outside the classes
-// without a word. So their labels are checked as well: a small reduction on the labels'
-// device, read where the loop reads the device anyway (a deferred check, Note [Deferred
-// index checks] in core/deferred_check.h) or at once where no loop defers.
-void check_labels_within(const Tensor& labels, int64_t highest, const char* loss, const char* what) {
+// without a word. So their labels are checked too, without a host sync in the step: each
+// batch adds a few small ops on the labels' device, or-ed into one flag, and one deferred
+// check (Note [Deferred index checks] in core/deferred_check.h) reads that flag where the
+// loop reads the device anyway, once per log interval; only when it is set are the
+// interval's labels read, to name the bad one. Without a deferring loop (evaluation, a
+// program's own loop) the check runs at once.
+struct Objective::LabelCheck {
+  Tensor outside;               // bool []: some label since the last check is outside
+  std::vector<Tensor> labels;   // those batches' labels (held, not copied)
+  bool queued = false;          // a deferred check will read them
+};
+
+void Objective::check_labels_within(const Tensor& labels, int64_t highest, const char* what) const {
+  LabelCheck& c = *label_check_;
   // "not within", so that a NaN label (which no comparison holds for) is outside too
   const Tensor outside = any(logical_not(logical_and(ge(labels, 0), le(labels, highest))));
-  const DeferredCheck check = [outside, labels, highest, loss, what] {
-    if (!outside.item<bool>()) return;
-    const std::vector<double> values = labels.to(Device::cpu()).to(DType::Float64).flatten().to_vector<double>();
-    const auto bad = std::find_if(values.begin(), values.end(),
-                                  [&](double v) { return !(v >= 0 && v <= static_cast<double>(highest)); });
-    throw Error(kiln::detail::str_cat("loss ", loss, ": a label is ", bad == values.end() ? 0.0 : *bad, ", outside ", what,
-                                " 0 to ", highest, " (check the labels, or the number of classes)"));
+  c.outside = c.outside.defined() ? logical_or(c.outside, outside) : outside;
+  c.labels.push_back(labels);
+  if (c.queued) return;
+  const std::shared_ptr<LabelCheck> state = label_check_;
+  const DeferredCheck check = [state, highest, what, loss = choice_name(loss_)] {
+    LabelCheck taken = std::exchange(*state, LabelCheck{});
+    if (!taken.outside.item<bool>()) return;
+    for (const Tensor& batch : taken.labels) {
+      for (const double v : batch.to(Device::cpu()).to(DType::Float64).flatten().to_vector<double>()) {
+        if (!(v >= 0 && v <= static_cast<double>(highest)))
+          throw Error(kiln::detail::str_cat("loss ", loss, ": a label is ", v, ", outside ", what, " 0 to ", highest,
+                                            " (check the labels, or the number of classes)"));
+      }
+    }
   };
-  if (!defer_index_check(check)) check();
+  c.queued = defer_index_check(check);
+  if (!c.queued) check();
 }
-
-}  // namespace
 
 LossChoice resolved_loss(LossChoice loss, Task task) {
   if (loss != LossChoice::Auto) return loss;
@@ -84,7 +103,8 @@ Objective::Objective(const LossSettings& settings, Task task, int64_t classes,
       task_(task),
       outputs_(loss_outputs(loss_, task, classes)),
       label_smoothing_(settings.label_smoothing),
-      pos_weight_value_(std::numeric_limits<double>::quiet_NaN()) {
+      pos_weight_value_(std::numeric_limits<double>::quiet_NaN()),
+      label_check_(std::make_shared<LabelCheck>()) {
   const TensorOptions on_device{.dtype = DType::Float32, .device = device};
   const bool regression_loss = loss_ == LossChoice::Mse || loss_ == LossChoice::L1 || loss_ == LossChoice::SmoothL1;
   KILN_CHECK(task != Task::Regression || regression_loss, "loss ", choice_name(loss_),
@@ -135,13 +155,13 @@ Tensor Objective::loss(const Tensor& logits, const Tensor& labels) const {
     case LossChoice::CrossEntropy:
       return cross_entropy(logits, labels, {.weight = class_weights_, .label_smoothing = label_smoothing_});
     case LossChoice::Bce:
-      check_labels_within(labels, 1, "bce", "the classes");
+      check_labels_within(labels, 1, "the classes");
       return binary_cross_entropy_with_logits(logits.flatten(), labels.to(logits.dtype()), {.pos_weight = pos_weight_});
     case LossChoice::MultilabelBce:
-      check_labels_within(labels, 1, "multilabel-bce", "the values");
+      check_labels_within(labels, 1, "the values");
       return binary_cross_entropy_with_logits(logits, labels.to(logits.dtype()));
     default:
-      check_labels_within(labels, class_values_.numel() - 1, "mse", "the classes");
+      check_labels_within(labels, class_values_.numel() - 1, "the classes");
       return mse_loss(logits.flatten(), labels.to(logits.dtype()));
   }
 }

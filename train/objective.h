@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,10 @@ class Objective {
   Tensor class_weights_, pos_weight_, class_values_;
   double label_smoothing_ = 0;
   double pos_weight_value_;
+  // Note [Labels in range]: the labels seen since the last check, and their flag.
+  struct LabelCheck;
+  std::shared_ptr<LabelCheck> label_check_;
+  void check_labels_within(const Tensor& labels, int64_t highest, const char* what) const;
 };
 
 }  // namespace kiln::train

@@ -134,11 +134,19 @@ TEST(Objective, EachLossItsOutputsScoresAndAccuracy) {
                     "loss multilabel-bce: a label is 3, outside the values 0 to 1");
   EXPECT_KILN_ERROR(multi.loss(tensor<float>({0, 0}, {1, 2}), tensor<float>({1, NAN}, {1, 2})),
                     "loss multilabel-bce: a label is nan, outside the values 0 to 1");
-  {  // in a training loop the check waits for the loop's next read of the device
+  {  // in a training loop one check per log interval reads the flag of all its batches
     DeferIndexChecks deferred;
-    const Tensor loss = bce.loss(logits1, tensor<int64_t>({0, 2, 1}));
+    for (int step = 0; step < 3; ++step) bce.loss(logits1, tensor<int64_t>({0, 1, 1}));
     EXPECT_EQ(deferred.pending(), 1u);
-    EXPECT_KILN_ERROR(deferred.check(), "a label is 2");
+    deferred.check();  // all within
+    bce.loss(logits1, tensor<int64_t>({0, 1, 1}));
+    bce.loss(logits1, tensor<int64_t>({1, 0, 5}));
+    bce.loss(logits1, tensor<int64_t>({0, 0, 0}));
+    EXPECT_EQ(deferred.pending(), 1u);
+    EXPECT_KILN_ERROR(deferred.check(), "loss bce: a label is 5");
+    bce.loss(logits1, tensor<int64_t>({0, 1, 1}));  // the next interval starts clean
+    EXPECT_EQ(deferred.pending(), 1u);
+    deferred.check();
   }
 
   config.loss = "cross-entropy";
