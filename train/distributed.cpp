@@ -52,11 +52,11 @@ std::vector<double> rank0_values(const DistributedRun& run, const std::vector<do
   return shared.to_vector<double>();
 }
 
-int64_t max_over_ranks(const DistributedRun& run, int64_t value, Device device) {
-  if (!run.enabled) return value;
-  const Tensor shared = tensor(std::vector<int64_t>{value}).to(device);
+std::vector<int64_t> max_over_ranks(const DistributedRun& run, const std::vector<int64_t>& values, Device device) {
+  if (!run.enabled) return values;
+  const Tensor shared = tensor(values).to(device);
   run.group->all_reduce(shared, dist::ReduceOp::Max)->wait();
-  return shared.to_vector<int64_t>()[0];
+  return shared.to_vector<int64_t>();
 }
 
 Device run_device(const TrainConfig& config, const DistributedRun& run) {

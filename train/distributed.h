@@ -58,8 +58,9 @@ void share_rank0_buffers(const DistributedRun& run, nn::Module& model);
 // Note [Ranks agree]: rank 0's `values` on every rank (through `device`); `values` without --ddp.
 std::vector<double> rank0_values(const DistributedRun& run, const std::vector<double>& values, Device device);
 
-// The largest of the ranks' `value`s on every rank (through `device`); `value` without --ddp.
-int64_t max_over_ranks(const DistributedRun& run, int64_t value, Device device);
+// Each of `values` as its largest over the ranks, on every rank (through `device`);
+// `values` without --ddp.
+std::vector<int64_t> max_over_ranks(const DistributedRun& run, const std::vector<int64_t>& values, Device device);
 
 // The run's device: resolve_device(config.device) (train/run_context.h), except that a distributed GPU run
 // takes the GPU of its local rank ("auto" or "cuda").

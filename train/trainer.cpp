@@ -84,41 +84,40 @@ void show_progress(Trainer::State& s, int64_t epoch, int64_t done, int64_t batch
 // Note [A diverged run]: a non-finite running loss, as read at a log step (no extra read),
 // stops the run at once, naming the step and the usual causes, before any later checkpoint
 // could hold its weights; the checkpoints already written are kept, so the run can resume
-// from the last good one with other settings.
-void stop_if_diverged(const Trainer::State& s, int64_t epoch, int64_t batch) {
-  if (std::isfinite(s.sums.loss()) || s.progress.seen == 0) return;
+// from the last good one with other settings. `here`: this rank's loss (else another's).
+Error diverged_error(const Trainer::State& s, int64_t epoch, int64_t batch, bool here) {
   const std::vector<std::string> kept = s.run.folder.checkpoints();
   char line[160];
   std::snprintf(line, sizeof line, "the training loss is %s at epoch %lld, batch %lld (step %lld)",
-                std::isnan(s.sums.loss()) ? "NaN" : "infinite", static_cast<long long>(epoch),
-                static_cast<long long>(batch), static_cast<long long>(s.progress.step));
-  throw Error(std::string(line) +
-              ": the run diverged. Likely causes: a learning rate too high (--lr), no gradient clipping "
-              "(--clip-grad-norm 1), float16 overflowing (--amp-dtype bf16, or a smaller loss scale), an eps of 0, "
-              "or inputs with infinite values. " +
-              (kept.empty() ? std::string("No checkpoint was written before it.")
-                            : "The last checkpoint before it is kept: " + kept.back() +
-                                  " (--resume it with other settings)."));
+                !here ? "not finite on another rank" : std::isnan(s.sums.loss()) ? "NaN" : "infinite",
+                static_cast<long long>(epoch), static_cast<long long>(batch), static_cast<long long>(s.progress.step));
+  return Error(std::string(line) +
+               ": the run diverged. Likely causes: a learning rate too high (--lr), no gradient clipping "
+               "(--clip-grad-norm 1), float16 overflowing (--amp-dtype bf16, or a smaller loss scale), an eps of 0, "
+               "or inputs with infinite values. " +
+               (kept.empty() ? std::string("No checkpoint was written before it.")
+                             : "The last checkpoint before it is kept: " + kept.back() +
+                                   " (--resume it with other settings)."));
 }
 
-// Note [Stopping on a signal] (train/stop_signals.h): the signal the run stops for, once
-// the ranks agree on it. One process takes its own flag at once; the ranks of a --ddp run
-// compare theirs where `reads` (a log step, an epoch's end), so all stop at the same step.
-void agree_to_stop(Trainer::State& s, bool reads) {
-  if (s.stopping_for != 0) return;
-  if (!s.run.distributed.enabled) {
-    s.stopping_for = stop_signal();
-  } else if (reads) {
-    s.stopping_for = static_cast<int>(max_over_ranks(s.run.distributed, stop_signal(), s.run.device));
+// Note [Ranks decide together]: where the loop reads the device (a log step, a mid-epoch
+// checkpoint, an epoch's end) it decides whether the run diverged (Note [A diverged run])
+// and whether a signal asks it to stop (Note [Stopping on a signal], train/stop_signals.h).
+// The ranks of a --ddp run decide together, in one all-reduce of the two flags: a rank that
+// stopped alone would leave the others waiting in the next collective. Between reads one
+// process takes its own signal flag at once (a load); a --ddp rank waits for the next read.
+void decide_at_read(Trainer::State& s, int64_t epoch, int64_t batch) {
+  const bool diverged = s.progress.seen > 0 && !std::isfinite(s.sums.loss());
+  int64_t signal = s.stopping_for != 0 ? s.stopping_for : stop_signal();
+  bool any_diverged = diverged;
+  if (s.run.distributed.enabled) {
+    const std::vector<int64_t> agreed =
+        max_over_ranks(s.run.distributed, {diverged ? 1 : 0, signal}, s.run.device);
+    any_diverged = agreed[0] != 0;
+    signal = agreed[1];
   }
-}
-
-// The checkpoint a stop in the middle of an epoch leaves, checked as every mid-epoch one is.
-void save_mid_epoch(Trainer::State& s, DeferIndexChecks& deferred, int64_t epoch, int64_t done) {
-  deferred.check();  // a checkpoint never holds weights a bad index has touched
-  s.sums.read(s.progress);  // nor diverged ones (Note [A diverged run]): one read per checkpoint
-  stop_if_diverged(s, epoch, done);
-  s.checkpoints.save(s.state(), s.progress);
+  if (any_diverged) throw diverged_error(s, epoch, batch, diverged);
+  s.stopping_for = static_cast<int>(signal);
 }
 
 // One epoch's training, from the batch a mid-epoch checkpoint reached; stops after
@@ -147,7 +146,9 @@ void train_epoch(Trainer::State& s, int64_t epoch) {
       deferred.check();
       s.sums.read(p);
       s.logs.step(p.step, epoch, done, s.optimization->lr(), s.sums.loss(), s.sums.accuracy());
-      stop_if_diverged(s, epoch, done);  // Note [A diverged run]
+      decide_at_read(s, epoch, done);  // Note [Ranks decide together]
+    } else if (!s.run.distributed.enabled && s.stopping_for == 0) {
+      s.stopping_for = stop_signal();
     }
     if (config.profile_steps == 0) show_progress(s, epoch, done, batches, watch.seconds(), epoch_samples);
     if (!logs) {
@@ -159,10 +160,15 @@ void train_epoch(Trainer::State& s, int64_t epoch) {
       if (boundary && p.step >= config.profile_steps) break;
       continue;
     }
-    agree_to_stop(s, logs);
     const bool stops = s.stopping_for != 0 && boundary && p.batch > 0;
-    if (stops || (config.checkpoint_every > 0 && boundary && p.batch > 0 && p.step % config.checkpoint_every == 0))
-      save_mid_epoch(s, deferred, epoch, done);
+    if (stops || (config.checkpoint_every > 0 && boundary && p.batch > 0 && p.step % config.checkpoint_every == 0)) {
+      if (!logs) {  // a checkpoint never holds weights a bad index touched, nor diverged ones
+        deferred.check();
+        s.sums.read(p);
+        decide_at_read(s, epoch, done);
+      }
+      s.checkpoints.save(s.state(), p);
+    }
     if (stops) break;
   }
   deferred.check();
@@ -346,7 +352,7 @@ RunSummary Trainer::fit() {
     s.progress.epoch = epoch;
     s.progress.batch = 0;
     s.checkpoints.save(s.state(), s.progress);
-    agree_to_stop(s, true);
+    decide_at_read(s, epoch, 0);  // a signal that came during validation
     const std::vector<TimeRangeRecord> ranges = timeline.stop();
     const double epoch_wall = watch.seconds();
     s.logs.out() << format_bottleneck_report(
