@@ -42,11 +42,7 @@ void on_signal(int signal) {
   [[maybe_unused]] const ssize_t n = ::write(g_signal_pipe[1], &number, 1);
 }
 
-// The signals forwarded to the ranks: an interrupt, a termination, and SLURM's warning
-// before a preemption (`--signal=USR1@...`), which the trainer answers with a checkpoint.
-constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGUSR1};
-
-// Installs the forwarding handlers for its lifetime.
+// Installs the forwarding handlers (for kStopSignals, core/signal_name.h) for its lifetime.
 class SignalForwarding {
  public:
   explicit SignalForwarding(bool enabled) : enabled_(enabled) {
@@ -55,12 +51,12 @@ class SignalForwarding {
     struct sigaction action {};
     action.sa_handler = on_signal;
     sigemptyset(&action.sa_mask);
-    for (size_t i = 0; i < std::size(kForwardedSignals); ++i)
-      ::sigaction(kForwardedSignals[i], &action, &previous_[i]);
+    for (size_t i = 0; i < std::size(kStopSignals); ++i)
+      ::sigaction(kStopSignals[i], &action, &previous_[i]);
   }
   ~SignalForwarding() {
     if (!enabled_) return;
-    for (size_t i = 0; i < std::size(kForwardedSignals); ++i) ::sigaction(kForwardedSignals[i], &previous_[i], nullptr);
+    for (size_t i = 0; i < std::size(kStopSignals); ++i) ::sigaction(kStopSignals[i], &previous_[i], nullptr);
     ::close(g_signal_pipe[0]);
     ::close(g_signal_pipe[1]);
     g_signal_pipe[0] = g_signal_pipe[1] = -1;
@@ -69,7 +65,7 @@ class SignalForwarding {
 
  private:
   bool enabled_;
-  struct sigaction previous_[std::size(kForwardedSignals)] {};
+  struct sigaction previous_[std::size(kStopSignals)] {};
 };
 
 // Whether a rank's exit answers a signal the launcher forwarded: killed by it, or exiting

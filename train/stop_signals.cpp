@@ -10,10 +10,10 @@
 #include <iterator>
 #include <mutex>
 
+#include "core/signal_name.h"  // kStopSignals
+
 namespace kiln::train {
 namespace {
-
-constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGUSR1};
 
 std::atomic<int> g_stop_signal{0};
 static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free atomic");
