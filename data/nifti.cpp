@@ -104,15 +104,26 @@ struct Opened {
   int version;  // 1 or 2
 };
 
-// The first bytes of the file (decompressed when gzip'd: zlib's gzread passes plain files
-// through), at most `limit`.
+// Up to `bytes` bytes of the file from `offset` into `into` (decompressed when gzip'd:
+// zlib's gzread passes plain files through); returns how many there were.
+int64_t read_bytes_at(const std::string& path, int64_t offset, void* into, int64_t bytes) {
+  const std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzopen(path.c_str(), "rb"), gzclose);
+  if (file == nullptr || gzseek(file.get(), static_cast<z_off_t>(offset), SEEK_SET) != static_cast<z_off_t>(offset))
+    return 0;
+  int64_t done = 0;
+  while (done < bytes) {
+    const auto chunk = static_cast<unsigned>(std::min<int64_t>(bytes - done, int64_t{1} << 30));
+    const int n = gzread(file.get(), static_cast<char*>(into) + done, chunk);
+    if (n <= 0) break;
+    done += n;
+  }
+  return done;
+}
+
+// The first bytes of the file, at most `limit`.
 std::string leading_bytes(const std::string& path, size_t limit) {
-  gzFile file = gzopen(path.c_str(), "rb");
-  if (file == nullptr) return {};
   std::string bytes(limit, '\0');
-  const int n = gzread(file, bytes.data(), static_cast<unsigned>(limit));
-  gzclose(file);
-  bytes.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  bytes.resize(static_cast<size_t>(read_bytes_at(path, 0, bytes.data(), static_cast<int64_t>(limit))));
   return bytes;
 }
 
@@ -426,17 +437,8 @@ int64_t load_voxels(nifti_image& h, const std::string& path) {
   if (!bytes) fail(path, "claims more voxel bytes than fit 64 bits");
   h.data = std::malloc(static_cast<size_t>(std::max<int64_t>(*bytes, 1)));
   if (h.data == nullptr) fail(path, "needs ", *bytes, " bytes for its voxels, more than could be allocated");
-  const std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzopen(path.c_str(), "rb"), gzclose);
-  const bool placed = file != nullptr && gzseek(file.get(), static_cast<z_off_t>(h.iname_offset), SEEK_SET) ==
-                                             static_cast<z_off_t>(h.iname_offset);
-  int64_t done = 0;
-  while (placed && done < *bytes) {
-    const auto chunk = static_cast<unsigned>(std::min<int64_t>(*bytes - done, int64_t{1} << 30));
-    const int n = gzread(file.get(), static_cast<char*>(h.data) + done, chunk);
-    if (n <= 0) break;
-    done += n;
-  }
-  if (done != *bytes) fail(path, "is truncated or corrupt: its voxel data could not be read in full");
+  if (read_bytes_at(path, h.iname_offset, h.data, *bytes) != *bytes)
+    fail(path, "is truncated or corrupt: its voxel data could not be read in full");
   if (h.swapsize > 1 && h.byteorder != nifti_short_order()) nifti_swap_Nbytes(h.nvox, h.swapsize, h.data);
   if (h.datatype == DT_FLOAT32) return zero_non_finite<float>(h.data, h.nvox);
   if (h.datatype == DT_FLOAT64) return zero_non_finite<double>(h.data, h.nvox);
