@@ -175,6 +175,19 @@ void AtomicFile::write(const void* data, size_t bytes) {
   }
 }
 
+void AtomicFile::write_at(int64_t offset, const void* data, size_t bytes) {
+  KILN_ASSERT(fd_ >= 0, "AtomicFile: write after commit (", path_, ")");
+  const auto* next = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t written = injected(AtomicFileStep::Write) ? -1 : ::pwrite(fd_, next, bytes, offset);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) fail("pwrite", temporary_, written == 0 ? EIO : errno);
+    next += written;
+    offset += written;
+    bytes -= static_cast<size_t>(written);
+  }
+}
+
 SaveStatus AtomicFile::commit() {
   KILN_ASSERT(fd_ >= 0, "AtomicFile: commit twice (", path_, ")");
   if (injected(AtomicFileStep::SyncFile) || ::fsync(fd_) != 0) fail("fsync", temporary_, errno);

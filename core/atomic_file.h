@@ -57,6 +57,8 @@ class AtomicFile {
 
   void write(const void* data, size_t bytes);
   void write(std::string_view text) { write(text.data(), text.size()); }
+  // Overwrites bytes already written, at `offset` from the start (a header filled in last).
+  void write_at(int64_t offset, const void* data, size_t bytes);
   // fsync, close, rename over the target, fsync the folder. Once only.
   SaveStatus commit();
 

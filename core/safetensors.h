@@ -39,9 +39,10 @@
 // `metadata` is replaced, and load() does not return it (read_header, which describes
 // the file, does). It is metadata, so Python's safetensors reads these files unchanged;
 // with Checksums::Omit the bytes are Python's own, byte for byte. Cost: one CRC pass
-// over each tensor when written and when read (the SSE4.2 instruction: several GB/s),
-// and a GPU tensor is copied to the host twice while saving (once to checksum it before
-// the header is written, once to write it).
+// over each tensor when written and when read (the SSE4.2 instruction: several GB/s). The
+// writer checksums each tensor's host copy as it writes it: the header goes first with a
+// placeholder of the list's exact width (8 hex digits per tensor, spaces between), filled
+// in at the end.
 //
 // Note [Save and load argument order]: every save and load function in Kiln takes what is
 // saved (or what is loaded into) first, then the path, then options, as PyTorch's

@@ -22,6 +22,8 @@ class ByteSink {
  public:
   virtual ~ByteSink() = default;
   virtual void write(const void* data, size_t n) = 0;
+  // Overwrites n bytes written before, from `offset`.
+  virtual void write_at(size_t offset, const void* data, size_t n) = 0;
 };
 
 class VectorSink final : public ByteSink {
@@ -29,6 +31,9 @@ class VectorSink final : public ByteSink {
   void write(const void* data, size_t n) override {
     const auto* bytes = static_cast<const uint8_t*>(data);
     bytes_.insert(bytes_.end(), bytes, bytes + n);
+  }
+  void write_at(size_t offset, const void* data, size_t n) override {
+    std::copy_n(static_cast<const uint8_t*>(data), n, bytes_.begin() + static_cast<std::ptrdiff_t>(offset));
   }
   std::vector<uint8_t>& bytes() { return bytes_; }
 
@@ -41,6 +46,9 @@ class AtomicFileSink final : public ByteSink {
  public:
   explicit AtomicFileSink(AtomicFile& file) : file_(file) {}
   void write(const void* data, size_t n) override { file_.write(data, n); }
+  void write_at(size_t offset, const void* data, size_t n) override {
+    file_.write_at(static_cast<int64_t>(offset), data, n);
+  }
 
  private:
   AtomicFile& file_;
@@ -129,36 +137,38 @@ Tensor host_bytes_of(const Tensor& tensor) {
   return tensor.detach().to(Device::cpu()).contiguous();
 }
 
-// Note [Tensor checksums]: the metadata with "kiln.crc32c" set to the checksums of the
-// tensors in data-buffer order (or removed, for Checksums::Omit).
-Metadata with_checksums(const NamedTensors& tensors, const std::vector<size_t>& order, Metadata metadata,
-                        Checksums checksums) {
-  metadata.erase(std::string(kChecksumKey));
-  if (checksums == Checksums::Omit) return metadata;
-  std::string list;
-  for (const size_t index : order) {
-    const Tensor host = host_bytes_of(tensors[index].second);
-    const uint32_t crc = crc32c(host.data_ptr(), static_cast<size_t>(host.numel()) * host.element_size());
-    if (!list.empty()) list += ' ';
-    list += crc32c_hex(crc);
-  }
-  metadata[std::string(kChecksumKey)] = list;
-  return metadata;
-}
-
-void write_safetensors(ByteSink& sink, const NamedTensors& tensors, const Metadata& metadata, Checksums checksums) {
+// Note [Tensor checksums]: the checksums are computed from the bytes as they are written,
+// each tensor copied to the host once. The header, written first, holds a placeholder of
+// their exact width (8 hex digits each, spaces between), filled in at the end.
+void write_safetensors(ByteSink& sink, const NamedTensors& tensors, Metadata metadata, Checksums checksums) {
   check_tensors(tensors);
   check_metadata(metadata);
   const std::vector<size_t> order = write_order(tensors);
-  const std::string header = header_text(tensors, order, with_checksums(tensors, order, metadata, checksums));
+  const std::string key(kChecksumKey);
+  metadata.erase(key);
+  if (checksums == Checksums::Write)
+    metadata[key] = order.empty() ? std::string() : std::string(order.size() * 9 - 1, '0');
+  const std::string header = header_text(tensors, order, metadata);
   uint8_t length[8];
   for (int i = 0; i < 8; ++i) length[i] = static_cast<uint8_t>(uint64_t{header.size()} >> (8 * i));
   sink.write(length, 8);
   sink.write(header.data(), header.size());
+  std::string list;
   for (const size_t index : order) {
     const Tensor host = host_bytes_of(tensors[index].second);
-    if (host.numel() > 0) sink.write(host.data_ptr(), host.numel() * host.element_size());
+    const size_t bytes = static_cast<size_t>(host.numel()) * host.element_size();
+    if (bytes > 0) sink.write(host.data_ptr(), bytes);
+    if (checksums == Checksums::Omit) continue;
+    if (!list.empty()) list += ' ';
+    list += crc32c_hex(crc32c(host.data_ptr(), bytes));
   }
+  if (checksums == Checksums::Omit || list.empty()) return;
+  // The key's value is the one place its quoted name is followed by ":" unescaped: a name
+  // or value holding the same text has its quotes escaped in the header.
+  const std::string opening = "\"" + key + "\":\"";
+  const size_t at = header.find(opening);
+  KILN_ASSERT(at != std::string::npos, "safetensors: the checksum placeholder is missing from the header");
+  sink.write_at(8 + at + opening.size(), list.data(), list.size());
 }
 
 }  // namespace

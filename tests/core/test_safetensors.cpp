@@ -243,6 +243,14 @@ TEST(Safetensors, EveryTensorCarriesItsChecksumInDataBufferOrder) {
   EXPECT_EQ(again, file);
   // An empty file lists no checksums and loads.
   EXPECT_TRUE(st::load_from_bytes(st::save_to_bytes({})).tensors.empty());
+  // The list is filled in after the data, where the key's value is: a name or a value
+  // holding the key's quoted text (escaped in the header) does not mislead it.
+  const std::string lookalike = "\"kiln.crc32c\":\"";
+  const st::NamedTensors tricky = {{lookalike + "w", ones({4})}, {"b", zeros({2})}};
+  const std::vector<uint8_t> tricky_file = st::save_to_bytes(tricky, {{"a", lookalike + "ffffffff"}});
+  const st::Loaded tricky_loaded = st::load_from_bytes(tricky_file);
+  EXPECT_EQ(tricky_loaded.metadata.at("a"), lookalike + "ffffffff");
+  EXPECT_EQ(tricky_loaded.tensors.size(), 2u);
 }
 
 TEST(Safetensors, AFlippedBitInAnyTensorIsAnErrorNamingIt) {
