@@ -12,6 +12,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/error.h"
+#include "core/host_sync.h"
 
 namespace kiln {
 namespace {
@@ -23,7 +24,8 @@ thread_local int t_guard_depth = 0;
 
 struct CachedCast {
   Tensor source;     // keeps the parameter alive, so its address cannot be reused
-  uint32_t version;  // the parameter's version when it was cast
+  Storage storage;   // the storage it had then (set_data may have given it another)
+  uint32_t version;  // that storage's version when it was cast
   Tensor cast;       // a differentiable to() of it
 };
 using CastCache = std::map<std::pair<const TensorImpl*, DType>, CachedCast>;
@@ -35,12 +37,13 @@ bool is_lower(DType dtype) { return dtype == DType::Float16 || dtype == DType::B
 bool cacheable(const Tensor& t) { return t.requires_grad() && t.is_leaf(); }
 
 // Note [Autocast cast cache]. A cached cast is stale, and made again, when the parameter
-// was modified in place since (its version moved, e.g. by an optimizer step), when a
+// was modified in place since (its version moved, e.g. by an optimizer step) or was given
+// other data (Note [Set data]: another storage, whose version may be anything), when a
 // backward already ran through the cast's node and freed it (gradient accumulation over
 // several forwards in one region), or when it was made without a graph (under
 // NoGradGuard) and one is needed now.
 bool fresh(const CachedCast& entry) {
-  if (entry.version != entry.source.version()) return false;
+  if (!entry.source.storage().is_alias_of(entry.storage) || entry.version != entry.source.version()) return false;
   const auto& node = entry.cast.grad_fn();
   if (node) return !node->released;
   return !autograd::grad_mode_enabled();
@@ -66,10 +69,14 @@ Tensor cast_without_autocast(const Tensor& t, DType dtype) {
 }
 
 Tensor cached_lower_cast(const Tensor& t, DType dtype) {
+  // During a CUDA graph capture every cast must be recorded into the graph: a cast cached
+  // before it would be read by every replay, stale after the next optimizer step, from
+  // memory the graph does not own (Note [No host syncs in a capture] is the sibling rule).
+  if (capturing_on_this_thread()) return cast_without_autocast(t, dtype);
   const auto key = std::make_pair(static_cast<const TensorImpl*>(t.impl()), dtype);
   if (auto it = t_cache.find(key); it != t_cache.end() && fresh(it->second)) return it->second.cast;
   Tensor cast = cast_without_autocast(t, dtype);
-  t_cache[key] = CachedCast{.source = t, .version = t.version(), .cast = cast};
+  t_cache[key] = CachedCast{.source = t, .storage = t.storage(), .version = t.version(), .cast = cast};
   return cast;
 }
 

@@ -2,6 +2,7 @@
 #include "core/backend.h"
 
 #include <array>
+#include <atomic>
 #include <mutex>
 #include <string>
 
@@ -11,9 +12,11 @@
 namespace kiln {
 namespace {
 
+// The backends are read by every op, so they are atomics read without the lock (one
+// acquire load); the lock orders writers and guards the reason string.
 struct Registry {
   std::mutex mutex;
-  std::array<Backend*, kNumDeviceTypes> backends{};
+  std::array<std::atomic<Backend*>, kNumDeviceTypes> backends{};
   std::string cuda_unavailable_reason = "Kiln was built without the CUDA backend (KILN_CUDA=OFF or no CUDA toolkit)";
 };
 
@@ -27,13 +30,11 @@ Registry& registry() {
 void register_backend(DeviceType type, Backend* backend) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
-  r.backends[static_cast<size_t>(type)] = backend;
+  r.backends[static_cast<size_t>(type)].store(backend, std::memory_order_release);
 }
 
 bool has_backend(DeviceType type) {
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  return r.backends[static_cast<size_t>(type)] != nullptr;
+  return registry().backends[static_cast<size_t>(type)].load(std::memory_order_acquire) != nullptr;
 }
 
 void set_cuda_unavailable_reason(std::string reason) {
@@ -48,18 +49,30 @@ std::string cuda_unavailable_reason() {
   return r.cuda_unavailable_reason;
 }
 
+namespace {
+[[noreturn]] void no_graphs() {
+  KILN_CHECK(false, "CUDA graphs: this device's backend has no graphs (they need a CUDA device)");
+  __builtin_unreachable();
+}
+}  // namespace
+
+void* Backend::create_graph(int /*device_index*/) { no_graphs(); }
+void Backend::graph_capture_begin(void* /*graph*/) { no_graphs(); }
+void Backend::graph_capture_end(void* /*graph*/) { no_graphs(); }
+void Backend::graph_capture_abandon(void* /*graph*/) { no_graphs(); }
+void Backend::graph_replay(void* /*graph*/) { no_graphs(); }
+
 AllocatorStats memory_stats(Device device) { return backend(device).memory_stats(device.index); }
 
 void reset_peak_memory_stats(Device device) { backend(device).reset_peak_memory_stats(device.index); }
 
 Backend& backend(Device device) {
   Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  Backend* b = r.backends[static_cast<size_t>(device.type)];
+  Backend* b = r.backends[static_cast<size_t>(device.type)].load(std::memory_order_acquire);
   if (b == nullptr) {
     KILN_CHECK(device.is_cuda(), "no backend registered for ", device,
                ": call kiln::init() once at program start (kiln/init.h)");
-    KILN_CHECK(false, "CUDA is not available: ", r.cuda_unavailable_reason, " (asked for ", device, ")");
+    KILN_CHECK(false, "CUDA is not available: ", cuda_unavailable_reason(), " (asked for ", device, ")");
   }
   return *b;
 }
@@ -69,7 +82,7 @@ bool cuda_is_available() { return has_backend(DeviceType::CUDA); }
 int cuda_device_count() { return cuda_is_available() ? backend(Device::cuda()).device_count() : 0; }
 
 void synchronize(Device device) {
-  if (!device.is_cpu()) note_host_sync(HostSync::Synchronize);
+  if (!device.is_cpu()) note_host_sync(HostSync::Synchronize, device);
   backend(device).synchronize(device.index);
 }
 

@@ -129,6 +129,20 @@ class Backend {
   // The memory of `storage` (from this backend's allocator) is also used by work queued
   // on `stream`: the allocator must not reuse it before that work is done.
   virtual void record_stream(const Storage& /*storage*/, int /*device_index*/, std::uintptr_t /*stream*/) {}
+  // ---- CUDA graphs (core/cuda_graph.h is the public face) --------------------------------
+  // A graph is an opaque handle from create_graph. A backend without graphs refuses with an
+  // error (these defaults); the CUDA backend records the calling thread's work between
+  // capture_begin and capture_end and replays it on the current stream.
+  virtual void* create_graph(int device_index);
+  virtual void destroy_graph(void* /*graph*/) {}
+  virtual void graph_capture_begin(void* graph);
+  virtual void graph_capture_end(void* graph);
+  virtual void graph_capture_abandon(void* graph);
+  virtual void graph_replay(void* graph);
+  // How many times the graph was captured, and how many of those updated the previous
+  // instantiation in place instead of making a new one (cudaGraphExecUpdate).
+  virtual int64_t graph_captures(void* /*graph*/) const { return 0; }
+  virtual int64_t graph_updates(void* /*graph*/) const { return 0; }
 
   // How many threads this backend's kernels may use when called from the calling thread
   // (the CPU backend: OpenMP's team size, a per-thread setting); other threads keep
@@ -156,10 +170,10 @@ class Backend {
   // `out` has the input's rank with size 1 in every reduced dim (keepdim form);
   // `reduce_dims` is sorted and unique. An empty reduction gives the op's identity
   // (Sum 0, Max -inf ...); the op layer rejects those without one.
-  virtual void reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& reduce_dims,
+  virtual void reduce(ReduceOp op, const Tensor& in, const Dims& reduce_dims,
                       const Tensor& out, const ReduceParams& params) = 0;
   // Welford: var with `correction` (1 = unbiased) and the mean, both in keepdim form.
-  virtual void var_mean(const Tensor& in, const std::vector<int64_t>& reduce_dims,
+  virtual void var_mean(const Tensor& in, const Dims& reduce_dims,
                         int64_t correction, const Tensor& var_out, const Tensor& mean_out) = 0;
   // Index (Int64) of the first max/min along `dim`, and the value; keepdim form.
   virtual void arg_reduce(ArgReduceOp op, const Tensor& in, int64_t dim, const Tensor& values_out,

@@ -22,6 +22,15 @@ size_t segment_size(size_t rounded) {
   return (rounded + kLargeRounding - 1) / kLargeRounding * kLargeRounding;
 }
 
+namespace {
+
+// A private pool's tag, in place of a stream (Note [Private pools]): the top bit, which no
+// stream handle (a user-space address, or 0 on the CPU) has.
+constexpr StreamId kPrivatePoolBit = StreamId{1} << (sizeof(StreamId) * 8 - 1);
+StreamId pool_tag(PoolId pool) { return kPrivatePoolBit | static_cast<StreamId>(pool); }
+
+}  // namespace
+
 bool no_caching_requested(const char* env_value) {
   if (env_value == nullptr) return false;
   const std::string value = env_value;
@@ -62,6 +71,7 @@ BlockAllocator::~BlockAllocator() {
     blocks.push_back(pending.block);
     for (EventId event : pending.events) memory_.release_event(event);
   }
+  blocks.insert(blocks.end(), freed_during_capture_.begin(), freed_during_capture_.end());
   for (Block* block : blocks) {
     if (block->prev == nullptr) memory_.free(block->ptr);
     delete block;
@@ -78,12 +88,14 @@ void* BlockAllocator::allocate(size_t nbytes, StreamId stream) {
     ++stats_.ooms;
     throw_out_of_memory(nbytes, nbytes);
   }
+  KILN_ASSERT((stream & kPrivatePoolBit) == 0, "a stream handle with the private pools' tag bit");
   if (!caching_) return allocate_uncached(nbytes);
-  process_events(/*wait=*/false);
+  if (redirects_.empty()) process_events(/*wait=*/false);  // no event queries during a capture
+  const StreamId owner = owner_for(stream);
   const size_t size = round_size(nbytes);
   const bool small = is_small(size);
-  Block* block = take_cached(small ? small_pool_ : large_pool_, size, stream);
-  if (block == nullptr) block = new_segment(size, nbytes, stream, small);
+  Block* block = take_cached(small ? small_pool_ : large_pool_, size, owner);
+  if (block == nullptr) block = new_segment(size, nbytes, owner, small);
   hand_out(split(block, size), nbytes);
   return block->ptr;
 }
@@ -112,6 +124,13 @@ BlockAllocator::Block* BlockAllocator::new_segment(size_t size, size_t requested
 // and try once more before giving up with an error.
 void* BlockAllocator::malloc_or_retry(size_t bytes, size_t requested) {
   if (void* ptr = memory_.malloc(bytes)) return ptr;
+  if (!redirects_.empty()) {  // nothing can be given back during a capture
+    ++stats_.ooms;
+    KILN_CHECK(false, device_.type_name(), ": out of memory on ", device_, " during a CUDA graph capture, where ",
+               "the cache cannot give segments back: requested ", requested, " bytes with ",
+               stats_.reserved_bytes, " reserved. HINT: capture with a smaller batch, or call empty_cache() "
+               "before capturing");
+  }
   ++stats_.oom_retries;
   process_events(/*wait=*/true);
   release_unused_segments();
@@ -173,6 +192,12 @@ void BlockAllocator::free(void* ptr) {
   Block* block = it->second;
   active_.erase(it);
   if (block->stream_uses.empty()) return return_to_pool(block);
+  if (!redirects_.empty()) return freed_during_capture_.push_back(block);  // no events during a capture
+  record_uses_and_hold(block);
+}
+
+// Queues one event on each other stream the block was used on; the block waits for them.
+void BlockAllocator::record_uses_and_hold(Block* block) {
   Pending pending{.block = block, .events = {}};
   for (StreamId stream : block->stream_uses) pending.events.push_back(memory_.record_event(stream));
   block->stream_uses.clear();
@@ -202,6 +227,67 @@ void BlockAllocator::return_to_pool(Block* block) {
     delete next;
   }
   pool.insert(block);
+}
+
+// ---- private pools (Note [Private pools]) -----------------------------------------------
+
+StreamId BlockAllocator::owner_for(StreamId stream) const {
+  for (const auto& [capturing, tag] : redirects_)
+    if (capturing == stream) return tag;
+  return stream;
+}
+
+void BlockAllocator::begin_private_pool(StreamId stream, PoolId pool) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  KILN_CHECK(caching_, device_.type_name(), ": CUDA graph capture needs the caching allocator, which "
+             "KILN_CUDA_NO_CACHING turned off");
+  KILN_CHECK(pool != 0 && (pool & kPrivatePoolBit) == 0, device_.type_name(), ": private pool ids are "
+             "positive and below 2^63, got ", pool);
+  KILN_CHECK(owner_for(stream) == stream, device_.type_name(), ": a capture is already under way on this stream");
+  KILN_CHECK(std::find(released_pools_.begin(), released_pools_.end(), pool_tag(pool)) == released_pools_.end(),
+             device_.type_name(), ": private pool ", pool, " was released; a new graph needs a new pool");
+  redirects_.emplace_back(stream, pool_tag(pool));
+}
+
+void BlockAllocator::end_private_pool(StreamId stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = std::find_if(redirects_.begin(), redirects_.end(), [&](const auto& r) { return r.first == stream; });
+  KILN_CHECK(it != redirects_.end(), device_.type_name(), ": no capture is under way on this stream");
+  redirects_.erase(it);
+  if (!redirects_.empty()) return;
+  for (Block* block : freed_during_capture_) record_uses_and_hold(block);
+  freed_during_capture_.clear();
+}
+
+void BlockAllocator::release_private_pool(PoolId pool) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const StreamId tag = pool_tag(pool);
+  KILN_CHECK(std::none_of(redirects_.begin(), redirects_.end(), [&](const auto& r) { return r.second == tag; }),
+             device_.type_name(), ": private pool ", pool, " is released while a capture into it is under way");
+  if (std::find(released_pools_.begin(), released_pools_.end(), tag) == released_pools_.end()) {
+    released_pools_.push_back(tag);
+  }
+  if (redirects_.empty()) release_unused_segments();  // never during a capture
+}
+
+size_t BlockAllocator::private_pool_reserved_bytes(PoolId pool) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const StreamId tag = pool_tag(pool);
+  size_t bytes = 0;
+  auto count = [&](const Block* block) {
+    if (block->stream == tag) bytes += block->size;
+  };
+  for (const Pool* pool_set : {&small_pool_, &large_pool_})
+    for (const Block* block : *pool_set) count(block);
+  for (const auto& [ptr, block] : active_) count(block);
+  for (const Pending& pending : pending_) count(pending.block);
+  for (const Block* block : freed_during_capture_) count(block);
+  return bytes;
+}
+
+bool BlockAllocator::capture_under_way() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !redirects_.empty();
 }
 
 // Returns to their pools the freed blocks whose events have all completed; with `wait`,
@@ -235,7 +321,8 @@ void BlockAllocator::record_stream(void* ptr, StreamId stream) {
   KILN_CHECK(it != active_.end(), device_.type_name(), ": record_stream of ", ptr,
              ", which is not the start of a block the caching allocator handed out on ", device_);
   Block* block = it->second;
-  if (stream == block->stream) return;
+  // Its own stream, or the stream capturing into its private pool: no other stream's use.
+  if (stream == block->stream || owner_for(stream) == block->stream) return;
   if (std::find(block->stream_uses.begin(), block->stream_uses.end(), stream) == block->stream_uses.end()) {
     block->stream_uses.push_back(stream);
   }
@@ -250,33 +337,42 @@ bool BlockAllocator::owns(void* ptr) const {
 
 void BlockAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(mutex_);
+  KILN_CHECK(redirects_.empty(), device_.type_name(), ": empty_cache during a CUDA graph capture (it would "
+             "give memory back while the graph being captured may still use it)");
   process_events(/*wait=*/false);
   release_unused_segments();
 }
 
-// A free block with no neighbours is a whole segment nobody uses: give it back.
+// A free block with no neighbours is a whole segment nobody uses: give it back. A live
+// private pool's segments stay (Note [Private pools]): its graph replays into them.
 void BlockAllocator::release_unused_segments() {
+  auto releasable = [&](const Block* block) {
+    if (block->prev != nullptr || block->next != nullptr) return false;
+    if ((block->stream & kPrivatePoolBit) == 0) return true;
+    return std::find(released_pools_.begin(), released_pools_.end(), block->stream) != released_pools_.end();
+  };
   for (Pool* pool : {&small_pool_, &large_pool_}) {
-    for (auto it = pool->begin(); it != pool->end();) {
-      Block* block = *it;
-      if (block->prev != nullptr || block->next != nullptr) {
-        ++it;
-        continue;
-      }
-      memory_.free(block->ptr);
-      ++stats_.device_frees;
-      stats_.reserved_bytes -= block->size;
-      it = pool->erase(it);
-      delete block;
-    }
+    std::vector<Block*> unused;
+    for (Block* block : *pool)
+      if (releasable(block)) unused.push_back(block);
+    for (Block* block : unused) free_segment(*pool, block);
   }
+}
+
+// Gives a whole free segment (`block`, in `pool`) back to the device.
+void BlockAllocator::free_segment(Pool& pool, Block* block) {
+  pool.erase(block);
+  memory_.free(block->ptr);
+  ++stats_.device_frees;
+  stats_.reserved_bytes -= block->size;
+  delete block;
 }
 
 AllocatorStats BlockAllocator::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   AllocatorStats stats = stats_;
   stats.cached_blocks = static_cast<int64_t>(small_pool_.size() + large_pool_.size());
-  stats.active_blocks = static_cast<int64_t>(active_.size() + pending_.size() + uncached_.size());
+  stats.active_blocks = static_cast<int64_t>(active_.size() + pending_.size() + freed_during_capture_.size() + uncached_.size());
   return stats;
 }
 

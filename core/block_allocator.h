@@ -21,6 +21,26 @@
 // it records one event on each such stream; the block waits in `pending_` and goes back
 // to its pool (merging with its neighbours) only when all its events have completed. It
 // counts as allocated until then.
+//
+// Note [Private pools]: a CUDA graph replays the addresses its capture allocated, so the
+// memory a capture allocates must stay the graph's while the graph lives: no eager
+// allocation may be handed a block of it, even one the capture freed again.
+// begin_private_pool(stream, pool) sends every allocation for `stream` (the capturing
+// stream) to `pool` until end_private_pool(stream). The pool's blocks, and the segments
+// made for them, carry the pool's tag where a block carries its stream, so no stream's
+// best-fit lookup ever meets them; a block freed during the capture goes back to the pool,
+// where the same capture may take it again (the graph replays in capture order), and
+// later captures into the same pool (another shape of the same step) share it. While any
+// capture is under way the allocator neither queries events nor gives segments back
+// (both are illegal during a capture: cudaEventQuery, and cudaFree, which synchronizes):
+// a free that would record events on other streams waits for the capture's end, and
+// running out of memory is an error that says a capture was under way.
+// release_private_pool(pool), when the graph is destroyed (after its last replay), gives
+// the pool's entirely free segments back to the device unless a capture is under way;
+// its other segments (a tensor from the capture that outlived the graph) and those are
+// given back when they are entirely free and the cache is emptied (empty_cache, or the
+// out-of-memory retry), never from a tensor's deleter, where cudaFree's synchronization
+// would be a hidden host sync. Nothing of a released pool is ever reused.
 #pragma once
 
 #include <cstddef>
@@ -40,6 +60,9 @@ namespace kiln {
 using StreamId = std::uintptr_t;
 // An event recorded by DeviceMemory::record_event (an opaque handle).
 using EventId = std::uint64_t;
+// A private pool (Note [Private pools]): any number but 0, unique per graph (or group of
+// graphs that share memory).
+using PoolId = std::uint64_t;
 
 // What the block allocator needs from a device. malloc returns nullptr when the device
 // is out of memory (any other failure throws).
@@ -100,7 +123,18 @@ class BlockAllocator {
   // The block of `ptr` is also used by work on `stream` (ignored for its own stream).
   void record_stream(void* ptr, StreamId stream);
 
-  // Releases every segment with no block in use (and none waiting for events).
+  // Note [Private pools]. A stream has at most one private pool at a time; pools and
+  // redirections are per allocator (per device); a caching allocator is needed.
+  void begin_private_pool(StreamId stream, PoolId pool);
+  void end_private_pool(StreamId stream);
+  void release_private_pool(PoolId pool);
+  // Bytes of the segments `pool` holds now (for statistics and tests).
+  size_t private_pool_reserved_bytes(PoolId pool) const;
+  // Whether a capture is under way (a private pool is active for some stream).
+  bool capture_under_way() const;
+
+  // Releases every segment with no block in use (and none waiting for events). An error
+  // while a capture is under way.
   void empty_cache();
   AllocatorStats stats() const;
   void reset_peak_stats();
@@ -114,6 +148,9 @@ class BlockAllocator {
   };
   using Pool = std::set<Block*, BySize>;
 
+  StreamId owner_for(StreamId stream) const;
+  void free_segment(Pool& pool, Block* block);
+  void record_uses_and_hold(Block* block);
   Block* take_cached(Pool& pool, size_t size, StreamId stream);
   Block* new_segment(size_t size, size_t requested, StreamId stream, bool small);
   void* malloc_or_retry(size_t bytes, size_t requested);
@@ -139,6 +176,9 @@ class BlockAllocator {
     std::vector<EventId> events;
   };
   std::vector<Pending> pending_;  // freed, waiting for events of other streams
+  std::vector<std::pair<StreamId, StreamId>> redirects_;  // capturing stream -> its pool's tag
+  std::vector<Block*> freed_during_capture_;  // with uses on other streams: events after it
+  std::vector<StreamId> released_pools_;      // tags of pools whose graph is gone
   std::unordered_map<void*, size_t> uncached_;  // caching off: address -> requested bytes
   AllocatorStats stats_;
 };

@@ -27,7 +27,18 @@ enum class DType : uint8_t { Float32, Float64, Float16, BFloat16, Int64, Int32, 
 
 inline constexpr int kNumDTypes = 8;
 
-size_t itemsize(DType dtype);
+// Throws the internal error for a DType value outside the enum (a Kiln bug).
+[[noreturn]] size_t itemsize_of_unknown(DType dtype);
+// Bytes per element. Inline: every tensor's allocation, view check and kernel launch asks.
+inline size_t itemsize(DType dtype) {
+  switch (dtype) {
+    case DType::Float64: case DType::Int64: return 8;
+    case DType::Float32: case DType::Int32: return 4;
+    case DType::Float16: case DType::BFloat16: return 2;
+    case DType::UInt8: case DType::Bool: return 1;
+  }
+  return itemsize_of_unknown(dtype);
+}
 std::string_view dtype_name(DType dtype);  // "float32", ... as PyTorch prints them
 std::ostream& operator<<(std::ostream& os, DType dtype);
 

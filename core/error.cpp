@@ -1,13 +1,10 @@
 // Builds the messages of kiln::Error for KILN_CHECK and KILN_ASSERT (see error.h).
+#include "core/dims.h"
 #include "core/error.h"
 
 namespace kiln {
 
-std::ostream& operator<<(std::ostream& os, const std::vector<int64_t>& values) {
-  os << '[';
-  for (size_t i = 0; i < values.size(); ++i) os << (i ? ", " : "") << values[i];
-  return os << ']';
-}
+std::ostream& operator<<(std::ostream& os, const std::vector<int64_t>& values) { return write_int_list(os, values); }
 
 std::string shape_str(const std::vector<int64_t>& values) {
   std::ostringstream os;

@@ -16,9 +16,18 @@
 //   const HostSyncs before = host_syncs();
 //   train_step();
 //   const int64_t syncs = (host_syncs() - before).total();
+//
+// Note [No host syncs in a capture]: while the calling thread captures a CUDA graph
+// (CaptureOnThisThread, held by the graph's capture), a host sync on a GPU is a kiln::Error
+// naming it. The work a capture records does not run until the graph is replayed, so the
+// host would wait for nothing and read values that do not exist yet; CUDA itself would
+// fail the capture with an error about the stream, or worse, for a blocking copy from
+// pageable memory, record whatever the host buffer held at capture time.
 #pragma once
 
 #include <cstdint>
+
+#include "core/device.h"
 
 namespace kiln {
 
@@ -40,7 +49,19 @@ struct HostSyncs {
   }
 };
 
-void note_host_sync(HostSync kind);
+// Counts a host sync of `kind` on `device` (the CPU counts too: the same line would stall a
+// GPU); during a capture on this thread, one on a GPU throws (Note [No host syncs in a capture]).
+void note_host_sync(HostSync kind, Device device);
 HostSyncs host_syncs();
+
+// Marks the calling thread as capturing a CUDA graph for its lifetime (not nestable).
+class CaptureOnThisThread {
+ public:
+  CaptureOnThisThread();
+  ~CaptureOnThisThread();
+  CaptureOnThisThread(const CaptureOnThisThread&) = delete;
+  CaptureOnThisThread& operator=(const CaptureOnThisThread&) = delete;
+};
+bool capturing_on_this_thread();
 
 }  // namespace kiln

@@ -2,10 +2,15 @@
 //
 // Tensors (and their views) share one Storage; the memory goes back to its allocator
 // when the last reference drops. A Storage made by from_blob wraps caller memory and
-// calls the caller's deleter, if any.
+// calls the caller's deleter, if any. The storage also holds the version counter every
+// tensor on it shares (Note [Version counter] in core/tensor.h): views, detached aliases
+// and saved tensors see the same bytes, so they see the same count of in-place writes,
+// and a tensor costs no separate allocation for it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "core/allocator.h"
@@ -25,11 +30,14 @@ class Storage {
   Device device() const { return impl_ ? impl_->data.device : Device::cpu(); }
   bool defined() const { return impl_ != nullptr; }
   bool is_alias_of(const Storage& other) const { return impl_ == other.impl_; }
+  // The in-place write count of every tensor on this storage (defined storages only).
+  std::atomic<uint32_t>& version() const { return impl_->version; }
 
  private:
   struct Impl {
     DataPtr data;
     size_t nbytes = 0;
+    std::atomic<uint32_t> version{0};
     ~Impl() {
       if (data.deleter) data.deleter(data.data);
     }

@@ -23,7 +23,7 @@ Stream Stream::create(Device device) {
 }
 
 void Stream::synchronize() const {
-  if (!device_.is_cpu()) note_host_sync(HostSync::Synchronize);
+  if (!device_.is_cpu()) note_host_sync(HostSync::Synchronize, device_);
   backend(device_).synchronize_stream(device_.index, id_);
 }
 
@@ -63,7 +63,7 @@ bool Event::query() const { return handle_ == nullptr || backend(device_).event_
 
 void Event::synchronize() const {
   if (handle_ == nullptr) return;
-  note_host_sync(HostSync::Synchronize);
+  note_host_sync(HostSync::Synchronize, device_);
   backend(device_).event_synchronize(handle_.get());
 }
 

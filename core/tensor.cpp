@@ -44,7 +44,6 @@ void Tensor::set_data(const Tensor& data) const {
   self.device = src.device;
   self.view_base = src.view_base;
   self.wrapped_number = false;
-  bump_version();
 }
 
 namespace {

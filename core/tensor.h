@@ -49,9 +49,9 @@ class Tensor {
 
   // ---- metadata ------------------------------------------------------------------------
   bool defined() const { return impl_ != nullptr; }
-  const std::vector<int64_t>& sizes() const { return checked_impl().sizes; }
-  const std::vector<int64_t>& shape() const { return sizes(); }
-  const std::vector<int64_t>& strides() const { return checked_impl().strides; }
+  const Dims& sizes() const { return checked_impl().sizes; }
+  const Dims& shape() const { return sizes(); }
+  const Dims& strides() const { return checked_impl().strides; }
   int64_t size(int64_t dim) const;    // dim may be negative
   int64_t stride(int64_t dim) const;  // dim may be negative
   int64_t dim() const { return static_cast<int64_t>(sizes().size()); }
@@ -77,12 +77,14 @@ class Tensor {
   }
 
   // Note [Version counter]: bumped by every in-place op; shared by views.
-  uint32_t version() const { return checked_impl().version->value.load(); }
-  void bump_version() const { checked_impl().version->value.fetch_add(1); }
+  uint32_t version() const { return checked_impl().storage.version().load(); }
+  void bump_version() const { checked_impl().storage.version().fetch_add(1); }
 
   // Note [Set data]: makes this tensor's TensorImpl describe `data`'s values (storage,
   // offset, sizes, strides, dtype, device), keeping its own autograd state
-  // (requires_grad, .grad, grad_fn, hooks) and version counter, which is bumped. Every
+  // (requires_grad, .grad, grad_fn, hooks). The version counter is the storage's, so it
+  // becomes `data`'s; a tensor saved for backward before keeps the old storage and the
+  // values it was saved with. Every
   // handle to this impl (a layer's member, an optimizer's list) sees the new data: how
   // Module::to() moves or converts parameters in place, as PyTorch's `param.data = ...`.
   // Not recorded by autograd; `data` must not be this tensor's own impl.
@@ -127,18 +129,18 @@ class Tensor {
   std::vector<T> to_vector() const;
 
   // ---- views (core/ops/view.h) --------------------------------------------------------
-  Tensor view(const std::vector<int64_t>& sizes) const;
-  Tensor reshape(const std::vector<int64_t>& sizes) const;
-  Tensor permute(const std::vector<int64_t>& dims) const;
+  Tensor view(const Dims& sizes) const;
+  Tensor reshape(const Dims& sizes) const;
+  Tensor permute(const Dims& dims) const;
   Tensor transpose(int64_t dim0, int64_t dim1) const;
   Tensor t() const;
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
   Tensor slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
                int64_t step = 1) const;
   Tensor select(int64_t dim, int64_t index) const;
-  Tensor expand(const std::vector<int64_t>& sizes) const;
+  Tensor expand(const Dims& sizes) const;
   // A view with explicit sizes, strides and storage offset (not differentiable).
-  Tensor as_strided(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+  Tensor as_strided(const Dims& sizes, const Dims& strides,
                     int64_t storage_offset) const;
   Tensor expand_as(const Tensor& other) const;
   Tensor squeeze() const;
@@ -186,20 +188,20 @@ class Tensor {
   Tensor gt(const Tensor& other) const;
   Tensor ge(const Tensor& other) const;
 
-  Tensor sum(std::vector<int64_t> dims = {}, bool keepdim = false) const;
-  Tensor mean(std::vector<int64_t> dims = {}, bool keepdim = false) const;
-  Tensor amax(std::vector<int64_t> dims = {}, bool keepdim = false) const;
-  Tensor amin(std::vector<int64_t> dims = {}, bool keepdim = false) const;
+  Tensor sum(Dims dims = {}, bool keepdim = false) const;
+  Tensor mean(Dims dims = {}, bool keepdim = false) const;
+  Tensor amax(Dims dims = {}, bool keepdim = false) const;
+  Tensor amin(Dims dims = {}, bool keepdim = false) const;
   Tensor max() const;
   Tensor min() const;
   std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
   std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
   Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
-  Tensor var(std::vector<int64_t> dims = {}, int64_t correction = 1, bool keepdim = false) const;
-  Tensor std(std::vector<int64_t> dims = {}, int64_t correction = 1, bool keepdim = false) const;
-  Tensor norm(double p = 2, std::vector<int64_t> dims = {}, bool keepdim = false) const;
-  Tensor logsumexp(std::vector<int64_t> dims, bool keepdim = false) const;
+  Tensor var(Dims dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  Tensor std(Dims dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  Tensor norm(double p = 2, Dims dims = {}, bool keepdim = false) const;
+  Tensor logsumexp(Dims dims, bool keepdim = false) const;
   Tensor softmax(int64_t dim) const;
   Tensor log_softmax(int64_t dim) const;
 
@@ -218,9 +220,12 @@ class Tensor {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& tensor);
 
+// `t`'s sizes, or no sizes for an undefined tensor: for error messages about either.
+inline Dims sizes_or_none(const Tensor& t) { return t.defined() ? t.sizes() : Dims{}; }
+
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
-  note_host_sync(HostSync::Item);
+  note_host_sync(HostSync::Item, device());
   const Tensor host = to(Device::cpu(), dtype_of_v<T>).contiguous();
   const T* first = host.data_ptr<T>();
   return std::vector<T>(first, first + host.numel());

@@ -11,8 +11,8 @@
 
 namespace kiln {
 
-TensorImpl::TensorImpl(Storage storage_, int64_t storage_offset_, std::vector<int64_t> sizes_,
-                       std::vector<int64_t> strides_, DType dtype_, Device device_)
+TensorImpl::TensorImpl(Storage storage_, int64_t storage_offset_, Dims sizes_, Dims strides_, DType dtype_,
+                       Device device_)
     : storage(std::move(storage_)),
       storage_offset(storage_offset_),
       sizes(std::move(sizes_)),
@@ -43,8 +43,8 @@ bool TensorImpl::is_contiguous() const {
   return true;
 }
 
-std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> strides(sizes.size());
+Dims contiguous_strides(IntList sizes) {
+  Dims strides(sizes.size(), 0);
   int64_t stride = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     strides[i] = stride;
@@ -55,29 +55,29 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
   return strides;
 }
 
-int64_t checked_numel(const std::vector<int64_t>& sizes, const char* op) {
-  for (const int64_t size : sizes) KILN_CHECK(size >= 0, op, ": negative dimension in size ", sizes);
+int64_t checked_numel(IntList sizes, const char* op) {
+  for (const int64_t size : sizes) KILN_CHECK(size >= 0, op, ": negative dimension in size ", Dims(sizes));
   // A zero anywhere makes the count 0, however large the other sizes ([0, 2^62, 2^62] is
   // a valid empty tensor), so the order of the sizes cannot decide whether it overflows.
   if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) return 0;
   int64_t n = 1;
   for (const int64_t size : sizes) {
     const std::optional<int64_t> product = checked_mul(n, size);
-    KILN_CHECK(product, op, ": size ", sizes, " has more than 2^63 - 1 elements");
+    KILN_CHECK(product, op, ": size ", Dims(sizes), " has more than 2^63 - 1 elements");
     n = *product;
   }
   return n;
 }
 
-int64_t checked_span(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, const char* op) {
+int64_t checked_span(IntList sizes, IntList strides, const char* op) {
   KILN_CHECK(sizes.size() == strides.size(), op, ": ", sizes.size(), " sizes but ", strides.size(), " strides");
-  for (const int64_t stride : strides) KILN_CHECK(stride >= 0, op, ": negative stride in ", strides);
+  for (const int64_t stride : strides) KILN_CHECK(stride >= 0, op, ": negative stride in ", Dims(strides));
   if (checked_numel(sizes, op) == 0) return 0;
   int64_t span = 1;
   for (size_t i = 0; i < sizes.size(); ++i) {
     const std::optional<int64_t> reach = checked_mul(sizes[i] - 1, strides[i]);
     const std::optional<int64_t> sum = reach ? checked_add(span, *reach) : std::nullopt;
-    KILN_CHECK(sum, op, ": size ", sizes, " with strides ", strides, " addresses more than 2^63 - 1 elements");
+    KILN_CHECK(sum, op, ": size ", Dims(sizes), " with strides ", Dims(strides), " addresses more than 2^63 - 1 elements");
     span = *sum;
   }
   return span;
@@ -89,16 +89,16 @@ int64_t checked_nbytes(int64_t elements, DType dtype, const char* op) {
   return *bytes;
 }
 
-void check_within_storage(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
-                          int64_t storage_offset, DType dtype, size_t storage_nbytes, const char* op) {
+void check_within_storage(IntList sizes, IntList strides, int64_t storage_offset, DType dtype, size_t storage_nbytes,
+                          const char* op) {
   KILN_CHECK(storage_offset >= 0, op, ": negative storage offset ", storage_offset);
   const int64_t span = checked_span(sizes, strides, op);
   if (span == 0) return;
   const std::optional<int64_t> end = checked_add(storage_offset, span);
   const std::optional<int64_t> end_bytes = end ? checked_mul(*end, static_cast<int64_t>(itemsize(dtype)))
                                                : std::nullopt;
-  KILN_CHECK(end_bytes && static_cast<uint64_t>(*end_bytes) <= storage_nbytes, op, ": size ", sizes,
-             " with strides ", strides, " at offset ", storage_offset, " reaches past the end of its storage (",
+  KILN_CHECK(end_bytes && static_cast<uint64_t>(*end_bytes) <= storage_nbytes, op, ": size ", Dims(sizes),
+             " with strides ", Dims(strides), " at offset ", storage_offset, " reaches past the end of its storage (",
              storage_nbytes / itemsize(dtype), " elements of ", dtype, ")");
 }
 

@@ -4,7 +4,8 @@
 // storage.data() + (storage_offset + sum_k ik * strides[k]) * itemsize. Strides are in
 // elements and may be zero (expand) or any non-negative value (permute, slice with a
 // step). Views share the storage and the version counter of their base (Note [Version
-// counter] in core/tensor.h); autograd state lives in `autograd`, made only when needed.
+// counter] in core/tensor.h, kept in the Storage); autograd state lives in `autograd`, made
+// only when needed.
 #pragma once
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "core/device.h"
+#include "core/dims.h"
 #include "core/dtype.h"
 #include "core/storage.h"
 
@@ -22,22 +24,16 @@ namespace autograd {
 struct AutogradMeta;
 }
 
-struct VersionCounter {
-  std::atomic<uint32_t> value{0};
-};
-
 struct TensorImpl {
-  TensorImpl(Storage storage, int64_t storage_offset, std::vector<int64_t> sizes,
-             std::vector<int64_t> strides, DType dtype, Device device);
+  TensorImpl(Storage storage, int64_t storage_offset, Dims sizes, Dims strides, DType dtype, Device device);
   ~TensorImpl();
 
   Storage storage;
   int64_t storage_offset = 0;
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
+  Dims sizes;  // in place up to Dims::kInline dims (Note [Dims in place])
+  Dims strides;
   DType dtype;
   Device device;
-  std::shared_ptr<VersionCounter> version = std::make_shared<VersionCounter>();
   std::unique_ptr<autograd::AutogradMeta> autograd;
   // For a view: the tensor it was made from (its own base, if that was a view too).
   std::shared_ptr<TensorImpl> view_base;
@@ -49,7 +45,7 @@ struct TensorImpl {
 };
 
 // Row-major ("C order") strides for `sizes`.
-std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
+Dims contiguous_strides(IntList sizes);
 
 // Note [Checked sizes]: every size, element count, span and byte count of a tensor is
 // computed once, with overflow checks, when the tensor is made (factories, from_blob,
@@ -59,15 +55,15 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
 
 // Product of sizes (0 if any is 0); throws naming `op` on a negative size or when the
 // product overflows int64.
-int64_t checked_numel(const std::vector<int64_t>& sizes, const char* op);
+int64_t checked_numel(IntList sizes, const char* op);
 // Elements from the first to one past the last that a tensor of `sizes` and `strides`
 // addresses (0 when a size is 0); throws naming `op` on a negative stride or overflow.
-int64_t checked_span(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, const char* op);
+int64_t checked_span(IntList sizes, IntList strides, const char* op);
 // `elements` of `dtype` in bytes; throws naming `op` when that overflows int64.
 int64_t checked_nbytes(int64_t elements, DType dtype, const char* op);
 // Throws naming `op` unless a tensor of `sizes`, `strides` and `storage_offset` addresses
 // only bytes inside a storage of `storage_nbytes` (checked when every view is made).
-void check_within_storage(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
-                          int64_t storage_offset, DType dtype, size_t storage_nbytes, const char* op);
+void check_within_storage(IntList sizes, IntList strides, int64_t storage_offset, DType dtype, size_t storage_nbytes,
+                          const char* op);
 
 }  // namespace kiln

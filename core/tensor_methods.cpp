@@ -18,7 +18,7 @@ bool Tensor::is_pinned() const { return kiln::is_pinned(*this); }
 Scalar Tensor::item() const {
   KILN_CHECK(numel() == 1, "item: a tensor with ", numel(), " elements cannot be converted to a "
              "number (shape ", sizes(), ")");
-  note_host_sync(HostSync::Item);
+  note_host_sync(HostSync::Item, device());
   const Tensor host = to(Device::cpu());
   return visit_dtype<kAllTypes>(dtype(), "item", [&]<typename T>() -> Scalar {
     const T v = *static_cast<const T*>(host.data_ptr());
@@ -30,9 +30,9 @@ Scalar Tensor::item() const {
   });
 }
 
-Tensor Tensor::view(const std::vector<int64_t>& s) const { return kiln::view(*this, s); }
-Tensor Tensor::reshape(const std::vector<int64_t>& s) const { return kiln::reshape(*this, s); }
-Tensor Tensor::permute(const std::vector<int64_t>& d) const { return kiln::permute(*this, d); }
+Tensor Tensor::view(const Dims& s) const { return kiln::view(*this, s); }
+Tensor Tensor::reshape(const Dims& s) const { return kiln::reshape(*this, s); }
+Tensor Tensor::permute(const Dims& d) const { return kiln::permute(*this, d); }
 Tensor Tensor::transpose(int64_t a, int64_t b) const { return kiln::transpose(*this, a, b); }
 Tensor Tensor::t() const {
   KILN_CHECK(dim() <= 2, "t: expects a tensor with <= 2 dimensions, got ", dim());
@@ -45,9 +45,9 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   return kiln::slice(*this, d, start, end, step);
 }
 Tensor Tensor::select(int64_t d, int64_t index) const { return kiln::select(*this, d, index); }
-Tensor Tensor::expand(const std::vector<int64_t>& s) const { return kiln::expand(*this, s); }
+Tensor Tensor::expand(const Dims& s) const { return kiln::expand(*this, s); }
 Tensor Tensor::expand_as(const Tensor& other) const { return kiln::expand(*this, other.sizes()); }
-Tensor Tensor::as_strided(const std::vector<int64_t>& s, const std::vector<int64_t>& st, int64_t offset) const {
+Tensor Tensor::as_strided(const Dims& s, const Dims& st, int64_t offset) const {
   return kiln::as_strided(*this, s, st, offset);
 }
 Tensor Tensor::squeeze() const { return kiln::squeeze(*this); }
@@ -83,20 +83,20 @@ Tensor Tensor::le(const Tensor& o) const { return kiln::le(*this, o); }
 Tensor Tensor::gt(const Tensor& o) const { return kiln::gt(*this, o); }
 Tensor Tensor::ge(const Tensor& o) const { return kiln::ge(*this, o); }
 
-Tensor Tensor::sum(std::vector<int64_t> d, bool k) const { return kiln::sum(*this, std::move(d), k); }
-Tensor Tensor::mean(std::vector<int64_t> d, bool k) const { return kiln::mean(*this, std::move(d), k); }
-Tensor Tensor::amax(std::vector<int64_t> d, bool k) const { return kiln::amax(*this, std::move(d), k); }
-Tensor Tensor::amin(std::vector<int64_t> d, bool k) const { return kiln::amin(*this, std::move(d), k); }
+Tensor Tensor::sum(Dims d, bool k) const { return kiln::sum(*this, std::move(d), k); }
+Tensor Tensor::mean(Dims d, bool k) const { return kiln::mean(*this, std::move(d), k); }
+Tensor Tensor::amax(Dims d, bool k) const { return kiln::amax(*this, std::move(d), k); }
+Tensor Tensor::amin(Dims d, bool k) const { return kiln::amin(*this, std::move(d), k); }
 Tensor Tensor::max() const { return kiln::max(*this); }
 Tensor Tensor::min() const { return kiln::min(*this); }
 std::tuple<Tensor, Tensor> Tensor::max(int64_t d, bool k) const { return kiln::max(*this, d, k); }
 std::tuple<Tensor, Tensor> Tensor::min(int64_t d, bool k) const { return kiln::min(*this, d, k); }
 Tensor Tensor::argmax(std::optional<int64_t> d, bool k) const { return kiln::argmax(*this, d, k); }
 Tensor Tensor::argmin(std::optional<int64_t> d, bool k) const { return kiln::argmin(*this, d, k); }
-Tensor Tensor::var(std::vector<int64_t> d, int64_t c, bool k) const { return kiln::var(*this, std::move(d), c, k); }
-Tensor Tensor::std(std::vector<int64_t> d, int64_t c, bool k) const { return kiln::std(*this, std::move(d), c, k); }
-Tensor Tensor::norm(double p, std::vector<int64_t> d, bool k) const { return kiln::norm(*this, p, std::move(d), k); }
-Tensor Tensor::logsumexp(std::vector<int64_t> d, bool k) const { return kiln::logsumexp(*this, std::move(d), k); }
+Tensor Tensor::var(Dims d, int64_t c, bool k) const { return kiln::var(*this, std::move(d), c, k); }
+Tensor Tensor::std(Dims d, int64_t c, bool k) const { return kiln::std(*this, std::move(d), c, k); }
+Tensor Tensor::norm(double p, Dims d, bool k) const { return kiln::norm(*this, p, std::move(d), k); }
+Tensor Tensor::logsumexp(Dims d, bool k) const { return kiln::logsumexp(*this, std::move(d), k); }
 Tensor Tensor::softmax(int64_t d) const { return kiln::softmax(*this, d); }
 Tensor Tensor::log_softmax(int64_t d) const { return kiln::log_softmax(*this, d); }
 

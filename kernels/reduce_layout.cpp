@@ -17,12 +17,19 @@ int64_t numel_of(const std::vector<ReduceDim>& group) {
 }  // namespace
 
 std::vector<ReduceDim> coalesce_dims(std::vector<ReduceDim> group) {
-  std::stable_sort(group.begin(), group.end(),
-                   [](const ReduceDim& a, const ReduceDim& b) { return a.strides[0] > b.strides[0]; });
-  std::vector<ReduceDim> merged;
+  // An insertion sort: stable, and with a tensor's handful of dims faster than
+  // std::stable_sort, which allocates a buffer on every call (bench/host_cost).
+  for (size_t i = 1; i < group.size(); ++i) {
+    const ReduceDim dim = group[i];
+    size_t j = i;
+    for (; j > 0 && group[j - 1].strides[0] < dim.strides[0]; --j) group[j] = group[j - 1];
+    group[j] = dim;
+  }
+  // Merge in place: group[0, merged) holds the dims kept so far.
+  size_t merged = 0;
   for (const ReduceDim& dim : group) {
-    if (!merged.empty()) {
-      ReduceDim& outer = merged.back();
+    if (merged > 0) {
+      ReduceDim& outer = group[merged - 1];
       bool contiguous = true;
       for (int k = 0; k < 3; ++k) contiguous = contiguous && outer.strides[k] == dim.strides[k] * dim.size;
       if (contiguous) {
@@ -31,20 +38,23 @@ std::vector<ReduceDim> coalesce_dims(std::vector<ReduceDim> group) {
         continue;
       }
     }
-    merged.push_back(dim);
+    group[merged++] = dim;
   }
-  if (merged.empty()) merged.push_back(ReduceDim{});
-  return merged;
+  group.resize(merged);
+  if (group.empty()) group.push_back(ReduceDim{});
+  return group;
 }
 
 ReduceLayout make_reduce_layout(const std::vector<int64_t>& sizes, const std::vector<int64_t>& in_strides,
                                 const std::vector<int64_t>& out0_strides, const std::vector<int64_t>& out1_strides,
-                                const std::vector<int64_t>& reduce_dims) {
+                                IntList reduce_dims) {
   const size_t rank = sizes.size();
   KILN_ASSERT(in_strides.size() == rank && out0_strides.size() == rank &&
                   (out1_strides.empty() || out1_strides.size() == rank),
               "reduce: operands of different ranks");
   std::vector<ReduceDim> kept, reduced;
+  kept.reserve(std::max<size_t>(rank, 1));  // an empty group gets one size-1 dim
+  reduced.reserve(std::max<size_t>(rank, 1));
   for (size_t d = 0; d < rank; ++d) {
     if (sizes[d] == 1) continue;
     if (std::binary_search(reduce_dims.begin(), reduce_dims.end(), static_cast<int64_t>(d))) {

@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/dims.h"
+
 namespace kiln {
 
 // One loop dim after coalescing: its size and element strides in the input and in up to
@@ -41,6 +43,6 @@ std::vector<ReduceDim> coalesce_dims(std::vector<ReduceDim> group);
 // output).
 ReduceLayout make_reduce_layout(const std::vector<int64_t>& sizes, const std::vector<int64_t>& in_strides,
                                 const std::vector<int64_t>& out0_strides, const std::vector<int64_t>& out1_strides,
-                                const std::vector<int64_t>& reduce_dims);
+                                IntList reduce_dims);
 
 }  // namespace kiln

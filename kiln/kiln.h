@@ -12,6 +12,7 @@
 
 #include "core/ops.h"
 #include "core/safetensors.h"
+#include "core/cuda_graph.h"
 #include "core/stream.h"
 #include "data/data.h"
 #include "dist/ddp.h"

@@ -96,7 +96,7 @@ void ConvNd::reset_parameters(Generator* generator) {
 void ConvNd::check_input(const Tensor& input) const {
   KILN_CHECK(input.defined() && (input.dim() == spatial_dims_ + 1 || input.dim() == spatial_dims_ + 2), type_name(),
              ": expected a ", spatial_dims_ + 1, "-d (unbatched) or ", spatial_dims_ + 2, "-d (batched) input, got shape ",
-             input.defined() ? input.sizes() : std::vector<int64_t>{});
+             sizes_or_none(input));
 }
 
 Tensor ConvNd::forward(const Tensor& input) {

@@ -34,7 +34,7 @@ Dropout3d::Dropout3d(const DropoutOptions& options) : options_(options) { check_
 
 Tensor Dropout3d::forward(const Tensor& input) {
   KILN_CHECK(input.defined() && (input.dim() == 4 || input.dim() == 5), "Dropout3d: expected an input [N, C, D, H, W] "
-             "or [C, D, H, W], got shape ", input.defined() ? input.sizes() : std::vector<int64_t>{});
+             "or [C, D, H, W], got shape ", sizes_or_none(input));
   if (!is_training() || options_.p == 0.0) return input;
   if (options_.p == 1.0) return mul(input, 0.0);
   std::vector<int64_t> mask_shape = input.sizes();

@@ -54,7 +54,7 @@ double calculate_gain(const std::string& nonlinearity, std::optional<double> par
 std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& tensor) {
   KILN_CHECK(tensor.defined() && tensor.dim() >= 2,
              "nn::init: fan in and fan out need a tensor with at least 2 dims, got shape ",
-             tensor.defined() ? tensor.sizes() : std::vector<int64_t>{});
+             sizes_or_none(tensor));
   int64_t receptive_field = 1;
   for (int64_t d = 2; d < tensor.dim(); ++d) receptive_field *= tensor.size(d);
   return {tensor.size(1) * receptive_field, tensor.size(0) * receptive_field};

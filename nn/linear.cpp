@@ -31,7 +31,7 @@ void Linear::reset_parameters(Generator* generator) {
 Tensor Linear::forward(const Tensor& input) {
   KILN_CHECK(input.defined() && input.dim() >= 1 && input.size(-1) == options_.in_features, "Linear: expected ",
              "an input with last dim ", options_.in_features, ", got shape ",
-             input.defined() ? input.sizes() : std::vector<int64_t>{});
+             sizes_or_none(input));
   return linear(input, weight, bias);
 }
 

@@ -271,7 +271,7 @@ LoadStateDictResult match_keys(const StateDict& own, const StateDict& given,
       report.missing_keys.push_back(name);
     } else if (!it->second.defined() || it->second.sizes() != dst.sizes()) {
       report.mismatched_keys.push_back(
-          {name, dst.sizes(), it->second.defined() ? it->second.sizes() : std::vector<int64_t>{}});
+          {name, dst.sizes().vec(), sizes_or_none(it->second).vec()});
     } else {
       to_copy.emplace_back(dst, it->second);
     }

@@ -19,7 +19,8 @@ SavedTensor::SavedTensor(const Tensor& tensor) {
   const TensorImpl& src = *tensor.impl();
   auto alias = std::make_shared<TensorImpl>(src.storage, src.storage_offset, src.sizes,
                                             src.strides, src.dtype, src.device);
-  alias->version = src.version;  // shared: in-place changes after saving are seen
+  // The alias shares the storage and with it the version counter: in-place changes after
+  // saving are seen.
   data_ = Tensor(std::move(alias));
   saved_version_ = tensor.version();
 }
@@ -87,11 +88,12 @@ Edge gradient_edge(const Tensor& tensor) {
   return {};
 }
 
-void record(const std::shared_ptr<Node>& node, const std::vector<Tensor>& inputs,
-            const std::vector<Tensor>& outputs) {
+void record(const std::shared_ptr<Node>& node, std::span<const Tensor> inputs, std::span<const Tensor> outputs) {
   node->next_edges.clear();
+  node->next_edges.reserve(inputs.size());
   for (const Tensor& input : inputs) node->next_edges.push_back(input.defined() ? gradient_edge(input) : Edge{});
   node->output_meta.clear();
+  node->output_meta.reserve(outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& out = outputs[i];
     node->output_meta.push_back({out.sizes(), out.dtype(), out.device()});

@@ -18,7 +18,9 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,7 +40,7 @@ struct Edge {
 // What the engine needs to know about a forward output to make a zero gradient for it
 // or to check and cast the gradient it is given.
 struct TensorMeta {
-  std::vector<int64_t> sizes;
+  Dims sizes;
   DType dtype = kDefaultFloat;
   Device device;
 };
@@ -115,9 +117,14 @@ bool any_requires_grad(const std::vector<Tensor>& inputs);
 // The edge a gradient for `tensor` flows into (empty if it needs none).
 Edge gradient_edge(const Tensor& tensor);
 
-// Connects `node` to its forward inputs and makes it the grad_fn of `outputs`.
-void record(const std::shared_ptr<Node>& node, const std::vector<Tensor>& inputs,
-            const std::vector<Tensor>& outputs);
+// Connects `node` to its forward inputs and makes it the grad_fn of `outputs`. Ops write
+// `record(node, {a, b}, {out})`: the braces bind to the spans without building vectors.
+void record(const std::shared_ptr<Node>& node, std::span<const Tensor> inputs, std::span<const Tensor> outputs);
+inline void record(const std::shared_ptr<Node>& node, std::initializer_list<Tensor> inputs,
+                   std::initializer_list<Tensor> outputs) {
+  record(node, std::span<const Tensor>(inputs.begin(), inputs.size()),
+         std::span<const Tensor>(outputs.begin(), outputs.size()));
+}
 
 // The autograd state of a tensor, created on first use.
 AutogradMeta& autograd_meta(const Tensor& tensor);

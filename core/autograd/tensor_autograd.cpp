@@ -54,7 +54,6 @@ Tensor Tensor::detach() const {
   const TensorImpl& src = *impl();
   auto alias = std::make_shared<TensorImpl>(src.storage, src.storage_offset, src.sizes,
                                             src.strides, src.dtype, src.device);
-  alias->version = src.version;
   alias->view_base = src.view_base ? src.view_base : impl_ptr();
   return Tensor(std::move(alias));
 }

@@ -48,7 +48,7 @@ struct BatchNormBackward final : Node {
   bool relu = false;
   GradSumsHook grad_sums_hook;
   DType weight_dtype = DType::Float32, bias_dtype = DType::Float32;
-  std::string op;
+  std::string op;  // the public op's name: SyncBatchNorm passes its type name, not a literal
 
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
     const Tensor x = input.unpack(*this), m = mean.unpack(*this), s = invstd.unpack(*this);

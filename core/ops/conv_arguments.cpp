@@ -93,7 +93,7 @@ struct ConvolutionBackward final : autograd::Node {
   std::vector<int64_t> input_sizes, weight_sizes;
   ConvParams params;
   bool transposed = false;
-  std::string op;
+  const char* op = "";  // a string literal: the public op's name
 
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override;
   void release_saved() override {

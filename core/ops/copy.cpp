@@ -17,9 +17,22 @@ using autograd::Node;
 // Which backend copies between two devices: the non-CPU one knows both.
 Backend& copy_backend(Device a, Device b) { return backend(a.is_cpu() ? b : a); }
 
+// A copy from the host to a GPU during a capture (Note [No host syncs in a capture]) is
+// recorded into the graph, which replays it from the same host address: only a
+// non-blocking copy from pinned memory is that (a pageable or blocking one needs the host
+// at capture time, and CUDA refuses it or, worse, records stale bytes).
+void check_capturable(const Tensor& src, const Tensor& dst, bool non_blocking) {
+  if (!capturing_on_this_thread() || !src.device().is_cpu() || dst.device().is_cpu()) return;
+  KILN_CHECK(non_blocking && src.is_pinned(), "CUDA graph capture: a ", non_blocking ? "" : "blocking ",
+             "copy from ", src.is_pinned() ? "pinned" : "pageable", " host memory to ", dst.device(),
+             " while a graph is being captured; copy inputs into the graph's static tensors before replay() "
+             "instead (or from pinned memory with non_blocking=true)");
+}
+
 void raw_copy(const Tensor& src, const Tensor& dst, bool non_blocking) {
   if (dst.numel() == 0) return;
-  if (!src.device().is_cpu() && dst.device().is_cpu() && !non_blocking) note_host_sync(HostSync::CopyToHost);
+  check_capturable(src, dst, non_blocking);
+  if (!src.device().is_cpu() && dst.device().is_cpu() && !non_blocking) note_host_sync(HostSync::CopyToHost, src.device());
   copy_backend(src.device(), dst.device()).copy(src, dst, non_blocking);
 }
 

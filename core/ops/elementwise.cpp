@@ -42,6 +42,11 @@ Tensor wrapped(Scalar value, DType dtype, Device device) {
   return t;
 }
 
+// `t` broadcast to `out`'s shape; itself when it has that shape already (no view made).
+Tensor expanded_to(const Tensor& t, const Tensor& out) {
+  return t.sizes() == out.sizes() ? t : expand(t, out.sizes());
+}
+
 }  // namespace
 
 Tensor wrap_scalar(Scalar value, const Tensor& like) {
@@ -57,12 +62,11 @@ Tensor binary_kernel(BinaryOp op, const Tensor& a, const Tensor& b, const Elemen
   const DType compute = compute_dtype(op, promoted);  // div of integers: float32
   const DType out_dtype = result_dtype(op, promoted);
   const Device device = common_device(a, b, name);
-  const std::vector<int64_t> shape = broadcast_shapes(a.sizes(), b.sizes(), name);
   NoGradGuard no_grad;
   const Tensor ac = to(a, device, compute);
   const Tensor bc = to(b, device, compute);
-  Tensor out = empty(shape, {.dtype = out_dtype, .device = device});
-  if (out.numel() > 0) backend(device).binary(op, expand(ac, shape), expand(bc, shape), out, params);
+  Tensor out = empty(broadcast_shapes(a.sizes(), b.sizes(), name), {.dtype = out_dtype, .device = device});
+  if (out.numel() > 0) backend(device).binary(op, expanded_to(ac, out), expanded_to(bc, out), out, params);
   return out;
 }
 
@@ -85,10 +89,10 @@ Tensor unary_kernel(UnaryOp op, const Tensor& x, const ElementwiseParams& params
 namespace {
 
 struct AddBackward final : Node {
-  std::vector<int64_t> a_sizes, b_sizes;
+  Dims a_sizes, b_sizes;
   DType a_dtype = kDefaultFloat, b_dtype = kDefaultFloat;
   double alpha = 1.0;  // sub records -alpha
-  std::string op;
+  const char* op = "";  // a string literal: the public op's name
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
     Tensor ga, gb;
     if (needs_input_grad(0)) ga = sum_to(g[0], a_sizes).to(a_dtype);
@@ -127,7 +131,7 @@ namespace {
 
 struct MulBackward final : Node {
   SavedTensor a, b;
-  std::vector<int64_t> a_sizes, b_sizes;
+  Dims a_sizes, b_sizes;
   DType a_dtype = kDefaultFloat, b_dtype = kDefaultFloat;
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
     Tensor ga, gb;
@@ -145,7 +149,7 @@ struct MulBackward final : Node {
 // d(a / b) = (g / b, -g a / b^2 = -g out / b). Saves b, and out if b needs a gradient.
 struct DivBackward final : Node {
   SavedTensor b, out;
-  std::vector<int64_t> a_sizes, b_sizes;
+  Dims a_sizes, b_sizes;
   DType a_dtype = kDefaultFloat, b_dtype = kDefaultFloat;
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
     const Tensor bv = b.unpack(*this);
@@ -213,7 +217,7 @@ struct UnaryFormulaBackward final : Node {
   SavedTensor x, y;
   double param = 0.0;
   DType input_dtype = kDefaultFloat;
-  std::string op;
+  const char* op = "";  // a string literal: the public op's name
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
     const Tensor xv = x.defined() ? x.unpack(*this) : Tensor();
     const Tensor yv = y.defined() ? y.unpack(*this) : Tensor();
@@ -347,7 +351,7 @@ namespace {
 // d(a^b) = (g b a^(b-1), g a^b ln a); the second is 0 where a == 0 and b >= 0 (the limit).
 struct PowBackward final : Node {
   SavedTensor a, b, out;
-  std::vector<int64_t> a_sizes, b_sizes;
+  Dims a_sizes, b_sizes;
   DType a_dtype = kDefaultFloat, b_dtype = kDefaultFloat;
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
     const Tensor av = a.unpack(*this), bv = b.unpack(*this);
@@ -375,7 +379,7 @@ struct PowBackward final : Node {
 struct MaxMinBackward final : Node {
   SavedTensor a, b;
   bool is_max = true;
-  std::vector<int64_t> a_sizes, b_sizes;
+  Dims a_sizes, b_sizes;
   DType a_dtype = kDefaultFloat, b_dtype = kDefaultFloat;
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
     const Tensor av = a.unpack(*this), bv = b.unpack(*this);
@@ -466,7 +470,7 @@ namespace {
 
 struct WhereBackward final : Node {
   SavedTensor cond;
-  std::vector<int64_t> a_sizes, b_sizes;
+  Dims a_sizes, b_sizes;
   DType a_dtype = kDefaultFloat, b_dtype = kDefaultFloat;
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
     const Tensor c = cond.unpack(*this);
@@ -489,7 +493,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   const Device device = common_device(a, b, "where");
   KILN_CHECK(cond.device() == device || (cond.device().is_cpu() && cond.dim() == 0),
              "where: condition on ", cond.device(), " but values on ", device);
-  const std::vector<int64_t> shape =
+  const Dims shape =
       broadcast_shapes(cond.sizes(), broadcast_shapes(a.sizes(), b.sizes(), "where"), "where");
   Tensor out = empty(shape, {.dtype = dtype, .device = device});
   {

@@ -34,16 +34,18 @@ Allocator& allocator_for(const TensorOptions& options) {
 
 // The one allocation behind every factory, named `op` in its errors: sizes and strides
 // checked (Note [Checked sizes]), then exactly the bytes they span from the allocator.
-Tensor allocate_strided(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
-                        const TensorOptions& options, const char* op) {
+// The vectors are taken by value and moved into the TensorImpl: no copies on the hot path.
+Tensor allocate_strided(Dims sizes, Dims strides, const TensorOptions& options,
+                        const char* op) {
   const DType dtype = options.dtype.value_or(kDefaultFloat);
   const int64_t nbytes = checked_nbytes(checked_span(sizes, strides, op), dtype, op);
   Storage storage = Storage::allocate(allocator_for(options), static_cast<size_t>(nbytes));
-  auto impl = std::make_shared<TensorImpl>(std::move(storage), 0, sizes, strides, dtype, options.device);
+  auto impl = std::make_shared<TensorImpl>(std::move(storage), 0, std::move(sizes), std::move(strides), dtype,
+                                           options.device);
   return finish(Tensor(std::move(impl)), options);
 }
 
-Tensor full_named(const std::vector<int64_t>& sizes, Scalar value, const TensorOptions& options,
+Tensor full_named(const Dims& sizes, Scalar value, const TensorOptions& options,
                   const char* op) {
   TensorOptions o = options;
   o.dtype = options.dtype.value_or(default_dtype_of(value));
@@ -56,28 +58,29 @@ Tensor full_named(const std::vector<int64_t>& sizes, Scalar value, const TensorO
 
 }  // namespace
 
-Tensor empty_strided(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+Tensor empty_strided(const Dims& sizes, const Dims& strides,
                      TensorOptions options) {
   return allocate_strided(sizes, strides, options, "empty_strided");
 }
 
 // contiguous_strides saturates for sizes whose count overflows; checked_span refuses them.
-Tensor empty(const std::vector<int64_t>& sizes, TensorOptions options, const char* op) {
-  return allocate_strided(sizes, contiguous_strides(sizes), options, op);
+Tensor empty(Dims sizes, TensorOptions options, const char* op) {
+  Dims strides = contiguous_strides(sizes);
+  return allocate_strided(std::move(sizes), std::move(strides), options, op);
 }
 
-Tensor empty(const std::vector<int64_t>& sizes, TensorOptions options) { return empty(sizes, options, "empty"); }
+Tensor empty(Dims sizes, TensorOptions options) { return empty(std::move(sizes), options, "empty"); }
 
-Tensor full(const std::vector<int64_t>& sizes, Scalar value, TensorOptions options) {
+Tensor full(const Dims& sizes, Scalar value, TensorOptions options) {
   return full_named(sizes, value, options, "full");
 }
 
-Tensor zeros(const std::vector<int64_t>& sizes, TensorOptions options) {
+Tensor zeros(const Dims& sizes, TensorOptions options) {
   options.dtype = options.dtype.value_or(kDefaultFloat);
   return full_named(sizes, 0, options, "zeros");
 }
 
-Tensor ones(const std::vector<int64_t>& sizes, TensorOptions options) {
+Tensor ones(const Dims& sizes, TensorOptions options) {
   options.dtype = options.dtype.value_or(kDefaultFloat);
   return full_named(sizes, 1, options, "ones");
 }
@@ -176,7 +179,7 @@ Tensor eye(int64_t n, TensorOptions options) {
   return finish(t, options);
 }
 
-Tensor from_blob(void* data, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+Tensor from_blob(void* data, const Dims& sizes, const Dims& strides,
                  TensorOptions options, std::function<void(void*)> deleter) {
   const DType dtype = options.dtype.value_or(kDefaultFloat);
   const int64_t span = checked_span(sizes, strides, "from_blob");
@@ -188,13 +191,13 @@ Tensor from_blob(void* data, const std::vector<int64_t>& sizes, const std::vecto
   return finish(Tensor(std::move(impl)), options);
 }
 
-Tensor from_blob(void* data, const std::vector<int64_t>& sizes, TensorOptions options,
+Tensor from_blob(void* data, const Dims& sizes, TensorOptions options,
                  std::function<void(void*)> deleter) {
   return from_blob(data, sizes, contiguous_strides(sizes), options, std::move(deleter));
 }
 
 template <>
-Tensor tensor<bool>(const std::vector<bool>& values, std::vector<int64_t> sizes, TensorOptions options) {
+Tensor tensor<bool>(const std::vector<bool>& values, Dims sizes, TensorOptions options) {
   std::vector<uint8_t> bytes(values.begin(), values.end());
   options.dtype = options.dtype.value_or(DType::Bool);
   return tensor<uint8_t>(bytes, std::move(sizes), options);

@@ -12,16 +12,31 @@
 
 namespace kiln {
 
-Tensor empty(const std::vector<int64_t>& sizes, TensorOptions options = {});
+// `sizes` is taken by value: an op's freshly computed shape is moved into the tensor.
+Tensor empty(Dims sizes, TensorOptions options = {});
 // empty() whose size errors name `op` (Note [Checked sizes]): for the factories outside
 // this file (rand, randint, randperm, bernoulli), so "randperm: ..." is what a user reads.
-Tensor empty(const std::vector<int64_t>& sizes, TensorOptions options, const char* op);
-Tensor empty_strided(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+Tensor empty(Dims sizes, TensorOptions options, const char* op);
+// The same for a std::vector and a braced list. Without the vector overload, a call
+// `empty(shape)` with a std::vector would pick std::empty (found through the vector's
+// namespace, an exact match where Dims needs a conversion) and return a bool; the braced
+// one keeps `empty({2, 3})` unambiguous beside it.
+inline Tensor empty(const std::vector<int64_t>& sizes, TensorOptions options = {}) { return empty(Dims(sizes), options); }
+inline Tensor empty(std::initializer_list<int64_t> sizes, TensorOptions options = {}) {
+  return empty(Dims(sizes), options);
+}
+inline Tensor empty(const std::vector<int64_t>& sizes, TensorOptions options, const char* op) {
+  return empty(Dims(sizes), options, op);
+}
+inline Tensor empty(std::initializer_list<int64_t> sizes, TensorOptions options, const char* op) {
+  return empty(Dims(sizes), options, op);
+}
+Tensor empty_strided(const Dims& sizes, const Dims& strides,
                      TensorOptions options = {});
-Tensor zeros(const std::vector<int64_t>& sizes, TensorOptions options = {});
-Tensor ones(const std::vector<int64_t>& sizes, TensorOptions options = {});
+Tensor zeros(const Dims& sizes, TensorOptions options = {});
+Tensor ones(const Dims& sizes, TensorOptions options = {});
 // dtype defaults to the value's category: bool, int64 or float32.
-Tensor full(const std::vector<int64_t>& sizes, Scalar value, TensorOptions options = {});
+Tensor full(const Dims& sizes, Scalar value, TensorOptions options = {});
 // A 0-d tensor holding `value`.
 Tensor scalar_tensor(Scalar value, TensorOptions options = {});
 
@@ -42,14 +57,14 @@ Tensor eye(int64_t n, TensorOptions options = {});
 // Wraps caller memory without copying (torch.from_blob / as_tensor). The memory must
 // outlive the tensor unless `deleter` frees it when the last view goes away. Strides
 // default to contiguous; options.dtype defaults to float32.
-Tensor from_blob(void* data, const std::vector<int64_t>& sizes, TensorOptions options = {},
+Tensor from_blob(void* data, const Dims& sizes, TensorOptions options = {},
                  std::function<void(void*)> deleter = nullptr);
-Tensor from_blob(void* data, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+Tensor from_blob(void* data, const Dims& sizes, const Dims& strides,
                  TensorOptions options = {}, std::function<void(void*)> deleter = nullptr);
 
 // Copies `values` into a new tensor of shape `sizes` (default: 1-d). dtype defaults to T's.
 template <typename T>
-Tensor tensor(const std::vector<T>& values, std::vector<int64_t> sizes = {}, TensorOptions options = {}) {
+Tensor tensor(const std::vector<T>& values, Dims sizes = {}, TensorOptions options = {}) {
   if (sizes.empty()) sizes = {static_cast<int64_t>(values.size())};
   std::vector<T> host(values.begin(), values.end());
   TensorOptions host_options{.dtype = dtype_of_v<T>};
@@ -63,6 +78,6 @@ Tensor tensor(const std::vector<T>& values, std::vector<int64_t> sizes = {}, Ten
 }
 // vector<bool> has no contiguous storage: go through uint8.
 template <>
-Tensor tensor<bool>(const std::vector<bool>& values, std::vector<int64_t> sizes, TensorOptions options);
+Tensor tensor<bool>(const std::vector<bool>& values, Dims sizes, TensorOptions options);
 
 }  // namespace kiln

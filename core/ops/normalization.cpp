@@ -45,7 +45,7 @@ Tensor affine(Tensor y, const Tensor& weight, const Tensor& bias,
 
 void check_channel_param(const Tensor& p, int64_t channels, const char* op, const char* what) {
   KILN_CHECK(!p.defined() || (p.dim() == 1 && p.size(0) == channels), op, ": ", what, " must be [", channels,
-             "], got ", p.defined() ? p.sizes() : std::vector<int64_t>{});
+             "], got ", p.defined() ? p.sizes() : Dims{});
 }
 
 }  // namespace

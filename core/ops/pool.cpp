@@ -20,18 +20,27 @@ namespace {
 using autograd::Node;
 using autograd::SavedTensor;
 
-std::string pool_name(const char* kind, int64_t spatial) { return kind + std::to_string(spatial) + "d"; }
+// The public op's name for 1, 2 or 3 spatial dims ("max_pool3d"): a string literal, so
+// no string is built per call and backward nodes keep a plain pointer.
+using PoolNames = const char* const[3];
+constexpr PoolNames kMaxPoolNames = {"max_pool1d", "max_pool2d", "max_pool3d"};
+constexpr PoolNames kAvgPoolNames = {"avg_pool1d", "avg_pool2d", "avg_pool3d"};
+constexpr PoolNames kAdaptiveAvgPoolNames = {"adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d"};
+const char* pool_name(const PoolNames& names, int64_t spatial) {
+  KILN_ASSERT(spatial >= 1 && spatial <= 3, "pooling over ", spatial, " spatial dims");
+  return names[spatial - 1];
+}
 
 // One value per spatial dim from `values` holding one or `spatial` values.
 std::vector<int64_t> per_dim(const std::vector<int64_t>& values, int64_t spatial, const char* what,
-                             const std::string& op) {
+                             const char* op) {
   KILN_CHECK(values.size() == 1 || static_cast<int64_t>(values.size()) == spatial, op, ": ", what,
              " must have 1 or ", spatial, " values, got ", values);
   return values.size() == 1 ? std::vector<int64_t>(static_cast<size_t>(spatial), values[0]) : values;
 }
 
 // A floating input [C, s...] or [N, C, s...]; every dim but N non-empty (as PyTorch).
-void check_input(const Tensor& x, int64_t spatial, const std::string& op) {
+void check_input(const Tensor& x, int64_t spatial, const char* op) {
   KILN_CHECK(x.defined(), op, ": undefined tensor");
   KILN_CHECK(x.dim() == spatial + 1 || x.dim() == spatial + 2, op, ": expected a ", spatial + 1, "-d (unbatched) or ",
              spatial + 2, "-d (batched) input [N, C, ...], got ", x.sizes());
@@ -56,7 +65,7 @@ Tensor unbatched_like(const Tensor& t, const Tensor& x, int64_t spatial) {
 // Kernel, stride (default: the kernel), padding and dilation, one per dim, checked.
 PoolParams make_params(const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                        const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, bool ceil_mode,
-                       int64_t spatial, const std::string& op) {
+                       int64_t spatial, const char* op) {
   PoolParams p;
   p.kernel = per_dim(kernel_size, spatial, "kernel_size", op);
   p.stride = stride.empty() ? p.kernel : per_dim(stride, spatial, "stride", op);
@@ -75,7 +84,7 @@ PoolParams make_params(const std::vector<int64_t>& kernel_size, const std::vecto
 }
 
 // [N, C, o...] for input `in` [N, C, s...]; every o must be >= 1.
-std::vector<int64_t> output_sizes(const Tensor& in, const PoolParams& p, const std::string& op) {
+std::vector<int64_t> output_sizes(const Tensor& in, const PoolParams& p, const char* op) {
   std::vector<int64_t> sizes(in.sizes().begin(), in.sizes().begin() + 2);
   for (size_t d = 0; d < p.kernel.size(); ++d) {
     const int64_t s = in.sizes()[d + 2];
@@ -93,7 +102,7 @@ std::vector<int64_t> output_sizes(const Tensor& in, const PoolParams& p, const s
   // too (each padded size is below kPoolIndexLimit now, so these sums cannot overflow).
   std::vector<int64_t> padded_plane;
   for (size_t d = 0; d < p.kernel.size(); ++d) padded_plane.push_back(in.sizes()[d + 2] + 2 * p.padding[d]);
-  KILN_CHECK(checked_numel(padded_plane, op.c_str()) <= kPoolIndexLimit, op, ": the padded input ", padded_plane,
+  KILN_CHECK(checked_numel(padded_plane, op) <= kPoolIndexLimit, op, ": the padded input ", padded_plane,
              " has more than 2^61 elements per plane (input ", in.sizes(), ", padding ", p.padding, ")");
   return sizes;
 }
@@ -107,7 +116,7 @@ struct MaxPoolBackward final : Node {
   std::vector<int64_t> in_sizes;  // [N, C, s...]
   std::vector<int64_t> x_sizes;   // the caller's input (maybe unbatched)
   PoolParams params;
-  std::string op;
+  const char* op = "";  // a string literal: the public op's name
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
     const Tensor idx = indices.unpack(*this);
     const DType dtype = output_meta[0].dtype;
@@ -123,7 +132,7 @@ struct MaxPoolBackward final : Node {
 std::tuple<Tensor, Tensor> max_pool_impl(const Tensor& x, int64_t spatial, const std::vector<int64_t>& kernel_size,
                                          const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                                          const std::vector<int64_t>& dilation, bool ceil_mode) {
-  const std::string op = pool_name("max_pool", spatial);
+  const char* op = pool_name(kMaxPoolNames, spatial);
   check_input(x, spatial, op);
   const PoolParams params = make_params(kernel_size, stride, padding, dilation, ceil_mode, spatial, op);
   Tensor out, indices;
@@ -157,7 +166,7 @@ std::tuple<Tensor, Tensor> max_pool_impl(const Tensor& x, int64_t spatial, const
 struct AvgPoolBackward final : Node {
   std::vector<int64_t> in_sizes, out_sizes, x_sizes;
   PoolParams params;  // kernel empty: adaptive
-  std::string op;
+  const char* op = "";  // a string literal: the public op's name
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
     const autograd::TensorMeta& meta = output_meta[0];
     Tensor grad_in = empty(in_sizes, {.dtype = meta.dtype, .device = meta.device});
@@ -173,7 +182,7 @@ struct AvgPoolBackward final : Node {
 };
 
 void record_avg_backward(const Tensor& x, const Tensor& out, const std::vector<int64_t>& in_sizes,
-                         const std::vector<int64_t>& out_sizes, const PoolParams& params, const std::string& op) {
+                         const std::vector<int64_t>& out_sizes, const PoolParams& params, const char* op) {
   if (!autograd::any_requires_grad({&x})) return;
   auto node = std::make_shared<AvgPoolBackward>();
   node->in_sizes = in_sizes;
@@ -187,7 +196,7 @@ void record_avg_backward(const Tensor& x, const Tensor& out, const std::vector<i
 Tensor avg_pool_impl(const Tensor& x, int64_t spatial, const std::vector<int64_t>& kernel_size,
                      const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, bool ceil_mode,
                      bool count_include_pad, std::optional<int64_t> divisor_override) {
-  const std::string op = pool_name("avg_pool", spatial);
+  const char* op = pool_name(kAvgPoolNames, spatial);
   check_input(x, spatial, op);
   PoolParams params = make_params(kernel_size, stride, padding, {1}, ceil_mode, spatial, op);
   params.dilation.clear();  // average pooling has none (PoolParams)
@@ -213,7 +222,7 @@ Tensor avg_pool_impl(const Tensor& x, int64_t spatial, const std::vector<int64_t
 }
 
 Tensor adaptive_avg_pool_impl(const Tensor& x, int64_t spatial, const std::vector<int64_t>& output_size) {
-  const std::string op = pool_name("adaptive_avg_pool", spatial);
+  const char* op = pool_name(kAdaptiveAvgPoolNames, spatial);
   check_input(x, spatial, op);
   const std::vector<int64_t> o = per_dim(output_size, spatial, "output_size", op);
   for (int64_t v : o) KILN_CHECK(v > 0, op, ": output_size must be positive, got ", output_size);

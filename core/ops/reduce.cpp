@@ -34,14 +34,14 @@ using autograd::SavedTensor;
 
 // Which dims one reduction reduces, and the shapes of its result.
 struct ReductionPlan {
-  std::vector<int64_t> dims;        // wrapped, sorted, unique; empty only for a 0-d input
-  std::vector<int64_t> keep_shape;  // the input's shape with each reduced dim set to 1
-  std::vector<int64_t> out_shape;   // keep_shape, or without the reduced dims
+  Dims dims;        // wrapped, sorted, unique; empty only for a 0-d input
+  Dims keep_shape;  // the input's shape with each reduced dim set to 1
+  Dims out_shape;   // keep_shape, or without the reduced dims
   int64_t count = 1;                // elements reduced into each output
 };
 
 // `dims` empty means every dim; negative dims wrap; a dim named twice is an error.
-ReductionPlan plan_reduction(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, const char* op) {
+ReductionPlan plan_reduction(const Tensor& x, const Dims& dims, bool keepdim, const char* op) {
   KILN_CHECK(x.defined(), op, ": undefined tensor");
   const int64_t ndim = x.dim();
   ReductionPlan plan;
@@ -103,9 +103,9 @@ Tensor extremum_mask(const Tensor& x, const Tensor& target) { return eq(x, targe
 // ---- sum, mean: d sum / dx = g broadcast back; d mean / dx = g / count --------------------
 
 struct SumBackward final : Node {
-  std::vector<int64_t> input_sizes, keep_shape;
+  Dims input_sizes, keep_shape;
   double divisor = 1.0;  // mean: the count
-  std::string op;
+  const char* op = "";  // a string literal: the public op's name
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
     Tensor grad = g[0].reshape(keep_shape);
     if (divisor != 1.0) grad = div(grad, divisor);
@@ -114,7 +114,7 @@ struct SumBackward final : Node {
   std::string name() const override { return op; }
 };
 
-Tensor sum_or_mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, bool is_mean) {
+Tensor sum_or_mean(const Tensor& x, const Dims& dims, bool keepdim, bool is_mean) {
   const char* op = is_mean ? "mean" : "sum";
   const ReductionPlan plan = plan_reduction(x, dims, keepdim, op);
   if (is_mean) require_floating(x, op);
@@ -138,8 +138,8 @@ Tensor sum_or_mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepd
 
 struct ExtremumBackward final : Node {
   SavedTensor x, out;
-  std::vector<int64_t> keep_shape, dims;
-  std::string op;
+  Dims keep_shape, dims;
+  const char* op = "";  // a string literal: the public op's name
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
     const Tensor xv = x.unpack(*this);
     const Tensor mask = extremum_mask(xv, out.unpack(*this).reshape(keep_shape));
@@ -153,7 +153,7 @@ struct ExtremumBackward final : Node {
   std::string name() const override { return op; }
 };
 
-Tensor extremum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, bool is_max, const char* op) {
+Tensor extremum(const Tensor& x, const Dims& dims, bool keepdim, bool is_max, const char* op) {
   const ReductionPlan plan = plan_reduction(x, dims, keepdim, op);
   require_nonempty(x, plan, op, is_max ? "maximum" : "minimum");
   Tensor out = reduce_kernel(is_max ? ReduceOp::Max : ReduceOp::Min, x, plan, x.dtype());
@@ -176,12 +176,12 @@ Tensor extremum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim,
 
 struct ValueSelectionBackward final : Node {
   SavedTensor indices;  // keepdim form
-  std::vector<int64_t> input_sizes;
+  Dims input_sizes;
   int64_t dim = 0;
-  std::string op;
+  const char* op = "";  // a string literal: the public op's name
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
     const Tensor index = indices.unpack(*this);
-    std::vector<int64_t> line(input_sizes.size(), 1);
+    Dims line(input_sizes.size(), 1);
     line[dim] = input_sizes[dim];
     const Tensor positions = arange(input_sizes[dim], {.dtype = DType::Int64, .device = index.device()}).view(line);
     return {where(eq(positions, index), g[0].reshape(index.sizes()), 0.0)};
@@ -229,7 +229,7 @@ Tensor arg_extremum(const Tensor& x, std::optional<int64_t> dim, bool keepdim, b
              is_max ? "maximum" : "minimum", ". Hint: pass a dim of non-zero size");
   NoGradGuard no_grad;
   Tensor index = std::get<1>(select_extremum(x.reshape({-1}), 0, false, is_max, false, op));
-  return keepdim ? index.reshape(std::vector<int64_t>(x.dim(), 1)) : index;
+  return keepdim ? index.reshape(Dims(x.dim(), 1)) : index;
 }
 
 // ---- var, std, var_mean (Welford in the backend) -----------------------------------------
@@ -240,11 +240,11 @@ Tensor arg_extremum(const Tensor& x, std::optional<int64_t> dim, bool keepdim, b
 
 struct VarMeanBackward final : Node {
   SavedTensor x, mean, std_out;  // mean in keepdim form; std_out for std only
-  std::vector<int64_t> keep_shape;
+  Dims keep_shape;
   double count = 1.0;
   int64_t correction = 1;
   bool has_mean_output = false;  // var_mean: g[1] is the mean's gradient
-  std::string op;
+  const char* op = "";  // a string literal: the public op's name
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
     Tensor g_var = g[0].reshape(keep_shape);
     if (std_out.defined()) {
@@ -269,7 +269,7 @@ struct Moments {
   ReductionPlan plan;
 };
 
-Moments moments(const Tensor& x, const std::vector<int64_t>& dims, int64_t correction, bool keepdim, const char* op) {
+Moments moments(const Tensor& x, const Dims& dims, int64_t correction, bool keepdim, const char* op) {
   Moments m;
   m.plan = plan_reduction(x, dims, keepdim, op);
   require_floating(x, op);
@@ -301,7 +301,7 @@ std::shared_ptr<VarMeanBackward> var_mean_node(const Tensor& x, const Moments& m
 
 struct NormBackward final : Node {
   SavedTensor x, out;
-  std::vector<int64_t> keep_shape, dims;
+  Dims keep_shape, dims;
   double p = 2.0;
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
     const Tensor xv = x.unpack(*this);
@@ -338,17 +338,17 @@ Tensor bool_reduce(const Tensor& x, bool is_all) {
 
 }  // namespace
 
-Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
+Tensor sum(const Tensor& x, Dims dims, bool keepdim) {
   return sum_or_mean(float32_under_autocast(x), dims, keepdim, false);
 }
 
-Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
+Tensor mean(const Tensor& x, Dims dims, bool keepdim) {
   return sum_or_mean(float32_under_autocast(x), dims, keepdim, true);
 }
 
-Tensor amax(const Tensor& x, std::vector<int64_t> dims, bool keepdim) { return extremum(x, dims, keepdim, true, "amax"); }
+Tensor amax(const Tensor& x, Dims dims, bool keepdim) { return extremum(x, dims, keepdim, true, "amax"); }
 
-Tensor amin(const Tensor& x, std::vector<int64_t> dims, bool keepdim) { return extremum(x, dims, keepdim, false, "amin"); }
+Tensor amin(const Tensor& x, Dims dims, bool keepdim) { return extremum(x, dims, keepdim, false, "amin"); }
 
 Tensor max(const Tensor& x) { return extremum(x, {}, false, true, "max"); }
 
@@ -366,14 +366,14 @@ Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) { retur
 
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return arg_extremum(x, dim, keepdim, false); }
 
-Tensor var(const Tensor& x_in, std::vector<int64_t> dims, int64_t correction, bool keepdim) {
+Tensor var(const Tensor& x_in, Dims dims, int64_t correction, bool keepdim) {
   const Tensor x = float32_under_autocast(x_in);
   Moments m = moments(x, dims, correction, keepdim, "var");
   if (autograd::any_requires_grad({&x})) autograd::record(var_mean_node(x, m, correction, "var"), {x}, {m.var});
   return m.var;
 }
 
-Tensor std(const Tensor& x_in, std::vector<int64_t> dims, int64_t correction, bool keepdim) {
+Tensor std(const Tensor& x_in, Dims dims, int64_t correction, bool keepdim) {
   const Tensor x = float32_under_autocast(x_in);
   Moments m = moments(x, dims, correction, keepdim, "std");
   Tensor out;
@@ -389,7 +389,7 @@ Tensor std(const Tensor& x_in, std::vector<int64_t> dims, int64_t correction, bo
   return out;
 }
 
-std::tuple<Tensor, Tensor> var_mean(const Tensor& x_in, std::vector<int64_t> dims, int64_t correction,
+std::tuple<Tensor, Tensor> var_mean(const Tensor& x_in, Dims dims, int64_t correction,
                                     bool keepdim) {
   const Tensor x = float32_under_autocast(x_in);
   Moments m = moments(x, dims, correction, keepdim, "var_mean");
@@ -401,7 +401,7 @@ std::tuple<Tensor, Tensor> var_mean(const Tensor& x_in, std::vector<int64_t> dim
   return {m.var, m.mean};
 }
 
-Tensor norm(const Tensor& x_in, double p, std::vector<int64_t> dims, bool keepdim) {
+Tensor norm(const Tensor& x_in, double p, Dims dims, bool keepdim) {
   const Tensor x = float32_under_autocast(x_in);
   const ReductionPlan plan = plan_reduction(x, dims, keepdim, "norm");
   require_floating(x, "norm");
@@ -425,7 +425,7 @@ Tensor norm(const Tensor& x_in, double p, std::vector<int64_t> dims, bool keepdi
 // differentiable ops, so the gradient (softmax(x) g) comes for free, and m only keeps exp
 // from overflowing. Where m is +-inf (or NaN) the shift is 0, as PyTorch: an all -inf slice
 // gives -inf, not NaN. Integer inputs compute in float32.
-Tensor logsumexp(const Tensor& x_in, std::vector<int64_t> dims, bool keepdim) {
+Tensor logsumexp(const Tensor& x_in, Dims dims, bool keepdim) {
   const Tensor x = float32_under_autocast(x_in);
   const ReductionPlan plan = plan_reduction(x, dims, keepdim, "logsumexp");
   const Tensor xf = x.is_floating_point() ? x : x.to(kDefaultFloat);

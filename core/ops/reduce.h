@@ -23,10 +23,10 @@
 
 namespace kiln {
 
-Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
-Tensor mean(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
-Tensor amax(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
-Tensor amin(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor sum(const Tensor& x, Dims dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, Dims dims = {}, bool keepdim = false);
+Tensor amax(const Tensor& x, Dims dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& x, Dims dims = {}, bool keepdim = false);
 Tensor max(const Tensor& x);  // over everything, 0-d
 Tensor min(const Tensor& x);
 // (values, indices) of the first extremum along dim.
@@ -36,13 +36,13 @@ std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = fals
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 // correction 1 = unbiased (Bessel), 0 = population.
-Tensor var(const Tensor& x, std::vector<int64_t> dims = {}, int64_t correction = 1, bool keepdim = false);
-Tensor std(const Tensor& x, std::vector<int64_t> dims = {}, int64_t correction = 1, bool keepdim = false);
-std::tuple<Tensor, Tensor> var_mean(const Tensor& x, std::vector<int64_t> dims = {},
+Tensor var(const Tensor& x, Dims dims = {}, int64_t correction = 1, bool keepdim = false);
+Tensor std(const Tensor& x, Dims dims = {}, int64_t correction = 1, bool keepdim = false);
+std::tuple<Tensor, Tensor> var_mean(const Tensor& x, Dims dims = {},
                                     int64_t correction = 1, bool keepdim = false);
 // p-norm: p = 1, 2, any p > 0, or INFINITY for max |x|.
-Tensor norm(const Tensor& x, double p = 2.0, std::vector<int64_t> dims = {}, bool keepdim = false);
-Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim = false);
+Tensor norm(const Tensor& x, double p = 2.0, Dims dims = {}, bool keepdim = false);
+Tensor logsumexp(const Tensor& x, Dims dims, bool keepdim = false);
 // Bool results: whether all / any element is nonzero.
 Tensor all(const Tensor& x);
 Tensor any(const Tensor& x);

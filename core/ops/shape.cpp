@@ -126,7 +126,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     auto node = std::make_shared<CatBackward>();
     node->dim = dim;
     node->pieces = std::move(pieces);
-    autograd::record(node, tensors, {out});
+    autograd::record(node, tensors, std::span<const Tensor>(&out, 1));
   }
   return out;
 }

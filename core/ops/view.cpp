@@ -19,13 +19,12 @@ using autograd::Node;
 
 // Every view is made here, and checked here: a view never addresses memory outside its
 // base's storage (Note [Checked sizes] in core/tensor_impl.h), whatever sizes it was given.
-Tensor make_view(const Tensor& base, std::vector<int64_t> sizes, std::vector<int64_t> strides,
+Tensor make_view(const Tensor& base, Dims sizes, Dims strides,
                  int64_t storage_offset, const char* op) {
   const TensorImpl& b = *base.impl();
   check_within_storage(sizes, strides, storage_offset, b.dtype, b.storage.nbytes(), op);
   auto impl = std::make_shared<TensorImpl>(b.storage, storage_offset, std::move(sizes),
                                            std::move(strides), b.dtype, b.device);
-  impl->version = b.version;
   impl->view_base = b.view_base ? b.view_base : base.impl_ptr();
   return Tensor(std::move(impl));
 }
@@ -34,30 +33,30 @@ Tensor make_view(const Tensor& base, std::vector<int64_t> sizes, std::vector<int
 
 // view, reshape-as-view, flatten, squeeze, unsqueeze: the gradient reshaped back.
 struct ReshapeBackward final : Node {
-  std::vector<int64_t> input_sizes;
-  std::string op;
+  Dims input_sizes;
+  const char* op = "";  // a string literal: the public op's name
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override { return {reshape(g[0], input_sizes)}; }
   std::string name() const override { return op; }
 };
 
 struct PermuteBackward final : Node {
-  std::vector<int64_t> inverse;
+  Dims inverse;
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override { return {permute(g[0], inverse)}; }
   std::string name() const override { return "permute"; }
 };
 
 struct ExpandBackward final : Node {
-  std::vector<int64_t> input_sizes;
+  Dims input_sizes;
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override { return {sum_to(g[0], input_sizes)}; }
   std::string name() const override { return "expand"; }
 };
 
 // narrow, slice, select: the gradient written into zeros at the viewed positions.
 struct SliceBackward final : Node {
-  std::vector<int64_t> input_sizes;
+  Dims input_sizes;
   int64_t dim = 0, start = 0, end = 0, step = 1;
   bool squeezed = false;  // select: the view dropped `dim`
-  std::string op;
+  const char* op = "";  // a string literal: the public op's name
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
     Tensor grad_input = zeros(input_sizes, {.dtype = g[0].dtype(), .device = g[0].device()});
     Tensor region = slice(grad_input, dim, start, end, step);
@@ -92,7 +91,7 @@ void record_slice(const Tensor& input, const Tensor& out, int64_t dim, int64_t s
 // `sizes` with its -1 (if any) replaced by what makes `numel` elements. The known sizes'
 // product is checked, so [2^32, 2^32] cannot wrap to 0 and pass for an empty shape; a 0
 // among them makes it 0 whatever the others are.
-std::vector<int64_t> infer_size(std::vector<int64_t> sizes, int64_t numel, const char* op) {
+Dims infer_size(Dims sizes, int64_t numel, const char* op) {
   int64_t infer_at = -1;
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] == -1) {
@@ -122,10 +121,10 @@ std::vector<int64_t> infer_size(std::vector<int64_t> sizes, int64_t numel, const
 // Strides for viewing (sizes, strides) as new_sizes without a copy, or nullopt when the
 // memory layout does not allow it (PyTorch's computeStride): each run of old dims that
 // are laid out contiguously with each other may be split or merged freely.
-std::optional<std::vector<int64_t>> view_strides(const std::vector<int64_t>& sizes,
-                                                 const std::vector<int64_t>& strides,
-                                                 const std::vector<int64_t>& new_sizes) {
-  std::vector<int64_t> new_strides(new_sizes.size());
+std::optional<Dims> view_strides(const Dims& sizes,
+                                                 const Dims& strides,
+                                                 const Dims& new_sizes) {
+  Dims new_strides(new_sizes.size());
   const int64_t numel = std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>());
   if (numel == 0 || sizes.empty()) return contiguous_strides(new_sizes);
   int64_t view_d = static_cast<int64_t>(new_sizes.size()) - 1;
@@ -153,28 +152,28 @@ std::optional<std::vector<int64_t>> view_strides(const std::vector<int64_t>& siz
 
 }  // namespace
 
-Tensor view(const Tensor& t, std::vector<int64_t> sizes) {
+Tensor view(const Tensor& t, Dims sizes) {
   sizes = infer_size(std::move(sizes), t.numel(), "view");
-  const auto strides = view_strides(t.sizes(), t.strides(), sizes);
+  auto strides = view_strides(t.sizes(), t.strides(), sizes);
   KILN_CHECK(strides.has_value(), "view: size ", sizes, " is not compatible with the input's size ",
              t.sizes(), " and stride ", t.strides(), " (at least one dimension spans two contiguous "
              "subspaces); use reshape() instead");
-  Tensor out = make_view(t, sizes, *strides, t.storage_offset(), "view");
+  Tensor out = make_view(t, std::move(sizes), std::move(*strides), t.storage_offset(), "view");
   record_reshape(t, out, "view");
   return out;
 }
 
-Tensor reshape(const Tensor& t, std::vector<int64_t> sizes) {
+Tensor reshape(const Tensor& t, Dims sizes) {
   sizes = infer_size(std::move(sizes), t.numel(), "reshape");
-  if (view_strides(t.sizes(), t.strides(), sizes)) return view(t, sizes);
-  return view(t.contiguous(), sizes);
+  if (view_strides(t.sizes(), t.strides(), sizes)) return view(t, std::move(sizes));
+  return view(t.contiguous(), std::move(sizes));
 }
 
-Tensor permute(const Tensor& t, const std::vector<int64_t>& dims) {
+Tensor permute(const Tensor& t, const Dims& dims) {
   const int64_t n = t.dim();
   KILN_CHECK(static_cast<int64_t>(dims.size()) == n, "permute: ", dims.size(), " dims given for a ",
              n, "-d tensor");
-  std::vector<int64_t> sizes(n), strides(n), inverse(n, -1);
+  Dims sizes(n), strides(n), inverse(n, -1);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t d = wrap_dim(dims[i], n, "permute");
     KILN_CHECK(inverse[d] < 0, "permute: dimension ", d, " repeats in ", dims);
@@ -182,10 +181,10 @@ Tensor permute(const Tensor& t, const std::vector<int64_t>& dims) {
     sizes[i] = t.sizes()[d];
     strides[i] = t.strides()[d];
   }
-  Tensor out = make_view(t, sizes, strides, t.storage_offset(), "permute");
+  Tensor out = make_view(t, std::move(sizes), std::move(strides), t.storage_offset(), "permute");
   if (autograd::any_requires_grad({&t})) {
     auto node = std::make_shared<PermuteBackward>();
-    node->inverse = inverse;
+    node->inverse = std::move(inverse);
     autograd::record(node, {t}, {out});
   }
   return out;
@@ -194,7 +193,7 @@ Tensor permute(const Tensor& t, const std::vector<int64_t>& dims) {
 Tensor transpose(const Tensor& t, int64_t dim0, int64_t dim1) {
   const int64_t n = t.dim();
   if (n == 0) return permute(t, {});
-  std::vector<int64_t> dims(n);
+  Dims dims(n);
   std::iota(dims.begin(), dims.end(), 0);
   std::swap(dims[wrap_dim(dim0, n, "transpose")], dims[wrap_dim(dim1, n, "transpose")]);
   return permute(t, dims);
@@ -212,7 +211,7 @@ Tensor slice(const Tensor& t, int64_t dim, std::optional<int64_t> start_opt,
   // 0 <= end - start <= size, so neither this nor the count can overflow (end - start +
   // step - 1 could, for a step near INT64_MAX).
   const int64_t length = end == start ? 0 : (end - start - 1) / step + 1;
-  std::vector<int64_t> sizes = t.sizes(), strides = t.strides();
+  Dims sizes = t.sizes(), strides = t.strides();
   sizes[dim] = length;
   const std::optional<int64_t> stepped_stride = checked_mul(strides[dim], step);
   // A dim of at most one element never moves by its stride, so an overflowing one is kept
@@ -225,7 +224,7 @@ Tensor slice(const Tensor& t, int64_t dim, std::optional<int64_t> start_opt,
   // may not even fit int64 (a huge stride beside a zero-size dim).
   const bool empty = length == 0 || t.numel() == 0;
   const int64_t offset = empty ? t.storage_offset() : t.storage_offset() + start * t.strides()[dim];
-  Tensor out = make_view(t, sizes, strides, offset, "slice");
+  Tensor out = make_view(t, std::move(sizes), std::move(strides), offset, "slice");
   record_slice(t, out, dim, start, end, step, false, "slice");
   return out;
 }
@@ -247,21 +246,21 @@ Tensor select(const Tensor& t, int64_t dim, int64_t index) {
   KILN_CHECK(index >= -size && index < size, "select: index ", index, " out of range for dimension ",
              dim, " of size ", size);
   if (index < 0) index += size;
-  std::vector<int64_t> sizes = t.sizes(), strides = t.strides();
+  Dims sizes = t.sizes(), strides = t.strides();
   sizes.erase(sizes.begin() + dim);
   strides.erase(strides.begin() + dim);
   // As in slice: an empty view keeps its base's offset (index * stride may not fit).
   const int64_t offset = t.numel() == 0 ? t.storage_offset() : t.storage_offset() + index * t.strides()[dim];
-  Tensor out = make_view(t, sizes, strides, offset, "select");
+  Tensor out = make_view(t, std::move(sizes), std::move(strides), offset, "select");
   record_slice(t, out, dim, index, index + 1, 1, true, "select");
   return out;
 }
 
-Tensor expand(const Tensor& t, const std::vector<int64_t>& sizes) {
+Tensor expand(const Tensor& t, const Dims& sizes) {
   const int64_t n = static_cast<int64_t>(sizes.size());
   KILN_CHECK(n >= t.dim(), "expand: the number of sizes (", n, ") must be at least the tensor's "
              "rank (", t.dim(), "); shape ", t.sizes(), " to ", sizes);
-  std::vector<int64_t> out_sizes(n), out_strides(n);
+  Dims out_sizes(n), out_strides(n);
   const int64_t lead = n - t.dim();
   for (int64_t i = 0; i < n; ++i) {
     if (i < lead) {
@@ -280,11 +279,11 @@ Tensor expand(const Tensor& t, const std::vector<int64_t>& sizes) {
     out_strides[i] = have == want ? t.strides()[i - lead] : 0;
   }
   if (out_sizes == t.sizes()) {
-    Tensor out = make_view(t, out_sizes, t.strides(), t.storage_offset(), "expand");
+    Tensor out = make_view(t, std::move(out_sizes), t.strides(), t.storage_offset(), "expand");
     record_reshape(t, out, "expand");
     return out;
   }
-  Tensor out = make_view(t, out_sizes, out_strides, t.storage_offset(), "expand");
+  Tensor out = make_view(t, std::move(out_sizes), std::move(out_strides), t.storage_offset(), "expand");
   if (autograd::any_requires_grad({&t})) {
     auto node = std::make_shared<ExpandBackward>();
     node->input_sizes = t.sizes();
@@ -294,7 +293,7 @@ Tensor expand(const Tensor& t, const std::vector<int64_t>& sizes) {
 }
 
 Tensor squeeze(const Tensor& t) {
-  std::vector<int64_t> sizes;
+  Dims sizes;
   for (int64_t s : t.sizes())
     if (s != 1) sizes.push_back(s);
   return reshape(t, sizes);
@@ -304,14 +303,14 @@ Tensor squeeze(const Tensor& t, int64_t dim) {
   if (t.dim() == 0) return reshape(t, {});
   dim = wrap_dim(dim, t.dim(), "squeeze");
   if (t.sizes()[dim] != 1) return reshape(t, t.sizes());
-  std::vector<int64_t> sizes = t.sizes();
+  Dims sizes = t.sizes();
   sizes.erase(sizes.begin() + dim);
   return reshape(t, sizes);
 }
 
 Tensor unsqueeze(const Tensor& t, int64_t dim) {
   dim = wrap_dim(dim, t.dim() + 1, "unsqueeze");
-  std::vector<int64_t> sizes = t.sizes();
+  Dims sizes = t.sizes();
   sizes.insert(sizes.begin() + dim, 1);
   return reshape(t, sizes);
 }
@@ -321,24 +320,24 @@ Tensor flatten(const Tensor& t, int64_t start_dim, int64_t end_dim) {
   start_dim = wrap_dim(start_dim, t.dim(), "flatten");
   end_dim = wrap_dim(end_dim, t.dim(), "flatten");
   KILN_CHECK(start_dim <= end_dim, "flatten: start_dim ", start_dim, " is after end_dim ", end_dim);
-  std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().begin() + start_dim);
+  Dims sizes(t.sizes().begin(), t.sizes().begin() + start_dim);
   // Checked: beside a 0-size dim, the merged sizes' product may not fit ([0, 2^62, 2^62]).
   sizes.push_back(checked_numel({t.sizes().begin() + start_dim, t.sizes().begin() + end_dim + 1}, "flatten"));
   sizes.insert(sizes.end(), t.sizes().begin() + end_dim + 1, t.sizes().end());
   return reshape(t, sizes);
 }
 
-Tensor as_strided(const Tensor& t, const std::vector<int64_t>& sizes,
-                  const std::vector<int64_t>& strides, int64_t storage_offset) {
+Tensor as_strided(const Tensor& t, const Dims& sizes,
+                  const Dims& strides, int64_t storage_offset) {
   KILN_CHECK(!autograd::any_requires_grad({&t}), "as_strided: not differentiable; call it on a "
              "detached tensor or under NoGradGuard");
   return make_view(t, sizes, strides, storage_offset, "as_strided");
 }
 
-std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+Dims broadcast_shapes(const Dims& a, const Dims& b,
                                       const char* op) {
   const size_t n = std::max(a.size(), b.size());
-  std::vector<int64_t> out(n);
+  Dims out(n);
   for (size_t i = 0; i < n; ++i) {
     const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
@@ -349,11 +348,11 @@ std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::
   return out;
 }
 
-Tensor sum_to(const Tensor& grad, const std::vector<int64_t>& sizes) {
+Tensor sum_to(const Tensor& grad, const Dims& sizes) {
   if (grad.sizes() == sizes) return grad;
   const int64_t lead = grad.dim() - static_cast<int64_t>(sizes.size());
   KILN_ASSERT(lead >= 0, "sum_to: shape ", grad.sizes(), " cannot reduce to ", sizes);
-  std::vector<int64_t> dims;
+  Dims dims;
   for (int64_t d = 0; d < grad.dim(); ++d) {
     if (d < lead || (sizes[d - lead] == 1 && grad.sizes()[d] != 1)) dims.push_back(d);
   }

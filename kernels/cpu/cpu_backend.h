@@ -27,9 +27,9 @@ class CpuBackend final : public Backend {
               const ElementwiseParams& params) override;
   void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override;
 
-  void reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& reduce_dims, const Tensor& out,
+  void reduce(ReduceOp op, const Tensor& in, const Dims& reduce_dims, const Tensor& out,
               const ReduceParams& params) override;
-  void var_mean(const Tensor& in, const std::vector<int64_t>& reduce_dims, int64_t correction,
+  void var_mean(const Tensor& in, const Dims& reduce_dims, int64_t correction,
                 const Tensor& var_out, const Tensor& mean_out) override;
   void arg_reduce(ArgReduceOp op, const Tensor& in, int64_t dim, const Tensor& values_out,
                   const Tensor& indices_out) override;

@@ -80,10 +80,10 @@ inline constexpr int kMaxRank = 64;
 // form (out1 may be null).
 using DimGroup = std::vector<ReduceDim>;
 
-ReduceLayout make_layout(const Tensor& in, const std::vector<int64_t>& reduce_dims, const Tensor& out0,
+ReduceLayout make_layout(const Tensor& in, IntList reduce_dims, const Tensor& out0,
                          const Tensor* out1) {
   KILN_CHECK(in.dim() <= kMaxRank, "reduce: at most ", kMaxRank, " dimensions are supported, got ", in.dim());
-  return make_reduce_layout(in.sizes(), in.strides(), out0.strides(), out1 ? out1->strides() : std::vector<int64_t>{},
+  return make_reduce_layout(in.sizes(), in.strides(), out0.strides(), out1 ? out1->strides() : Dims{},
                             reduce_dims);
 }
 
@@ -311,7 +311,7 @@ void check_cpu(const Tensor& in, const Tensor& out, const char* op) {
 
 }  // namespace
 
-void CpuBackend::reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& reduce_dims, const Tensor& out,
+void CpuBackend::reduce(ReduceOp op, const Tensor& in, const Dims& reduce_dims, const Tensor& out,
                         const ReduceParams& params) {
   check_cpu(in, out, op_name(op));
   const ReduceLayout layout = make_layout(in, reduce_dims, out, nullptr);
@@ -325,7 +325,7 @@ void CpuBackend::reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t
   }
 }
 
-void CpuBackend::var_mean(const Tensor& in, const std::vector<int64_t>& reduce_dims, int64_t correction,
+void CpuBackend::var_mean(const Tensor& in, const Dims& reduce_dims, int64_t correction,
                           const Tensor& var_out, const Tensor& mean_out) {
   check_cpu(in, var_out, "var_mean");
   const ReduceLayout layout = make_layout(in, reduce_dims, var_out, &mean_out);
@@ -340,7 +340,7 @@ void CpuBackend::arg_reduce(ArgReduceOp op, const Tensor& in, int64_t dim, const
   const bool is_max = op == ArgReduceOp::ArgMax;
   const char* name = is_max ? "argmax" : "argmin";
   check_cpu(in, values_out, name);
-  const ReduceLayout layout = make_layout(in, {dim}, values_out, &indices_out);
+  const ReduceLayout layout = make_layout(in, IntList(&dim, 1), values_out, &indices_out);
   visit_dtype<kAllTypes>(in.dtype(), name, [&]<typename T>() {
     T* values = output_data<T>(values_out, name);
     int64_t* indices = output_data<int64_t>(indices_out, name);

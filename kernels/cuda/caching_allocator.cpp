@@ -13,6 +13,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
@@ -37,6 +38,18 @@ StreamId stream_id(Stream stream) { return reinterpret_cast<StreamId>(stream.han
 // the last byte of a 7-byte tensor read through the word [4, 8).)
 constexpr size_t kAllocationGranule = 4;
 
+// cudaMalloc is one of the calls CUDA refuses on a thread that is capturing a graph (it may
+// synchronize), yet a capture's tensors need memory (Note [Private pools]): the thread's
+// capture mode is relaxed for the one call, as it is safe here (the memory is not in use by
+// any queued work), and put back after.
+cudaError_t malloc_outside_capture_rules(void** ptr, size_t nbytes) {
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  KILN_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
+  const cudaError_t status = cudaMalloc(ptr, nbytes);
+  KILN_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
+  return status;
+}
+
 // DeviceMemory over the CUDA runtime, for one device.
 class CudaDeviceMemory final : public DeviceMemory {
  public:
@@ -47,7 +60,7 @@ class CudaDeviceMemory final : public DeviceMemory {
     void* ptr = nullptr;
     if (nbytes > SIZE_MAX - kAllocationGranule) return nullptr;  // cannot exist: out of memory
     const size_t rounded = (nbytes + kAllocationGranule - 1) / kAllocationGranule * kAllocationGranule;
-    const cudaError_t status = cudaMalloc(&ptr, rounded);
+    const cudaError_t status = malloc_outside_capture_rules(&ptr, rounded);
     if (status == cudaErrorMemoryAllocation) {
       cudaGetLastError();  // out of memory is not sticky: clear it, the caller retries
       return nullptr;
@@ -158,6 +171,19 @@ void record_stream(void* ptr, Stream stream) {
   KILN_CHECK(owner->device().index == stream.device(), "cuda: record_stream of a block of ", owner->device(),
              " on a stream of cuda:", stream.device(), " (an event can only be recorded on its own device)");
   owner->record_stream(ptr, stream_id(stream));
+}
+
+void begin_private_pool(Stream stream, PoolId pool) {
+  allocator_of(stream.device()).blocks().begin_private_pool(stream_id(stream), pool);
+}
+
+void end_private_pool(Stream stream) { allocator_of(stream.device()).blocks().end_private_pool(stream_id(stream)); }
+
+void release_private_pool(int device, PoolId pool) { allocator_of(device).blocks().release_private_pool(pool); }
+
+PoolId new_private_pool_id() {
+  static std::atomic<PoolId> next{1};
+  return next.fetch_add(1);
 }
 
 AllocatorStats memory_stats(int device) { return allocator_of(device).blocks().stats(); }

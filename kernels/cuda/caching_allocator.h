@@ -26,6 +26,7 @@
 #include <cstdint>
 
 #include "core/allocator.h"
+#include "core/block_allocator.h"
 #include "kernels/cuda/allocator_stats.h"
 #include "kernels/cuda/stream.h"
 
@@ -41,6 +42,15 @@ void raw_free(void* ptr);
 // Marks the block that holds `ptr` (a pointer from this allocator) as used on `stream`
 // too: it is not reused before the work queued on `stream` up to its free has finished.
 void record_stream(void* ptr, Stream stream);
+
+// Note [Private pools] in core/block_allocator.h: allocations for `stream` (a capturing
+// stream of its device) come from `pool` until end_private_pool.
+void begin_private_pool(Stream stream, PoolId pool);
+void end_private_pool(Stream stream);
+// The graph that used `pool` on `device` is gone: its memory goes back to the device.
+void release_private_pool(int device, PoolId pool);
+// A new pool id, unique in the process.
+PoolId new_private_pool_id();
 
 AllocatorStats memory_stats(int device);
 void reset_peak_memory_stats(int device);

@@ -49,6 +49,15 @@ class CudaBackend final : public Backend {
   void event_synchronize(void* event) override;
   double event_elapsed_ms(void* start, void* end) override;
   void record_stream(const Storage& storage, int device_index, std::uintptr_t stream) override;
+  // CUDA graphs (kernels/cuda/graph.h).
+  void* create_graph(int device_index) override;
+  void destroy_graph(void* graph) override;
+  void graph_capture_begin(void* graph) override;
+  void graph_capture_end(void* graph) override;
+  void graph_capture_abandon(void* graph) override;
+  void graph_replay(void* graph) override;
+  int64_t graph_captures(void* graph) const override;
+  int64_t graph_updates(void* graph) const override;
 
   void copy(const Tensor& src, const Tensor& dst, bool non_blocking) override;
   void fill(const Tensor& dst, Scalar value) override;
@@ -59,9 +68,9 @@ class CudaBackend final : public Backend {
               const ElementwiseParams& params) override;
   void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override;
 
-  void reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& reduce_dims, const Tensor& out,
+  void reduce(ReduceOp op, const Tensor& in, const Dims& reduce_dims, const Tensor& out,
               const ReduceParams& params) override;
-  void var_mean(const Tensor& in, const std::vector<int64_t>& reduce_dims, int64_t correction,
+  void var_mean(const Tensor& in, const Dims& reduce_dims, int64_t correction,
                 const Tensor& var_out, const Tensor& mean_out) override;
   void arg_reduce(ArgReduceOp op, const Tensor& in, int64_t dim, const Tensor& values_out,
                   const Tensor& indices_out) override;

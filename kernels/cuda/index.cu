@@ -82,7 +82,7 @@ class DeviceBadIndex {
   // Waits for the stream, then throws the CPU's message if a kernel recorded a bad index.
   void throw_if_seen(const char* op, int64_t dim, int64_t size) const {
     BadIndexFlag host{};
-    note_host_sync(HostSync::IndexCheck);
+    note_host_sync(HostSync::IndexCheck, Device::cuda(stream_.device()));
     KILN_CUDA_CHECK(cudaMemcpyAsync(&host, flag(), sizeof(host), cudaMemcpyDeviceToHost, stream_.handle()));
     stream_.synchronize();
     KILN_CHECK(host.seen == 0, op, ": index ", host.value, " is out of bounds for dimension ", dim, " with size ",

@@ -20,10 +20,10 @@ bool group_fits(const std::vector<ReduceDim>& group, int64_t numel) {
   return group.size() <= static_cast<size_t>(kMaxOffsetDims) && (group.size() == 1 || numel < (int64_t{1} << 31));
 }
 
-ReducePlan plan_for(const Tensor& in, const std::vector<int64_t>& reduce_dims, const Tensor& out0,
+ReducePlan plan_for(const Tensor& in, IntList reduce_dims, const Tensor& out0,
                     const Tensor* out1) {
-  ReduceProblem problem{in.sizes(), in.strides(), out0.strides(), out1 ? out1->strides() : std::vector<int64_t>{},
-                        reduce_dims, static_cast<int64_t>(itemsize(in.dtype())),
+  ReduceProblem problem{in.sizes(), in.strides(), out0.strides(), out1 ? out1->strides().vec() : std::vector<int64_t>{},
+                        {reduce_dims.begin(), reduce_dims.end()}, static_cast<int64_t>(itemsize(in.dtype())),
                         reinterpret_cast<uintptr_t>(in.data_ptr()) % 16 == 0,
                         device_properties(in.device().index).multiprocessors};
   return plan_reduction(problem);
@@ -31,7 +31,7 @@ ReducePlan plan_for(const Tensor& in, const std::vector<int64_t>& reduce_dims, c
 
 }  // namespace
 
-Launchable make_launchable(const Tensor& in, const std::vector<int64_t>& reduce_dims, const Tensor& out0,
+Launchable make_launchable(const Tensor& in, IntList reduce_dims, const Tensor& out0,
                            const Tensor* out1, const char* op) {
   KILN_ASSERT(in.device().is_cuda() && out0.device() == in.device() && (!out1 || out1->device() == in.device()), op,
               ": operands on ", in.device(), " and ", out0.device());
@@ -64,7 +64,7 @@ Launchable make_launchable(const Tensor& in, const std::vector<int64_t>& reduce_
 
 // ==== Backend entry points ====================================================================
 
-void CudaBackend::reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& reduce_dims, const Tensor& out,
+void CudaBackend::reduce(ReduceOp op, const Tensor& in, const Dims& reduce_dims, const Tensor& out,
                          const ReduceParams& params) {
   const Launchable l = make_launchable(in, reduce_dims, out, nullptr, op_name(op));
   switch (op) {
@@ -77,7 +77,7 @@ void CudaBackend::reduce(ReduceOp op, const Tensor& in, const std::vector<int64_
   }
 }
 
-void CudaBackend::var_mean(const Tensor& in, const std::vector<int64_t>& reduce_dims, int64_t correction,
+void CudaBackend::var_mean(const Tensor& in, const Dims& reduce_dims, int64_t correction,
                            const Tensor& var_out, const Tensor& mean_out) {
   launch_var_mean(make_launchable(in, reduce_dims, var_out, &mean_out, "var_mean"), correction);
 }
@@ -85,7 +85,7 @@ void CudaBackend::var_mean(const Tensor& in, const std::vector<int64_t>& reduce_
 void CudaBackend::arg_reduce(ArgReduceOp op, const Tensor& in, int64_t dim, const Tensor& values_out,
                              const Tensor& indices_out) {
   const bool is_max = op == ArgReduceOp::ArgMax;
-  launch_arg_reduce(make_launchable(in, {dim}, values_out, &indices_out, is_max ? "argmax" : "argmin"), is_max);
+  launch_arg_reduce(make_launchable(in, IntList(&dim, 1), values_out, &indices_out, is_max ? "argmax" : "argmin"), is_max);
 }
 
 }  // namespace kiln::cuda

@@ -27,7 +27,7 @@ struct Launchable {
   ReducePlan plan;
 };
 
-Launchable make_launchable(const Tensor& in, const std::vector<int64_t>& reduce_dims, const Tensor& out0,
+Launchable make_launchable(const Tensor& in, IntList reduce_dims, const Tensor& out0,
                            const Tensor* out1, const char* op);
 
 template <typename T>

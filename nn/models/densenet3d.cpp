@@ -213,7 +213,7 @@ DenseNet3d::DenseNet3d(const DenseNet3dOptions& options) : options_(options) {
 Tensor DenseNet3d::features(const Tensor& input) {
   KILN_CHECK(input.defined() && input.dim() == 5 && input.size(1) == options_.in_channels,
              "DenseNet3d: expected an input [N, ", options_.in_channels, ", D, H, W], got shape ",
-             input.defined() ? input.sizes() : std::vector<int64_t>{});
+             sizes_or_none(input));
   return features_->forward(input);
 }
 

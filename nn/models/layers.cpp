@@ -45,7 +45,7 @@ std::shared_ptr<BatchNorm3d> batch_norm3d(int64_t channels, bool fused_relu) {
 Tensor inflate_2d(const Tensor& kernel, int64_t depth) {
   KILN_CHECK(kernel.defined() && kernel.dim() == 4,
              "inflate_2d: expected a 2D kernel [O, I, h, w], got shape ",
-             kernel.defined() ? kernel.sizes() : std::vector<int64_t>{});
+             sizes_or_none(kernel));
   KILN_CHECK(depth > 0, "inflate_2d: depth must be positive, got ", depth);
   const std::vector<int64_t> sizes = {kernel.size(0), kernel.size(1), depth, kernel.size(2), kernel.size(3)};
   return div(kernel.unsqueeze(2).expand(sizes), static_cast<double>(depth));

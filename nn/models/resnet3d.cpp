@@ -285,7 +285,7 @@ Tensor ResNet3d::forward_stage(Layer& stage, const Tensor& x) {
 Tensor ResNet3d::features(const Tensor& input) {
   KILN_CHECK(input.defined() && input.dim() == 5 && input.size(1) == options_.in_channels,
              "ResNet3d: expected an input [N, ", options_.in_channels, ", D, H, W], got shape ",
-             input.defined() ? input.sizes() : std::vector<int64_t>{});
+             sizes_or_none(input));
   Tensor y = relu_unless_fused(bn1_->forward(conv1_->forward(input)), options_.fused_bn_relu);
   if (maxpool_) y = maxpool_->forward(y);
   for (const auto& layer : layers_) y = forward_stage(*layer, y);

@@ -47,6 +47,7 @@ class FakeMemoryBase {
   };
   std::vector<FakeEvent> events;  // by EventId
   int waits = 0;
+  int queries = 0;  // event_completed calls
 
   // Completes every event recorded on `stream`.
   void complete_events_on(StreamId stream) {
@@ -88,6 +89,7 @@ class FakeMemoryBase {
   bool fake_completed(EventId event) {
     std::lock_guard<std::mutex> lock(mutex_);
     KILN_ASSERT(!events.at(event).released, "query of a released event");
+    ++queries;
     return events.at(event).completed;
   }
   void fake_wait(EventId event) {

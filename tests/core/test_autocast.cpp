@@ -240,6 +240,20 @@ TEST(AutocastCache, RecastsAParameterModifiedInPlace) {
   EXPECT_EQ(autocast_cache_size(), 1u);
 }
 
+// set_data gives the parameter another storage, whose version may equal the one the cast
+// was made at: the cache must still see new data (Note [Set data]).
+TEST(AutocastCache, RecastsAParameterGivenOtherData) {
+  Tensor w = param({5, 3}, 1);
+  AutocastGuard autocast(DType::Float16);
+  const Tensor before = autocast_input(w, AutocastPolicy::LowerPrecision);
+  Tensor other = full({5, 3}, 0.25);
+  ASSERT_EQ(other.version(), w.version());
+  w.set_data(other);
+  const Tensor after = autocast_input(w, AutocastPolicy::LowerPrecision);
+  EXPECT_FALSE(after.is_same(before));
+  EXPECT_TRUE(all_equal(after, full({5, 3}, 0.25, {.dtype = DType::Float16})));
+}
+
 TEST(AutocastCache, RecastsAfterBackwardFreedTheCastAndAfterNoGrad) {
   const Tensor w = param({3, 3}, 1), x = f32({2, 3}, 2);
   AutocastGuard autocast(DType::Float16);

@@ -85,6 +85,22 @@ TEST(CpuAllocator, EveryBlockIs64ByteAligned) {
   }
 }
 
+// Small blocks are aligned by hand inside a malloc'd chunk (Note [Small CPU blocks]): every
+// size near the alignment, written to its last byte and freed, must keep the bookkeeping
+// slot before the block intact (AddressSanitizer and glibc's free checks see the rest).
+TEST(CpuAllocator, SmallBlocksOfEveryNearbySizeAreAlignedAndWritable) {
+  std::vector<Tensor> held;
+  for (int64_t n = 1; n <= 200; ++n) {
+    held.push_back(full({n}, static_cast<uint8_t>(n), {.dtype = DType::UInt8}));
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(held.back().data_ptr()) % kCpuAlignment, 0u) << n;
+  }
+  for (int64_t n = 1; n <= 200; ++n) {
+    const Tensor& t = held[static_cast<size_t>(n - 1)];
+    EXPECT_EQ(t.data_ptr<uint8_t>()[n - 1], static_cast<uint8_t>(n)) << n;
+  }
+  held.clear();  // every free reads its slot back
+}
+
 TEST(CpuAllocator, EmptyCacheGivesUnusedBlocksBack) {
   SKIP_WITHOUT_CPU_CACHE();
   empty_cpu_cache();  // what earlier tests in this process left cached

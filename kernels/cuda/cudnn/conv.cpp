@@ -8,8 +8,8 @@
 //      sum (no input channels, or a batch of 0 for the weight gradient);
 //   2. makes its operands contiguous (the op layer already passes them so; a strided
 //      output receives the result through a contiguous temporary and a copy);
-//   3. builds the descriptors (Note [Conv descriptors are rebuilt per call]; a 1-d conv
-//      runs as 2-d, Note [1-d convolution in cuDNN]);
+//   3. takes the descriptors this thread made for the key (Note [Conv descriptors per
+//      key]; a 1-d conv runs as 2-d, Note [1-d convolution in cuDNN]);
 //   4. picks the algorithm and its workspace (Note [Choosing a conv algorithm]);
 //   5. runs it on the calling thread's current stream with the chosen math type.
 // Accumulation is in float32 for float16/bfloat16/float32 and float64 for float64; float32
@@ -44,12 +44,12 @@ Tensor contiguous_operand(const Tensor& t) { return t.is_contiguous() ? t : t.co
 void run_pass(ConvPass pass, const ConvOperands& o, const ConvParams& params) {
   const int device = o.x.device().index;
   const OnDevice on(device);
-  ConvDescriptors d(o.x, o.w, o.y, params);
   const ConvKey key = conv_key(pass, o.x, o.w, params);
+  ConvDescriptors& d = conv_descriptors(key, o.x, o.w, o.y, params);
   const cudnnHandle_t handle = cudnn_handle(on.stream);
   CachingWorkspaceMemory memory(on.stream);  // declared before `choice`, whose workspace it frees
   const ConvAlgorithmCache::Choice choice = choose_conv_algorithm(key, handle, d, o, memory);
-  d.conv.set_math(choice.algorithm.math);
+  d.conv.set_math_if_changed(choice.algorithm.math);
   const Scaling scale(o.x.dtype());
   void* workspace = choice.workspace.data();
   const size_t workspace_bytes = choice.workspace.bytes();

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/flags.h"
+#include "core/host_sync.h"
 #include "core/kernel_memory.h"
 #include "kernels/cuda/caching_allocator.h"
 #include "kernels/cuda/cuda_backend.h"
@@ -52,7 +53,7 @@ class CudnnAlgorithmSource final : public ConvAlgorithmSource {
       : handle_(handle), d_(d), operands_(operands) {}
 
   std::vector<ConvAlgorithm> heuristics(const ConvKey& key) override {
-    d_.conv.set_math(key.math);
+    d_.conv.set_math_if_changed(key.math);
     switch (key.pass) {
       case ConvPass::Forward: return with_workspace_sizes(key, forward_heuristics());
       case ConvPass::BackwardData: return with_workspace_sizes(key, backward_data_heuristics());
@@ -71,12 +72,16 @@ class CudnnAlgorithmSource final : public ConvAlgorithmSource {
   // the caller's output is never touched by the search (the chosen algorithm computes it
   // afterwards).
   std::vector<ConvAlgorithm> search(const ConvKey& key, void* workspace, size_t workspace_bytes) override {
+    // A search runs and times every algorithm and waits for them: not inside a graph.
+    KILN_CHECK(!capturing_on_this_thread(), "conv: a cuDNN benchmark-mode search (", describe(key),
+               ") during a CUDA graph capture; run the step once eagerly before capturing, so every "
+               "convolution's algorithm is chosen");
     return with_workspace_sizes(key, timed(key, workspace, workspace_bytes));
   }
 
  private:
   std::vector<ConvAlgorithm> timed(const ConvKey& key, void* workspace, size_t workspace_bytes) {
-    d_.conv.set_math(key.math);
+    d_.conv.set_math_if_changed(key.math);
     const Tensor& written = key.pass == ConvPass::Forward        ? operands_.y
                             : key.pass == ConvPass::BackwardData ? operands_.x
                                                                  : operands_.w;
@@ -120,13 +125,13 @@ class CudnnAlgorithmSource final : public ConvAlgorithmSource {
   std::vector<ConvAlgorithm> with_workspace_sizes(const ConvKey& key, std::vector<ConvAlgorithm> algorithms) {
     std::vector<ConvAlgorithm> out;
     for (ConvAlgorithm algorithm : algorithms) {
-      d_.conv.set_math(run_as(key, algorithm).math);
+      d_.conv.set_math_if_changed(run_as(key, algorithm).math);
       size_t bytes = 0;
       if (workspace_size(key.pass, algorithm.algo, &bytes) != CUDNN_STATUS_SUCCESS) continue;
       algorithm.workspace_bytes = std::max(algorithm.workspace_bytes, bytes);
       out.push_back(algorithm);
     }
-    d_.conv.set_math(key.math);
+    d_.conv.set_math_if_changed(key.math);
     return out;
   }
 

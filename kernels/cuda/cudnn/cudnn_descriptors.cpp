@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <memory>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "kernels/cuda/cudnn/cudnn_check.h"
@@ -106,8 +108,10 @@ void ConvolutionDescriptor::set(const ConvParams& params, DType dtype) {
   KILN_CUDNN_CHECK(cudnnSetConvolutionGroupCount(desc_, static_cast<int>(params.groups)));
 }
 
-void ConvolutionDescriptor::set_math(ConvMath math) {
+void ConvolutionDescriptor::set_math_if_changed(ConvMath math) {
+  if (math_ == math) return;
   KILN_CUDNN_CHECK(cudnnSetConvolutionMathType(desc_, cudnn_math_type(math)));
+  math_ = math;
 }
 
 ConvDescriptors::ConvDescriptors(const Tensor& x_tensor, const Tensor& w_tensor, const Tensor& y_tensor,
@@ -116,6 +120,15 @@ ConvDescriptors::ConvDescriptors(const Tensor& x_tensor, const Tensor& w_tensor,
   w.set(w_tensor);
   y.set(y_tensor);
   conv.set(params, x_tensor.dtype());
+}
+
+ConvDescriptors& conv_descriptors(const ConvKey& key, const Tensor& x, const Tensor& w, const Tensor& y,
+                                  const ConvParams& params) {
+  thread_local std::unordered_map<ConvKey, std::unique_ptr<ConvDescriptors>, ConvKeyHash> cache;
+  if (auto it = cache.find(key); it != cache.end()) return *it->second;
+  if (cache.size() >= kMaxCachedConvDescriptors) cache.clear();
+  auto made = std::make_unique<ConvDescriptors>(x, w, y, params);
+  return *cache.emplace(key, std::move(made)).first->second;
 }
 
 }  // namespace kiln::cuda

@@ -3,12 +3,16 @@
 // A descriptor is a small host-side struct (cudnnCreate*/cudnnDestroy*), so each wrapper
 // creates one in its constructor and destroys it in its destructor (STYLE 8).
 //
-// Note [Conv descriptors are rebuilt per call]: ConvDescriptors are made afresh for every
-// convolution rather than cached per key. Setting them is a few host calls (about a
-// microsecond each) against a convolution that takes tens of microseconds at least, and
-// the convolution descriptor is mutated per call (its math type becomes the chosen
-// algorithm's), so a shared cached copy would need a lock or per-thread copies: more code
-// for no measurable gain.
+// Note [Conv descriptors per key]: a convolution's four descriptors depend only on its
+// ConvKey (sizes, strides, dtype, parameters; the operands are contiguous), so each thread
+// keeps the ones it made, per key (conv_descriptors below): a step of a 3D CNN runs the same
+// few dozen shapes again and again, and rebuilding them was 4 creates, 4 destroys, a dozen
+// small vectors and the cudnnSet* calls per pass, host time an eager step paid per conv.
+// Per thread, because the convolution descriptor's math type is set to the chosen
+// algorithm's before each run (set_math_if_changed: only when it differs), so a shared
+// copy would need a lock. At most kMaxCachedConvDescriptors keys are kept per thread; past
+// that the thread's cache is emptied and refilled (a program that cycles through more
+// shapes than that pays what it paid before, never unbounded memory).
 //
 // Note [1-d convolution in cuDNN]: cuDNN's Nd API needs at least 2 spatial dims, so a 1-d
 // conv is run as a 2-d one with a unit dim in front of the length: [N, C, L] becomes
@@ -18,6 +22,7 @@
 
 #include <cudnn.h>
 
+#include <optional>
 #include <vector>
 
 #include "core/backend.h"
@@ -62,11 +67,13 @@ class ConvolutionDescriptor {
   // Cross-correlation (what deep learning calls convolution) with `params`, accumulating
   // in float32 for float16/bfloat16/float32 and in float64 for float64.
   void set(const ConvParams& params, DType dtype);
-  void set_math(ConvMath math);
+  // Sets the math type when it is not the one set last (a cudnnSet call saved per run).
+  void set_math_if_changed(ConvMath math);
   cudnnConvolutionDescriptor_t get() const { return desc_; }
 
  private:
   cudnnConvolutionDescriptor_t desc_ = nullptr;
+  std::optional<ConvMath> math_;  // the math type set last; none before the first
 };
 
 // The descriptors of one convolution: x is the input (or its gradient), w the weight (or
@@ -78,6 +85,13 @@ struct ConvDescriptors {
   TensorDescriptor y;
   ConvolutionDescriptor conv;
 };
+
+// The calling thread's descriptors for the pass `key` describes (Note [Conv descriptors per
+// key]), made from x, w, y and params on the first call with that key. The reference stays
+// valid until the thread's next call of conv_descriptors.
+inline constexpr size_t kMaxCachedConvDescriptors = 256;
+ConvDescriptors& conv_descriptors(const ConvKey& key, const Tensor& x, const Tensor& w, const Tensor& y,
+                                  const ConvParams& params);
 
 cudnnDataType_t cudnn_data_type(DType dtype);
 cudnnMathType_t cudnn_math_type(ConvMath math);
