@@ -79,8 +79,7 @@ def main():
                 torch_version = line["torch"]
 
     labels = [label for label, _ in kilns] + (["PyTorch"] if args.python else [])
-    rows = sorted({(case, grad) for (_, case, grad) in times},
-                  key=lambda r: (list(dict.fromkeys(c for (_, c, _) in times)).index(r[0]), r[1]))
+    rows = list(dict.fromkeys((case, grad) for (_, case, grad) in times))  # in the order the runs printed them
     header = ["case", "autograd"] + [f"{label} ns/op" for label in labels]
     if len(kilns) >= 2:
         header.append(f"{kilns[-1][0]} / {kilns[0][0]}")

@@ -499,8 +499,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   {
     NoGradGuard no_grad;
     if (out.numel() > 0) {
-      backend(device).where(expand(to(cond, device, DType::Bool), shape), expand(to(a, device, dtype), shape),
-                            expand(to(b, device, dtype), shape), out);
+      backend(device).where(expanded_to(to(cond, device, DType::Bool), out), expanded_to(to(a, device, dtype), out),
+                            expanded_to(to(b, device, dtype), out), out);
     }
   }
   if (autograd::any_requires_grad({&a, &b})) {

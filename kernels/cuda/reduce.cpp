@@ -22,8 +22,8 @@ bool group_fits(const std::vector<ReduceDim>& group, int64_t numel) {
 
 ReducePlan plan_for(const Tensor& in, IntList reduce_dims, const Tensor& out0,
                     const Tensor* out1) {
-  ReduceProblem problem{in.sizes(), in.strides(), out0.strides(), out1 ? out1->strides().vec() : std::vector<int64_t>{},
-                        {reduce_dims.begin(), reduce_dims.end()}, static_cast<int64_t>(itemsize(in.dtype())),
+  ReduceProblem problem{in.sizes(), in.strides(), out0.strides(), out1 ? out1->strides() : Dims{},
+                        Dims(reduce_dims), static_cast<int64_t>(itemsize(in.dtype())),
                         reinterpret_cast<uintptr_t>(in.data_ptr()) % 16 == 0,
                         device_properties(in.device().index).multiprocessors};
   return plan_reduction(problem);

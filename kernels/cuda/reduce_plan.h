@@ -38,12 +38,14 @@
 namespace kiln::cuda {
 
 // What is reduced, in numbers: a strided input, up to two keepdim-form outputs.
+// The lists are Dims (Note [Dims in place]): a launch copies the tensors' shapes into
+// them without an allocation.
 struct ReduceProblem {
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> in_strides;
-  std::vector<int64_t> out0_strides;
-  std::vector<int64_t> out1_strides;  // empty: one output
-  std::vector<int64_t> reduce_dims;   // sorted, unique
+  Dims sizes;
+  Dims in_strides;
+  Dims out0_strides;
+  Dims out1_strides;  // empty: one output
+  Dims reduce_dims;   // sorted, unique
   int64_t element_size = 4;           // bytes per input element
   bool in_aligned_16 = true;          // the input's data pointer is 16-byte aligned
   int sm_count = 132;                 // streaming multiprocessors of the device
