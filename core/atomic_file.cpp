@@ -163,27 +163,27 @@ void AtomicFile::fail(std::string_view call, const std::string& arguments, int e
   __builtin_unreachable();
 }
 
-void AtomicFile::write(const void* data, size_t bytes) {
-  KILN_ASSERT(fd_ >= 0, "AtomicFile: write after commit (", path_, ")");
-  const auto* next = static_cast<const char*>(data);
-  while (bytes > 0) {
-    const ssize_t written = injected(AtomicFileStep::Write) ? -1 : ::write(fd_, next, bytes);
-    if (written < 0 && errno == EINTR) continue;
-    if (written <= 0) fail("write", temporary_, written == 0 ? EIO : errno);
-    next += written;
-    bytes -= static_cast<size_t>(written);
-  }
-}
+void AtomicFile::write(const void* data, size_t bytes) { write_fully(data, bytes, -1); }
 
 void AtomicFile::write_at(int64_t offset, const void* data, size_t bytes) {
+  KILN_ASSERT(offset >= 0, "AtomicFile: write_at a negative offset (", path_, ")");
+  write_fully(data, bytes, offset);
+}
+
+// Writes all of `bytes` at the file's position (offset < 0: write) or at `offset`
+// (pwrite), through short writes and EINTR.
+void AtomicFile::write_fully(const void* data, size_t bytes, int64_t offset) {
   KILN_ASSERT(fd_ >= 0, "AtomicFile: write after commit (", path_, ")");
+  const char* call = offset < 0 ? "write" : "pwrite";
   const auto* next = static_cast<const char*>(data);
   while (bytes > 0) {
-    const ssize_t written = injected(AtomicFileStep::Write) ? -1 : ::pwrite(fd_, next, bytes, offset);
+    const ssize_t written = injected(AtomicFileStep::Write) ? -1
+                            : offset < 0                    ? ::write(fd_, next, bytes)
+                                                            : ::pwrite(fd_, next, bytes, offset);
     if (written < 0 && errno == EINTR) continue;
-    if (written <= 0) fail("pwrite", temporary_, written == 0 ? EIO : errno);
+    if (written <= 0) fail(call, temporary_, written == 0 ? EIO : errno);
     next += written;
-    offset += written;
+    if (offset >= 0) offset += written;
     bytes -= static_cast<size_t>(written);
   }
 }

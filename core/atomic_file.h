@@ -68,6 +68,7 @@ class AtomicFile {
  private:
   void create_temporary(const std::string& folder, const std::string& name, bool replacing);
   [[noreturn]] void fail(std::string_view call, const std::string& arguments, int error) const;
+  void write_fully(const void* data, size_t bytes, int64_t offset);
   SaveStatus sync_folder() const;
   // Closes the temporary file and removes it, if one of ours is left.
   void discard() noexcept;
