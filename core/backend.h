@@ -85,6 +85,10 @@ struct BatchNormCoefficients {
   bool relu = false;
 };
 
+// The most 64-bit words one Backend::write_words call writes (they travel in a kernel's
+// arguments on CUDA).
+inline constexpr int64_t kMaxWrittenWords = 16;
+
 // Name of a reduction for error messages ("sum", "amax").
 const char* op_name(ReduceOp op);
 
@@ -155,6 +159,10 @@ class Backend {
   // backend's device and the CPU are this backend's job too (the CUDA backend's).
   virtual void copy(const Tensor& src, const Tensor& dst, bool non_blocking) = 0;
   virtual void fill(const Tensor& dst, Scalar value) = 0;
+  // dst (contiguous, 8-byte elements, `count` <= kMaxWrittenWords of them) = words, in
+  // stream order and from the call's own arguments: no host buffer is read after the call
+  // returns (Note [Per-step values on the device], core/device_values.h).
+  virtual void write_words(const Tensor& dst, const uint64_t* words, int64_t count) = 0;
   // dst[i] = start + i * step over dst in row-major order (dst contiguous).
   virtual void arange(const Tensor& dst, Scalar start, Scalar step) = 0;
 
@@ -300,21 +308,30 @@ class Backend {
     Tensor found_inf;
   };
   // PyTorch's torch.optim formulas; a maximize flag negates the gradient first.
+  // Note [Scheduled options on the device]: `scheduled`, when defined, is a Float64 [2]
+  // tensor on the parameters' device holding {lr, m}, where m is the option schedulers
+  // cycle as momentum (SGD's and RMSprop's momentum, Adam's beta1); the kernel reads both
+  // from it as it runs, in place of the lr and momentum/beta1 fields. The fields still
+  // decide the kernel's shape (momentum on or off). A step captured by a CUDA graph thus
+  // uses the values written before each replay (optim/optimizer.h, set_capturable).
   struct SgdStepParams {
     double lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
     bool nesterov = false, maximize = false;
     // The momentum buffers hold nothing yet: buf = g (PyTorch's clone on the first step)
     // instead of buf = momentum buf + (1 - dampening) g.
     bool first_step = false;
+    Tensor scheduled{};  // {lr, momentum}
   };
   struct AdamStepParams {
     double lr = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
     bool decoupled_weight_decay = false;  // AdamW: p *= 1 - lr wd, instead of g += wd p
     bool amsgrad = false, maximize = false;
+    Tensor scheduled{};  // {lr, beta1}
   };
   struct RmspropStepParams {
     double lr = 0, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0;
     bool centered = false, maximize = false;
+    Tensor scheduled{};  // {lr, momentum}
   };
   // momentum_buffers is empty when momentum == 0.
   virtual void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,

@@ -16,10 +16,23 @@
 //
 // One scope per thread at a time. A scope that ends with checks still queued (an
 // exception is on its way out) drops them.
+//
+// Note [Index checks in a CUDA graph]: a graph replays its kernels without the host code
+// around them, so a check queued while the step was captured would be queued once, and
+// its flag, zeroed again by every replay, would hold only the last replay's finding.
+// While this thread captures (CapturedIndexChecks, held by CudaGraph's capture), an op's
+// flag is instead a slot of the graph's own flags, zeroed once before the capture and
+// never inside the graph, so a bad index in any replay stays recorded; and the op's check
+// goes to the graph, not to the scope. The graph queues its checks again after each
+// replay (once until they have run) in the thread's DeferIndexChecks scope, or runs them
+// at once without one. A flag once set stays set: the error repeats until the run stops.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <vector>
+
+#include "core/tensor.h"
 
 namespace kiln {
 
@@ -44,7 +57,38 @@ class DeferIndexChecks {
 };
 
 // For backends: queues `check` in this thread's DeferIndexChecks scope and returns true,
-// or returns false when there is none (the caller checks now).
+// or returns false when there is none (the caller checks now). While this thread
+// captures a graph the check goes to the capture (Note [Index checks in a CUDA graph])
+// and the answer is true.
 bool defer_index_check(DeferredCheck check);
+
+// The capture side of Note [Index checks in a CUDA graph], for the calling thread, from
+// construction to destruction (not nestable): `flags`, a zeroed Int64 tensor of
+// 2 x kMaxCapturedIndexChecks elements on the capture's device, gives each checked op of
+// the capture its 16-byte flag.
+inline constexpr int64_t kMaxCapturedIndexChecks = 64;
+class CapturedIndexChecks {
+ public:
+  explicit CapturedIndexChecks(Tensor flags);
+  ~CapturedIndexChecks();
+  CapturedIndexChecks(const CapturedIndexChecks&) = delete;
+  CapturedIndexChecks& operator=(const CapturedIndexChecks&) = delete;
+
+  // The checks the capture queued, in order (the collection is left empty).
+  std::vector<DeferredCheck> take();
+
+ private:
+  friend bool defer_index_check(DeferredCheck check);
+  friend Tensor captured_index_flag(Device device, const char* op);
+  Tensor flags_;
+  int64_t used_ = 0;
+  std::vector<DeferredCheck> checks_;
+};
+
+// For backends: during a capture on this thread, the next 16-byte flag of the capture's
+// graph (an Int64 [2] view of its flags on `device`; a kiln::Error naming `op` when the
+// step has more checked index ops than kMaxCapturedIndexChecks, or the capture is on
+// another device); undefined when this thread does not capture.
+Tensor captured_index_flag(Device device, const char* op);
 
 }  // namespace kiln

@@ -16,6 +16,17 @@
 //   randperm(n):          stable argsort of the 64-bit keys (r0 << 32 | r1)
 // Every backend implements exactly this, so one seed gives the same numbers on every
 // device. The helpers below are the shared definition (host and device).
+//
+// Note [Philox under capture]: a CUDA graph replays the arguments its kernels were
+// captured with, so a seed and offset passed by value would make every replay draw the
+// same numbers. So while a graph captures (core/cuda_graph.h), its generators hand out
+// states that point at device memory: PhiloxState::base holds {seed, offset} there, and
+// `offset` is relative to it, counting the blocks reserved since the capture began. A
+// kernel resolves the state when it runs (philox_resolve). Before each replay the graph
+// writes {seed, the generator's offset now} into base and advances the generator past the
+// blocks the captured work draws, so replay k draws exactly what the k-th eager run of
+// the same work would have drawn: random ops differ from step to step as in eager mode,
+// and a replayed run equals an eager one bit for bit.
 #pragma once
 
 #include <cmath>
@@ -30,9 +41,19 @@ namespace kiln {
 struct PhiloxState {
   uint64_t seed = 0;
   uint64_t offset = 0;  // in Philox blocks
+  // Note [Philox under capture]: when set, {seed, offset} are read from base[0], base[1]
+  // as the kernel runs, and `offset` is added to base[1] (memory on the op's device).
+  const uint64_t* base = nullptr;
 };
 
-// The two 32-bit words of element i (Note [Philox streams]).
+// The seed and absolute offset of a state (reads base where it is set: call it where the
+// state's device memory is readable, i.e. inside the kernel).
+KILN_HOST_DEVICE inline PhiloxState philox_resolve(PhiloxState s) {
+  if (s.base == nullptr) return s;
+  return {s.base[0], s.base[1] + s.offset, nullptr};
+}
+
+// The two 32-bit words of element i (Note [Philox streams]) of a resolved state.
 KILN_HOST_DEVICE inline void philox_words(PhiloxState s, uint64_t i, uint32_t& r0, uint32_t& r1) {
   const uint64_t block = s.offset + i / 2;
   const Philox4x32 counter = {{static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), 0u, 0u}};
@@ -81,12 +102,32 @@ class Generator {
   void set_state(PhiloxState state);
   PhiloxState state() const;
   // The state a random op on `numel` elements starts from; advances past its blocks.
+  // During a capture: relative to the capture's base (Note [Philox under capture]).
   PhiloxState reserve(uint64_t numel);
+  // The state `blocks` Philox blocks start from, advancing past them (what a graph's
+  // replay takes for the draws it replays). Not during a capture.
+  PhiloxState advance(uint64_t blocks);
+
+  // ---- CUDA graph capture (Note [Philox under capture]) -----------------------------------
+  // From begin_capture to end_capture, reserve() hands out states relative to `base` (two
+  // uint64 words in the memory of `device`, written before each replay) and leaves the
+  // generator's own offset alone; state() and set_state() see the capture's relative
+  // offset (so activation checkpointing rewinds within the capture), and manual_seed is
+  // an error. end_capture returns the blocks reserved during the capture. One capture at
+  // a time.
+  void begin_capture(Device device, const uint64_t* base);
+  uint64_t end_capture();
+  bool capturing() const;
+  // The device of the capture under way (meaningful only while capturing()).
+  Device capture_device() const;
 
  private:
   mutable std::mutex mutex_;
   uint64_t seed_;
   uint64_t offset_ = 0;
+  const uint64_t* capture_base_ = nullptr;  // set while capturing
+  Device capture_device_;
+  uint64_t capture_offset_ = 0;  // blocks reserved since begin_capture
 };
 
 // The default generator of a device (one per device type and index).

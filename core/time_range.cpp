@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "core/host_sync.h"
 
 namespace kiln {
 namespace {
@@ -124,7 +125,10 @@ TimeRange::TimeRange(std::string name, std::optional<Device> device) {
   r.thread = slot.thread;
   r.depth = slot.depth++;
   r.start_s = open_->state->clock.seconds();
-  if (device && !device->is_cpu()) {
+  // A capture records its work for later (core/cuda_graph.h): an event recorded into it
+  // would time nothing, and reading it would fail, so a range within a capture is timed on
+  // the host only.
+  if (device && !device->is_cpu() && !capturing_on_this_thread()) {
     open_->pending.start_event = std::make_shared<Event>(/*enable_timing=*/true);
     open_->pending.start_event->record(Stream::current(*device));
   }

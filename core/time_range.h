@@ -13,7 +13,8 @@
 //   thread's buffer (its own lock, uncontended); ranges nest, and depth says how deep.
 // - With a device, the range also records an event on the thread's current stream of that
 //   device at each end; stop() turns them into device milliseconds (waiting for the last
-//   events then, never inside the ranges), so GPU work is timed where it runs.
+//   events then, never inside the ranges), so GPU work is timed where it runs (not in a
+//   CUDA graph's capture, where the work does not run: there the range is host time only).
 // - One Timeline collects at a time; a range still open at stop() is not recorded.
 #pragma once
 

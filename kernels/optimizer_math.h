@@ -17,9 +17,11 @@
 //            centered: ga = lerp(ga, g, 1 - alpha), avg = sqrt(sq - ga ga) + eps;
 //            else avg = sqrt(sq) + eps
 //            momentum > 0: buf = momentum buf + g / avg, p -= lr buf;  else p -= lr (g / avg)
-// The hyper-parameters arrive as doubles; their combinations (1 - beta1, 1 - lr wd, Adam's
-// bias corrections from the step counter) are formed in double and rounded once to M
-// (the *_scalars functions), on the host by the CPU and in each block by CUDA.
+// The hyper-parameters arrive as doubles (a *Hyper struct, which lr and the scheduled
+// momentum or beta1 may come into from device memory: Note [Scheduled options on the
+// device] in core/backend.h, *_hyper below); their combinations (1 - beta1, 1 - lr wd,
+// Adam's bias corrections from the step counter) are formed in double and rounded once to
+// M (the *_scalars functions), on the host by the CPU and in each block by CUDA.
 //
 // The options that change a loop's shape (weight decay on or off, momentum, amsgrad,
 // centered, ...) come as a Flags object with bool members: the CPU passes a Static*Flags
@@ -67,6 +69,18 @@ struct SgdScalars {
   M lr, momentum, keep, weight_decay;  // keep = 1 - dampening
 };
 
+struct SgdHyper {
+  double lr, momentum, dampening, weight_decay;
+  // {lr, momentum} from device memory (Note [Scheduled options on the device]), if given.
+  KM SgdHyper with(const double* scheduled) const {
+    return scheduled == nullptr ? *this : SgdHyper{scheduled[0], scheduled[1], dampening, weight_decay};
+  }
+};
+
+inline SgdHyper sgd_hyper(const Backend::SgdStepParams& o) {
+  return {.lr = o.lr, .momentum = o.momentum, .dampening = o.dampening, .weight_decay = o.weight_decay};
+}
+
 inline SgdFlags sgd_flags(const Backend::SgdStepParams& o) {
   const bool momentum = o.momentum != 0;
   return {.weight_decay = o.weight_decay != 0, .momentum = momentum, .first_step = momentum && o.first_step,
@@ -74,9 +88,9 @@ inline SgdFlags sgd_flags(const Backend::SgdStepParams& o) {
 }
 
 template <typename M>
-SgdScalars<M> sgd_scalars(const Backend::SgdStepParams& o) {
-  return {.lr = static_cast<M>(o.lr), .momentum = static_cast<M>(o.momentum),
-          .keep = static_cast<M>(1.0 - o.dampening), .weight_decay = static_cast<M>(o.weight_decay)};
+KM SgdScalars<M> sgd_scalars(const SgdHyper& h) {
+  return {.lr = static_cast<M>(h.lr), .momentum = static_cast<M>(h.momentum),
+          .keep = static_cast<M>(1.0 - h.dampening), .weight_decay = static_cast<M>(h.weight_decay)};
 }
 
 // One element: `grad` already unscaled (and negated for maximize); `buf` is read only when
@@ -114,6 +128,18 @@ struct AdamStepSizes {
   M bias_correction2_sqrt;  // sqrt(1 - beta2^step)
 };
 
+struct AdamHyper {
+  double lr, beta1, beta2, eps, weight_decay;
+  // {lr, beta1} from device memory (Note [Scheduled options on the device]), if given.
+  KM AdamHyper with(const double* scheduled) const {
+    return scheduled == nullptr ? *this : AdamHyper{scheduled[0], scheduled[1], beta2, eps, weight_decay};
+  }
+};
+
+inline AdamHyper adam_hyper(const Backend::AdamStepParams& o) {
+  return {.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay};
+}
+
 inline AdamFlags adam_flags(const Backend::AdamStepParams& o) {
   const bool decay = o.weight_decay != 0;
   return {.coupled_weight_decay = decay && !o.decoupled_weight_decay,
@@ -121,16 +147,16 @@ inline AdamFlags adam_flags(const Backend::AdamStepParams& o) {
 }
 
 template <typename M>
-KM AdamScalars<M> adam_scalars(double lr, double beta1, double beta2, double eps, double weight_decay) {
-  return {.weight_decay = static_cast<M>(weight_decay), .decay = static_cast<M>(1.0 - lr * weight_decay),
-          .beta2 = static_cast<M>(beta2), .one_minus_beta1 = static_cast<M>(1.0 - beta1),
-          .one_minus_beta2 = static_cast<M>(1.0 - beta2), .eps = static_cast<M>(eps)};
+KM AdamScalars<M> adam_scalars(const AdamHyper& h) {
+  return {.weight_decay = static_cast<M>(h.weight_decay), .decay = static_cast<M>(1.0 - h.lr * h.weight_decay),
+          .beta2 = static_cast<M>(h.beta2), .one_minus_beta1 = static_cast<M>(1.0 - h.beta1),
+          .one_minus_beta2 = static_cast<M>(1.0 - h.beta2), .eps = static_cast<M>(h.eps)};
 }
 
 template <typename M>
-KM AdamStepSizes<M> adam_step_sizes(double lr, double beta1, double beta2, double step) {
-  return {.step_size = static_cast<M>(lr / (1.0 - std::pow(beta1, step))),
-          .bias_correction2_sqrt = static_cast<M>(std::sqrt(1.0 - std::pow(beta2, step)))};
+KM AdamStepSizes<M> adam_step_sizes(const AdamHyper& h, double step) {
+  return {.step_size = static_cast<M>(h.lr / (1.0 - std::pow(h.beta1, step))),
+          .bias_correction2_sqrt = static_cast<M>(std::sqrt(1.0 - std::pow(h.beta2, step)))};
 }
 
 // One element; `max_exp_avg_sq` is read and written only with amsgrad.
@@ -168,11 +194,29 @@ inline RmspropFlags rmsprop_flags(const Backend::RmspropStepParams& o) {
   return {.weight_decay = o.weight_decay != 0, .centered = o.centered, .momentum = o.momentum > 0};
 }
 
+struct RmspropHyper {
+  double lr, alpha, eps, weight_decay, momentum;
+  // {lr, momentum} from device memory (Note [Scheduled options on the device]), if given.
+  KM RmspropHyper with(const double* scheduled) const {
+    return scheduled == nullptr ? *this : RmspropHyper{scheduled[0], alpha, eps, weight_decay, scheduled[1]};
+  }
+};
+
+inline RmspropHyper rmsprop_hyper(const Backend::RmspropStepParams& o) {
+  return {.lr = o.lr, .alpha = o.alpha, .eps = o.eps, .weight_decay = o.weight_decay, .momentum = o.momentum};
+}
+
 template <typename M>
-RmspropScalars<M> rmsprop_scalars(const Backend::RmspropStepParams& o) {
-  return {.lr = static_cast<M>(o.lr), .alpha = static_cast<M>(o.alpha),
-          .one_minus_alpha = static_cast<M>(1.0 - o.alpha), .eps = static_cast<M>(o.eps),
-          .weight_decay = static_cast<M>(o.weight_decay), .momentum = static_cast<M>(o.momentum)};
+KM RmspropScalars<M> rmsprop_scalars(const RmspropHyper& h) {
+  return {.lr = static_cast<M>(h.lr), .alpha = static_cast<M>(h.alpha),
+          .one_minus_alpha = static_cast<M>(1.0 - h.alpha), .eps = static_cast<M>(h.eps),
+          .weight_decay = static_cast<M>(h.weight_decay), .momentum = static_cast<M>(h.momentum)};
+}
+
+// The device (or host) address of a step's scheduled options, or null (Note [Scheduled
+// options on the device]).
+inline const double* scheduled_values(const Tensor& scheduled) {
+  return scheduled.defined() ? static_cast<const double*>(scheduled.data_ptr()) : nullptr;
 }
 
 // RMSprop in three pieces, so that the CPU loop can store the running averages as soon as

@@ -66,7 +66,8 @@ void Adam::update(ParamGroup& group, const std::vector<Tensor>& params, const st
                                .weight_decay = o.weight_decay,
                                .decoupled_weight_decay = decoupled_weight_decay_,
                                .amsgrad = o.amsgrad,
-                               .maximize = o.maximize};
+                               .maximize = o.maximize,
+                               .scheduled = scheduled_options(group, params[0].device())};
   const std::vector<Tensor> exp_avgs = state_list(params, "exp_avg");
   const std::vector<Tensor> exp_avg_sqs = state_list(params, "exp_avg_sq");
   const std::vector<Tensor> max_exp_avg_sqs = options.amsgrad ? state_list(params, "max_exp_avg_sq") : std::vector<Tensor>{};

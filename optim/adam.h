@@ -50,6 +50,7 @@ class Adam : public Optimizer {
   void update(ParamGroup& group, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
               const AmpStepArgs& amp) override;
   void check_options(const Options& options) const override;
+  const char* scheduled_momentum() const override { return "beta1"; }
   bool has_step_counter() const override { return true; }
 
  private:

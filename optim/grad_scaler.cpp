@@ -49,6 +49,11 @@ Tensor GradScaler::scale(const Tensor& loss) {
   return mul(loss, scale_.to(loss.device(), /*non_blocking=*/true).reshape({}));
 }
 
+std::vector<Tensor> GradScaler::persistent_tensors() const {
+  if (!scale_.defined()) return {};
+  return {scale_, growth_tracker_};
+}
+
 Tensor GradScaler::inverse_scale() const {
   NoGradGuard no_grad;
   return reciprocal(scale_.to(DType::Float64)).to(DType::Float32);

@@ -106,6 +106,10 @@ class GradScaler {
   json::Value state_dict() const;
   void load_state_dict(const json::Value& state);
 
+  // The tensors the scaler keeps across steps (the scale and its growth tracker, once
+  // made): what a step captured by a CUDA graph updates in place (train/graphed_step.h).
+  std::vector<Tensor> persistent_tensors() const;
+
  private:
   enum class Stage { Ready, Unscaled, Stepped };
   struct PerOptimizer {

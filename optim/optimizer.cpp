@@ -5,11 +5,14 @@
 #include "optim/optimizer.h"
 
 #include <algorithm>
+#include <array>
 #include <unordered_set>
 #include <utility>
 
 #include "core/autograd/grad_mode.h"
+#include "core/device_values.h"
 #include "core/error.h"
+#include "core/host_sync.h"
 #include "core/ops/factory.h"
 
 namespace kiln::optim {
@@ -259,6 +262,60 @@ void Optimizer::step_bucket(ParamGroup& group, Bucket& bucket, const AmpStepArgs
   if (has_step_counter()) increment_steps_(step_counters(bucket.params), local.found_inf);
   update(group, bucket.params, bucket.grads, local);
   if (bucket.masters) multi_tensor_scale_(bucket.params, bucket.model_params);
+}
+
+// ---- CUDA graphs (Note [Capturable optimizers]) -------------------------------------------
+
+void Optimizer::set_capturable(bool capturable) {
+  capturable_ = capturable;
+  if (!capturable) scheduled_.clear();
+}
+
+void Optimizer::write_scheduled(const ScheduledOptions& entry) const {
+  const ParamGroup& group = groups_[entry.group];
+  const std::array<double, 2> values = {group.lr(), group.get(scheduled_momentum())};
+  write_doubles_(entry.values, values);
+}
+
+Tensor Optimizer::scheduled_options(const ParamGroup& group, Device device) {
+  if (!capturable_) return Tensor();
+  const auto index = static_cast<size_t>(&group - groups_.data());
+  KILN_ASSERT(index < groups_.size(), "scheduled_options: not one of this optimizer's groups");
+  auto it = std::find_if(scheduled_.begin(), scheduled_.end(),
+                         [&](const ScheduledOptions& e) { return e.group == index && e.device == device; });
+  if (it == scheduled_.end()) {
+    it = scheduled_.insert(scheduled_.end(),
+                           {index, device, empty({2}, TensorOptions{.dtype = DType::Float64, .device = device})});
+  }
+  if (!capturing_on_this_thread()) write_scheduled(*it);
+  return it->values;
+}
+
+void Optimizer::write_scheduled_options() {
+  KILN_CHECK(!capturing_on_this_thread(), name_, ".write_scheduled_options: not during a capture (the values "
+             "would be frozen into the graph)");
+  for (const ScheduledOptions& entry : scheduled_) write_scheduled(entry);
+}
+
+std::vector<double> Optimizer::scheduled_signature() const {
+  std::vector<double> signature;
+  for (const ParamGroup& group : groups_) {
+    signature.push_back(static_cast<double>(group.params.size()));
+    for (const auto& [key, value] : group.options) {
+      if (key == "lr") continue;
+      signature.push_back(key == scheduled_momentum() ? (value != 0 ? 1.0 : 0.0) : value);
+    }
+  }
+  return signature;
+}
+
+std::vector<Tensor> Optimizer::persistent_tensors() const {
+  std::vector<Tensor> tensors;
+  for (const auto& [param, state] : state_)
+    for (const auto& [name, t] : state) tensors.push_back(t);
+  for (const auto& [param, master] : masters_) tensors.push_back(master);
+  for (const ScheduledOptions& entry : scheduled_) tensors.push_back(entry.values);
+  return tensors;
 }
 
 // ---- GradScaler support -----------------------------------------------------------------

@@ -20,6 +20,18 @@
 // them back into the model's parameters. Small updates that would round away in float16
 // accumulate in the masters.
 //
+// Note [Capturable optimizers]: a step captured by a CUDA graph (train/graphed_step.h)
+// replays its kernels' arguments, so the learning rate a scheduler changes between steps
+// cannot be one. With set_capturable(true) (PyTorch's capturable=True), each group's lr
+// and the option schedulers cycle as momentum (SGD's and RMSprop's "momentum", Adam's
+// "beta1") also live in a Float64 [2] tensor per device, which the step kernels read as
+// they run (Note [Scheduled options on the device] in core/backend.h). step() writes the
+// group's current values there first, except during a capture, where the write would be
+// frozen into the graph: whoever replays the graph calls write_scheduled_options() before
+// each replay (GraphedStep does). A capturable step computes what a plain one computes.
+// The other options are read on the host when the step is captured: changing them (or
+// momentum between zero and non-zero) needs a new capture (scheduled_signature()).
+//
 // state_dict() follows PyTorch's layout: parameters are numbered 0, 1, ... across groups
 // in order; tensors are named "state.<index>.<name>" and the groups' options with their
 // parameter indices are JSON metadata. save_state_dict / load_state_dict_file put it in a
@@ -127,6 +139,20 @@ class Optimizer {
   // "SGD", "Adam", ...
   const std::string& name() const { return name_; }
 
+  // ---- CUDA graphs (Note [Capturable optimizers]) -----------------------------------------
+  void set_capturable(bool capturable);
+  bool capturable() const { return capturable_; }
+  // Writes every group's lr and scheduled momentum into its device tensors (one small
+  // launch per group and device), for the replay that follows.
+  void write_scheduled_options();
+  // What a captured step took from the options on the host: every option of every group
+  // but lr and the scheduled momentum, and whether that momentum is non-zero. A captured
+  // step is valid while this stays the same.
+  std::vector<double> scheduled_signature() const;
+  // Every tensor the optimizer keeps across steps (state, step counters, masters, the
+  // scheduled options): what a captured step updates in place.
+  std::vector<Tensor> persistent_tensors() const;
+
  protected:
   // A derived constructor calls add_param_group for each of its groups (virtual calls
   // such as check_options cannot run from this base constructor).
@@ -141,6 +167,12 @@ class Optimizer {
                       const AmpStepArgs& amp) = 0;
   // Checks a group's options (ranges such as lr >= 0, 0 <= beta < 1), naming the optimizer.
   virtual void check_options(const Options& options) const = 0;
+  // The option schedulers cycle as momentum: "momentum" (SGD, RMSprop) or "beta1" (Adam).
+  virtual const char* scheduled_momentum() const = 0;
+  // For update(): the Note [Scheduled options on the device] tensor of `group` on `device`
+  // (undefined unless capturable), holding the group's values now, or during a capture
+  // whatever write_scheduled_options() writes before each replay.
+  Tensor scheduled_options(const ParamGroup& group, Device device);
 
   // The state of a parameter the kernel writes (a master weight, when there is one).
   ParamState& mutable_state(const Tensor& param);
@@ -186,6 +218,15 @@ class Optimizer {
   bool master_weights_ = false;
   std::unordered_map<const TensorImpl*, Tensor> masters_;  // model parameter -> float32 copy
   bool grads_prepared_ = false;  // Note [Unscaled once]
+  // Note [Capturable optimizers]: {lr, momentum or beta1} per group (by index) and device.
+  struct ScheduledOptions {
+    size_t group;
+    Device device;
+    Tensor values;
+  };
+  bool capturable_ = false;
+  std::vector<ScheduledOptions> scheduled_;
+  void write_scheduled(const ScheduledOptions& entry) const;
 };
 
 // Writes / reads an optimizer state dict as a safetensors file (the param groups under

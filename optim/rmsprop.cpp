@@ -49,7 +49,8 @@ void RMSprop::update(ParamGroup& group, const std::vector<Tensor>& params, const
                                   .weight_decay = o.weight_decay,
                                   .momentum = o.momentum,
                                   .centered = o.centered,
-                                  .maximize = o.maximize};
+                                  .maximize = o.maximize,
+                                  .scheduled = scheduled_options(group, params[0].device())};
   const std::vector<Tensor> square_avgs = state_list(params, "square_avg");
   const std::vector<Tensor> momentum_buffers =
       options.momentum > 0 ? state_list(params, "momentum_buffer") : std::vector<Tensor>{};

@@ -32,6 +32,7 @@ class RMSprop : public Optimizer {
   void update(ParamGroup& group, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
               const AmpStepArgs& amp) override;
   void check_options(const Options& options) const override;
+  const char* scheduled_momentum() const override { return "momentum"; }
   bool has_step_counter() const override { return true; }
 };
 

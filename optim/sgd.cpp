@@ -54,7 +54,8 @@ void SGD::update(ParamGroup& group, const std::vector<Tensor>& params, const std
                         .weight_decay = o.weight_decay,
                         .nesterov = o.nesterov,
                         .maximize = o.maximize,
-                        .first_step = false};
+                        .first_step = false,
+                        .scheduled = scheduled_options(group, params[0].device())};
   if (options.momentum == 0) {
     sgd_step_(params, grads, {}, options, amp);
     return;

@@ -32,6 +32,7 @@ class SGD : public Optimizer {
   void update(ParamGroup& group, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
               const AmpStepArgs& amp) override;
   void check_options(const Options& options) const override;
+  const char* scheduled_momentum() const override { return "momentum"; }
 };
 
 }  // namespace kiln::optim

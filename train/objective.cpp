@@ -8,6 +8,7 @@
 
 #include "core/deferred_check.h"
 #include "core/error.h"
+#include "core/host_sync.h"
 #include "core/ops.h"
 
 namespace kiln::train {
@@ -42,9 +43,15 @@ double parse_pos_weight(const std::string& text, const std::vector<int64_t>& cou
 // loop reads the device anyway, once per log interval; only when it is set are the
 // interval's labels read, to name the bad one. Without a deferring loop (evaluation, a
 // program's own loop) the check runs at once.
+// In a step captured by a CUDA graph the same ops are replayed, so the flag is updated in
+// place and never replaced (the graph goes on writing the tensor it captured), and the
+// check is handed to the capture, which queues it again after its replays (Note [Index
+// checks in a CUDA graph]). A replayed step's labels are its static input, overwritten
+// at every replay: they are not held, and a bad label seen in a replay is reported
+// without its value.
 struct Objective::LabelCheck {
   Tensor outside;               // bool []: some label since the last check is outside
-  std::vector<Tensor> labels;   // those batches' labels (held, not copied)
+  std::vector<Tensor> labels;   // the eager batches' labels since then (held, not copied)
   bool queued = false;          // a deferred check will read them
 };
 
@@ -52,23 +59,33 @@ void Objective::check_labels_within(const Tensor& labels, int64_t highest, const
   LabelCheck& c = *label_check_;
   // "not within", so that a NaN label (which no comparison holds for) is outside too
   const Tensor outside = any(logical_not(logical_and(ge(labels, 0), le(labels, highest))));
-  c.outside = c.outside.defined() ? logical_or(c.outside, outside) : outside;
-  c.labels.push_back(labels);
-  if (c.queued) return;
+  if (!c.outside.defined() || c.outside.device() != labels.device())
+    c.outside = zeros({}, {.dtype = DType::Bool, .device = labels.device()});
+  c.outside.copy_(logical_or(c.outside, outside));
+  const bool capturing = capturing_on_this_thread();
+  if (!capturing) c.labels.push_back(labels);
+  if (c.queued && !capturing) return;
   const std::shared_ptr<LabelCheck> state = label_check_;
   const DeferredCheck check = [state, highest, what, loss = choice_name(loss_)] {
-    LabelCheck taken = std::exchange(*state, LabelCheck{});
-    if (!taken.outside.item<bool>()) return;
-    for (const Tensor& batch : taken.labels) {
+    state->queued = false;
+    const std::vector<Tensor> held = std::exchange(state->labels, {});
+    if (!state->outside.item<bool>()) return;
+    state->outside.zero_();
+    for (const Tensor& batch : held) {
       for (const double v : batch.to(Device::cpu()).to(DType::Float64).flatten().to_vector<double>()) {
         if (!(v >= 0 && v <= static_cast<double>(highest)))
           throw Error(kiln::detail::str_cat("loss ", loss, ": a label is ", v, ", outside ", what, " 0 to ", highest,
                                             " (check the labels, or the number of classes)"));
       }
     }
+    throw Error(kiln::detail::str_cat("loss ", loss, ": a label of a step replayed by a CUDA graph is outside ", what,
+                                      " 0 to ", highest, " (check the labels, or the number of classes; run without "
+                                      "--cuda-graphs to have the check name it)"));
   };
-  c.queued = defer_index_check(check);
-  if (!c.queued) check();
+  const bool queued = defer_index_check(check);
+  if (capturing) return;  // the capture holds the check now
+  c.queued = queued;
+  if (!queued) check();
 }
 
 LossChoice resolved_loss(LossChoice loss, Task task) {

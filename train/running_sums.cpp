@@ -17,9 +17,11 @@ RunningSums::RunningSums(Device device, DType metric_dtype)
   correct_ = zeros({}, {.dtype = metric_dtype_, .device = device_});
 }
 
+// In place, here and in load(): a step captured by a CUDA graph goes on adding into the
+// tensors it captured (Note [A graphed step] in train/graphed_step.h).
 void RunningSums::reset(RunProgress& progress) {
-  loss_sum_ = zeros({}, {.dtype = DType::Float32, .device = device_});
-  correct_ = zeros({}, {.dtype = metric_dtype_, .device = device_});
+  loss_sum_.zero_();
+  correct_.zero_();
   progress.seen = progress.label_elements = 0;
   last_loss_ = last_acc_ = kNaN;
 }
@@ -44,8 +46,8 @@ safetensors::NamedTensors RunningSums::tensors() const { return {{"loss_sum", lo
 
 void RunningSums::load(const safetensors::NamedTensors& tensors) {
   for (const auto& [name, tensor] : tensors) {
-    if (name == "loss_sum") loss_sum_ = tensor.to(device_);
-    if (name == "correct") correct_ = tensor.to(device_);
+    if (name == "loss_sum") loss_sum_.copy_(tensor.reshape({}));
+    if (name == "correct") correct_.copy_(tensor.reshape({}));
   }
 }
 

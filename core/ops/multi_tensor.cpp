@@ -84,6 +84,17 @@ void check_scalar(const char* op, const char* name, const Tensor& t, DType dtype
   KILN_CHECK(t.device() == device, op, ": ", name, " is on ", t.device(), " but the tensors are on ", device);
 }
 
+// Note [Scheduled options on the device]: Float64 [2] on the parameters' device.
+void check_scheduled(const char* op, const Tensor& scheduled, Device device) {
+  if (!scheduled.defined()) return;
+  KILN_CHECK(scheduled.dtype() == DType::Float64 && scheduled.sizes() == std::vector<int64_t>{2} &&
+                 scheduled.is_contiguous(),
+             op, ": options.scheduled must be a contiguous float64 tensor of shape [2] ({lr, momentum or beta1}), got ",
+             scheduled.dtype(), " ", scheduled.sizes());
+  KILN_CHECK(scheduled.device() == device, op, ": options.scheduled is on ", scheduled.device(),
+             " but the tensors are on ", device);
+}
+
 void check_amp(const char* op, const AmpStepArgs& amp, Device device) {
   check_scalar(op, "amp.inv_scale", amp.inv_scale, DType::Float32, device);
   check_scalar(op, "amp.found_inf", amp.found_inf, DType::Float32, device);
@@ -124,6 +135,7 @@ void sgd_step_(const TensorList& params, const TensorList& grads, const TensorLi
   check_parallel(op, "params", params, "grads", grads, /*same_dtype=*/true);
   check_state(op, params, "momentum_buffers", momentum_buffers, options.momentum != 0, "momentum is 0");
   check_amp(op, amp, device);
+  check_scheduled(op, options.scheduled, device);
   const TensorList p = drop_empty(params, params), bufs = drop_empty(params, momentum_buffers);
   if (p.empty()) return;
   NoGradGuard no_grad;
@@ -145,6 +157,7 @@ void adam_step_(const TensorList& params, const TensorList& grads, const TensorL
              params.size());
   check_steps(op, steps, device);
   check_amp(op, amp, device);
+  check_scheduled(op, options.scheduled, device);
   const TensorList p = drop_empty(params, params);
   if (p.empty()) return;
   const TensorList m = drop_empty(params, exp_avgs), v = drop_empty(params, exp_avg_sqs),
@@ -164,6 +177,7 @@ void rmsprop_step_(const TensorList& params, const TensorList& grads, const Tens
   check_state(op, params, "momentum_buffers", momentum_buffers, options.momentum > 0, "momentum is 0");
   check_state(op, params, "grad_avgs", grad_avgs, options.centered, "centered is off");
   check_amp(op, amp, device);
+  check_scheduled(op, options.scheduled, device);
   const TensorList p = drop_empty(params, params);
   if (p.empty()) return;
   const TensorList sq = drop_empty(params, square_avgs), bufs = drop_empty(params, momentum_buffers),

@@ -4,6 +4,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/backend.h"
+#include "core/host_sync.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
 
@@ -12,6 +13,25 @@ namespace {
 
 Generator& pick(Generator* generator, Device device) {
   return generator != nullptr ? *generator : default_generator(device);
+}
+
+// The state a random op on `numel` elements of `device` starts from (Note [Philox
+// streams]). Note [Philox under capture]: while this thread captures a CUDA graph, a GPU
+// op must draw from a generator the graph captures with (its device's default generator,
+// or one given to CudaGraph::register_generator), or its numbers would repeat at every
+// replay; and a generator drawing for a capture serves only the capture's device (its
+// states point into that device's memory).
+PhiloxState reserve(Generator* generator, Device device, uint64_t numel, const char* op) {
+  Generator& g = pick(generator, device);
+  if (g.capturing()) {
+    KILN_CHECK(g.capture_device() == device, op, ": the generator draws for a CUDA graph captured on ",
+               g.capture_device(), " and cannot serve ", device, " meanwhile");
+  } else {
+    KILN_CHECK(!device.is_cuda() || !capturing_on_this_thread(), op, " on ", device,
+               " during a CUDA graph capture draws from a generator the graph does not capture with, so every "
+               "replay would draw the same numbers; pass CudaGraph::register_generator the generator first");
+  }
+  return g.reserve(numel);
 }
 
 Tensor floating_empty(const std::vector<int64_t>& sizes, const TensorOptions& options, const char* op) {
@@ -43,14 +63,14 @@ bool holds_integers(DType dtype, int64_t low, int64_t high) {
 
 Tensor rand(const std::vector<int64_t>& sizes, TensorOptions options, Generator* generator) {
   Tensor out = floating_empty(sizes, options, "rand");
-  const PhiloxState state = pick(generator, out.device()).reserve(static_cast<uint64_t>(out.numel()));
+  const PhiloxState state = reserve(generator, out.device(), static_cast<uint64_t>(out.numel()), "rand");
   if (out.numel() > 0) backend(out.device()).uniform(out, 0.0, 1.0, state);
   return finish(out, options);
 }
 
 Tensor randn(const std::vector<int64_t>& sizes, TensorOptions options, Generator* generator) {
   Tensor out = floating_empty(sizes, options, "randn");
-  const PhiloxState state = pick(generator, out.device()).reserve(static_cast<uint64_t>(out.numel()));
+  const PhiloxState state = reserve(generator, out.device(), static_cast<uint64_t>(out.numel()), "randn");
   if (out.numel() > 0) backend(out.device()).normal(out, 0.0, 1.0, state);
   return finish(out, options);
 }
@@ -62,7 +82,7 @@ Tensor randint(int64_t low, int64_t high, const std::vector<int64_t>& sizes, Ten
   KILN_CHECK(dtype != DType::Bool, "randint: bool is not a valid dtype");
   KILN_CHECK(holds_integers(dtype, low, high - 1), "randint: [", low, ", ", high, ") does not fit in ", dtype);
   Tensor out = empty(sizes, {.dtype = dtype, .device = options.device}, "randint");
-  const PhiloxState state = pick(generator, out.device()).reserve(static_cast<uint64_t>(out.numel()));
+  const PhiloxState state = reserve(generator, out.device(), static_cast<uint64_t>(out.numel()), "randint");
   if (out.numel() > 0) backend(out.device()).randint(out, low, high, state);
   return finish(out, options);
 }
@@ -74,7 +94,7 @@ Tensor randperm(int64_t n, TensorOptions options, Generator* generator) {
              dtype);
   KILN_CHECK(holds_integers(dtype, 0, n - 1), "randperm: n = ", n, " does not fit in ", dtype);
   Tensor out = empty({n}, {.dtype = DType::Int64, .device = options.device}, "randperm");
-  const PhiloxState state = pick(generator, out.device()).reserve(static_cast<uint64_t>(n));
+  const PhiloxState state = reserve(generator, out.device(), static_cast<uint64_t>(n), "randperm");
   if (n > 0) backend(out.device()).randperm(out, state);
   return finish(dtype == DType::Int64 ? out : out.to(dtype), options);
 }
@@ -91,7 +111,7 @@ Tensor bernoulli(const std::vector<int64_t>& sizes, double p, TensorOptions opti
   KILN_CHECK(p >= 0.0 && p <= 1.0, "bernoulli: p must be in [0, 1], got ", p);
   const DType dtype = options.dtype.value_or(kDefaultFloat);
   Tensor out = empty(sizes, {.dtype = dtype, .device = options.device}, "bernoulli");
-  const PhiloxState state = pick(generator, out.device()).reserve(static_cast<uint64_t>(out.numel()));
+  const PhiloxState state = reserve(generator, out.device(), static_cast<uint64_t>(out.numel()), "bernoulli");
   if (out.numel() > 0) backend(out.device()).bernoulli(out, p, state);
   return finish(out, options);
 }

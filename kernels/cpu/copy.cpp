@@ -1,4 +1,6 @@
-// CpuBackend's memory kernels: strided copy with dtype conversion, fill, arange.
+// CpuBackend's memory kernels: strided copy with dtype conversion, fill, arange, write_words.
+#include <cstring>
+
 #include "core/dispatch.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/elementwise_engine.h"
@@ -42,6 +44,11 @@ void CpuBackend::fill(const Tensor& dst, Scalar value) {
     const T v = value.to<T>();
     elementwise_kernel<T>(loop, [v]() { return v; });
   });
+}
+
+void CpuBackend::write_words(const Tensor& dst, const uint64_t* words, int64_t count) {
+  KILN_ASSERT(dst.is_contiguous() && dst.element_size() == 8 && dst.numel() == count, "write_words: bad target");
+  std::memcpy(dst.data_ptr(), words, static_cast<size_t>(count) * sizeof(uint64_t));
 }
 
 void CpuBackend::arange(const Tensor& dst, Scalar start, Scalar step) {

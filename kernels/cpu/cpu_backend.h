@@ -20,6 +20,7 @@ class CpuBackend final : public Backend {
   void reset_peak_memory_stats(int device_index) override;
   void copy(const Tensor& src, const Tensor& dst, bool non_blocking) override;
   void fill(const Tensor& dst, Scalar value) override;
+  void write_words(const Tensor& dst, const uint64_t* words, int64_t count) override;
   void arange(const Tensor& dst, Scalar start, Scalar step) override;
 
   void unary(UnaryOp op, const Tensor& in, const Tensor& out, const ElementwiseParams& params) override;

@@ -95,7 +95,7 @@ void sgd_typed(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
                const std::vector<Tensor>& momentum_buffers, const Backend::SgdStepParams& o, float inv_scale) {
   using M = opmath_t<T>;
   const ListPointers<T> p(params), g(grads), b(momentum_buffers);
-  const math::SgdScalars<M> s = math::sgd_scalars<M>(o);
+  const math::SgdScalars<M> s = math::sgd_scalars<M>(math::sgd_hyper(o).with(math::scheduled_values(o.scheduled)));
   const M unscale = unscale_factor<M>(inv_scale, o.maximize);
   const math::SgdFlags f = math::sgd_flags(o);
   with_flags([&]<bool... kFlags>() {
@@ -132,11 +132,12 @@ void adam_typed(const std::vector<Tensor>& params, const std::vector<Tensor>& gr
                 const Backend::AdamStepParams& o, float inv_scale) {
   using M = opmath_t<T>;
   const ListPointers<T> p(params), g(grads), m(exp_avgs), v(exp_avg_sqs), v_max(max_exp_avg_sqs);
+  const math::AdamHyper h = math::adam_hyper(o).with(math::scheduled_values(o.scheduled));
   std::vector<math::AdamStepSizes<M>> step_sizes(params.size());
   for (size_t i = 0; i < params.size(); ++i) {
-    step_sizes[i] = math::adam_step_sizes<M>(o.lr, o.beta1, o.beta2, steps[i].data_ptr<float>()[0]);
+    step_sizes[i] = math::adam_step_sizes<M>(h, steps[i].data_ptr<float>()[0]);
   }
-  const math::AdamScalars<M> s = math::adam_scalars<M>(o.lr, o.beta1, o.beta2, o.eps, o.weight_decay);
+  const math::AdamScalars<M> s = math::adam_scalars<M>(h);
   const M unscale = unscale_factor<M>(inv_scale, o.maximize);
   const math::AdamFlags f = math::adam_flags(o);
   with_flags([&]<bool... kFlags>() {
@@ -176,7 +177,8 @@ void rmsprop_typed(const std::vector<Tensor>& params, const std::vector<Tensor>&
                    const std::vector<Tensor>& grad_avgs, const Backend::RmspropStepParams& o, float inv_scale) {
   using M = opmath_t<T>;
   const ListPointers<T> p(params), g(grads), sq(square_avgs), b(momentum_buffers), ga(grad_avgs);
-  const math::RmspropScalars<M> s = math::rmsprop_scalars<M>(o);
+  const math::RmspropScalars<M> s =
+      math::rmsprop_scalars<M>(math::rmsprop_hyper(o).with(math::scheduled_values(o.scheduled)));
   const M unscale = unscale_factor<M>(inv_scale, o.maximize);
   const math::RmspropFlags f = math::rmsprop_flags(o);
   with_flags([&]<bool... kFlags>() {

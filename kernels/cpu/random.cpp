@@ -12,10 +12,13 @@
 namespace kiln::cpu {
 namespace {
 
-// Calls fill(i, r0, r1) for every element of the contiguous `out`, in parallel.
+// Calls fill(i, r0, r1) for every element of the contiguous `out`, in parallel. A state
+// relative to a base in memory (Note [Philox under capture]) is resolved first: on the CPU
+// the kernel runs now, so now is when the base is read.
 template <typename Fill>
-void for_each_philox(const Tensor& out, PhiloxState state, const Fill& fill) {
+void for_each_philox(const Tensor& out, PhiloxState unresolved, const Fill& fill) {
   KILN_ASSERT(out.is_contiguous(), "random kernels write contiguous outputs");
+  const PhiloxState state = philox_resolve(unresolved);
   parallel_for(out.numel(), kGrain / 8, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       uint32_t r0, r1;

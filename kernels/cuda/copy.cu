@@ -11,6 +11,9 @@
 //   fill            dst[i] = value, any strides (the engine with no inputs).
 //   arange          dst[i] = start + i * step, dst contiguous; floating dtypes compute it
 //                   in double and round through opmath, integers in int64, as the CPU.
+//   write_words     up to 16 64-bit words into a contiguous tensor, by one thread per
+//                   word of one block; the words travel in the kernel's arguments, so the
+//                   launch reads no host memory later (Note [Per-step values on the device]).
 #include "core/dispatch.h"
 #include "kernels/copy_cast.h"
 #include "kernels/cuda/cuda_backend.h"
@@ -46,6 +49,15 @@ __global__ void arange_integral(int64_t n, int64_t start, int64_t step, T* out) 
   }
 }
 
+// The words of one write_words call, by value.
+struct Words {
+  uint64_t v[kMaxWrittenWords];
+};
+
+__global__ void write_words_kernel(uint64_t* dst, Words words, int count) {
+  if (static_cast<int>(threadIdx.x) < count) dst[threadIdx.x] = words.v[threadIdx.x];
+}
+
 }  // namespace
 
 // ---- launchers ------------------------------------------------------------------------------
@@ -66,6 +78,18 @@ void CudaBackend::fill(const Tensor& dst, Scalar value) {
     const opmath_t<T> v = static_cast<opmath_t<T>>(value.to<T>());
     run_elementwise<T>(loop, dst.device().index, Constant<opmath_t<T>>{v});
   });
+}
+
+void CudaBackend::write_words(const Tensor& dst, const uint64_t* words, int64_t count) {
+  KILN_ASSERT(dst.is_contiguous() && dst.element_size() == 8 && dst.numel() == count && count <= kMaxWrittenWords,
+              "write_words: bad target");
+  if (count == 0) return;
+  Words packed{};
+  for (int64_t i = 0; i < count; ++i) packed.v[i] = words[i];
+  const OnDevice on(dst.device().index);
+  write_words_kernel<<<1, 32, 0, on.stream.handle()>>>(static_cast<uint64_t*>(dst.data_ptr()), packed,
+                                                        static_cast<int>(count));
+  KILN_CUDA_CHECK_LAUNCH();
 }
 
 void CudaBackend::arange(const Tensor& dst, Scalar start, Scalar step) {

@@ -70,21 +70,34 @@ __device__ __forceinline__ void record_bad_index(BadIndexFlag* flag, int64_t val
   if (atomicCAS(&flag->seen, 0ull, 1ull) == 0ull) flag->value = static_cast<long long>(value);
 }
 
-// The flag of one call: zeroed on `stream` before the kernel, read back after it.
+// The flag of one call: zeroed on `stream` before the kernel, read back after it. During a
+// CUDA graph capture the flag is a slot of the graph's flags instead (Note [Index checks
+// in a CUDA graph] in core/deferred_check.h): zeroed before the capture, never by the
+// graph, so it keeps whatever any replay found; it is read after a synchronize of the
+// device, as the replays ran on whatever stream was current when they were launched.
 class DeviceBadIndex {
  public:
-  DeviceBadIndex(int device, Stream stream)
-      : buffer_(allocate_tensor({2}, DType::Int64, Device::cuda(device))), stream_(stream) {
+  DeviceBadIndex(int device, Stream stream, const char* op) : stream_(stream) {
+    buffer_ = captured_index_flag(Device::cuda(device), op);
+    captured_ = buffer_.defined();
+    if (captured_) return;
+    buffer_ = allocate_tensor({2}, DType::Int64, Device::cuda(device));
     KILN_CUDA_CHECK(cudaMemsetAsync(flag(), 0, sizeof(BadIndexFlag), stream_.handle()));
   }
   BadIndexFlag* flag() const { return static_cast<BadIndexFlag*>(buffer_.data_ptr()); }
 
-  // Waits for the stream, then throws the CPU's message if a kernel recorded a bad index.
+  // Waits for the stream (a captured flag: the device), then throws the CPU's message if
+  // a kernel recorded a bad index.
   void throw_if_seen(const char* op, int64_t dim, int64_t size) const {
     BadIndexFlag host{};
     note_host_sync(HostSync::IndexCheck, Device::cuda(stream_.device()));
-    KILN_CUDA_CHECK(cudaMemcpyAsync(&host, flag(), sizeof(host), cudaMemcpyDeviceToHost, stream_.handle()));
-    stream_.synchronize();
+    if (captured_) {  // the capture stream may be gone: wait for the device, then a plain copy
+      KILN_CUDA_CHECK(cudaDeviceSynchronize());
+      KILN_CUDA_CHECK(cudaMemcpy(&host, flag(), sizeof(host), cudaMemcpyDeviceToHost));
+    } else {
+      KILN_CUDA_CHECK(cudaMemcpyAsync(&host, flag(), sizeof(host), cudaMemcpyDeviceToHost, stream_.handle()));
+      stream_.synchronize();
+    }
     KILN_CHECK(host.seen == 0, op, ": index ", host.value, " is out of bounds for dimension ", dim, " with size ",
                size);
   }
@@ -92,6 +105,7 @@ class DeviceBadIndex {
  private:
   Tensor buffer_;
   Stream stream_;
+  bool captured_ = false;
 };
 
 // ---- kernels -------------------------------------------------------------------------------
@@ -205,7 +219,7 @@ void launch_index_kernel(const index_plan::StridedOperands<3>& ops, int device, 
                          const char* op, Backend::IndexBounds bounds, const ElementOf& element_of) {
   const OnDevice on(device);
   std::optional<DeviceBadIndex> bad;
-  if (bounds == Backend::IndexBounds::Check) bad.emplace(device, on.stream);
+  if (bounds == Backend::IndexBounds::Check) bad.emplace(device, on.stream, op);
   index_plan::for_each_32bit_piece(ops, [&](const index_plan::StridedOperands<3>& piece) {
     const int64_t n = piece.numel();
     index_kernel<<<grid_stride_blocks(n, device, kGridStrideBlocksPerSm), kBlockThreads, 0, on.stream.handle()>>>(

@@ -5,9 +5,12 @@
 //
 // Math: Note [Optimizer formulas] in kernels/optimizer_math.h, the per-element functions
 // the CPU backend runs too, so both round alike; every buffer updated in place (=). Every
-// list shares one dtype; float16/bfloat16 compute in float, float64 in double. The
-// scalars are formed on the host, except Adam's bias corrections, which each block forms
-// in double from its tensor's step counter (Note [Step counters on the device]). A defined
+// list shares one dtype; float16/bfloat16 compute in float, float64 in double. Each block
+// forms the scalars from the options as it starts (Adam's bias corrections from its
+// tensor's step counter, Note [Step counters on the device]), reading lr and the scheduled
+// momentum or beta1 from device memory when the step has them there (Note [Scheduled
+// options on the device] in core/backend.h): a step a CUDA graph replays uses each
+// replay's values, and computes exactly what an eager step with the same values does. A defined
 // amp.found_inf that is non-zero makes every block return before writing anything
 // (GradScaler's skipped step).
 //
@@ -59,13 +62,15 @@ AmpPointers amp_pointers(const Backend::AmpStepArgs& amp) {
 template <typename T>
 struct SgdFunctor {
   using V = opmath_t<T>;
-  math::SgdScalars<V> s;
+  math::SgdHyper hyper;
+  const double* scheduled;  // {lr, momentum} on the device, or null
   math::SgdFlags flags;
   bool maximize;
   AmpPointers amp;
 
   __device__ void operator()(const Chunk<3>& c) const {
     if (amp.skip()) return;
+    const math::SgdScalars<V> s = math::sgd_scalars<V>(hyper.with(scheduled));
     T* p = c.list<T>(0);
     const T* g = c.list<T>(1);
     T* buf = flags.momentum ? c.list<T>(2) : nullptr;
@@ -89,8 +94,8 @@ struct SgdFunctor {
 template <typename T>
 struct AdamFunctor {
   using V = opmath_t<T>;
-  math::AdamScalars<V> s;
-  double lr, beta1, beta2;  // for the bias corrections of each tensor's step
+  math::AdamHyper hyper;
+  const double* scheduled;  // {lr, beta1} on the device, or null
   math::AdamFlags flags;
   bool maximize;
   AmpPointers amp;
@@ -103,7 +108,9 @@ struct AdamFunctor {
     T* v = c.list<T>(3);
     T* vmax = flags.amsgrad ? c.list<T>(4) : nullptr;
     const double step = *static_cast<const float*>(c.ptrs[5]);
-    const math::AdamStepSizes<V> t = math::adam_step_sizes<V>(lr, beta1, beta2, step);
+    const math::AdamHyper h = hyper.with(scheduled);
+    const math::AdamScalars<V> s = math::adam_scalars<V>(h);
+    const math::AdamStepSizes<V> t = math::adam_step_sizes<V>(h, step);
     const V unscale = maximize ? -amp.grad_scale<V>() : amp.grad_scale<V>();
     const bool aligned = vector_aligned(p) && vector_aligned(g) && vector_aligned(m) && vector_aligned(v) &&
                          (vmax == nullptr || vector_aligned(vmax));
@@ -129,13 +136,15 @@ struct AdamFunctor {
 template <typename T>
 struct RmspropFunctor {
   using V = opmath_t<T>;
-  math::RmspropScalars<V> s;
+  math::RmspropHyper hyper;
+  const double* scheduled;  // {lr, momentum} on the device, or null
   math::RmspropFlags flags;
   bool maximize;
   AmpPointers amp;
 
   __device__ void operator()(const Chunk<5>& c) const {
     if (amp.skip()) return;
+    const math::RmspropScalars<V> s = math::rmsprop_scalars<V>(hyper.with(scheduled));
     T* p = c.list<T>(0);
     const T* g = c.list<T>(1);
     T* sq = c.list<T>(2);
@@ -185,7 +194,8 @@ void CudaBackend::sgd_step(const std::vector<Tensor>& params, const std::vector<
   if (params.empty()) return;
   const OnDevice on(params[0].device().index);
   visit_floating(params[0], "sgd_step", [&]<typename T>() {
-    const SgdFunctor<T> f{.s = math::sgd_scalars<opmath_t<T>>(options),
+    const SgdFunctor<T> f{.hyper = math::sgd_hyper(options),
+                          .scheduled = math::scheduled_values(options.scheduled),
                           .flags = math::sgd_flags(options),
                           .maximize = options.maximize,
                           .amp = amp_pointers(amp)};
@@ -205,11 +215,8 @@ void CudaBackend::adam_step(const std::vector<Tensor>& params, const std::vector
   const OnDevice on(params[0].device().index);
   visit_floating(params[0], "adam_step", [&]<typename T>() {
     const AdamFunctor<T> f{
-        .s = math::adam_scalars<opmath_t<T>>(options.lr, options.beta1, options.beta2, options.eps,
-                                             options.weight_decay),
-        .lr = options.lr,
-        .beta1 = options.beta1,
-        .beta2 = options.beta2,
+        .hyper = math::adam_hyper(options),
+        .scheduled = math::scheduled_values(options.scheduled),
         .flags = math::adam_flags(options),
         .maximize = options.maximize,
         .amp = amp_pointers(amp)};
@@ -227,7 +234,8 @@ void CudaBackend::rmsprop_step(const std::vector<Tensor>& params, const std::vec
   if (params.empty()) return;
   const OnDevice on(params[0].device().index);
   visit_floating(params[0], "rmsprop_step", [&]<typename T>() {
-    const RmspropFunctor<T> f{.s = math::rmsprop_scalars<opmath_t<T>>(options),
+    const RmspropFunctor<T> f{.hyper = math::rmsprop_hyper(options),
+                              .scheduled = math::scheduled_values(options.scheduled),
                               .flags = math::rmsprop_flags(options),
                               .maximize = options.maximize,
                               .amp = amp_pointers(amp)};

@@ -1,6 +1,7 @@
 // CudaBackend's random kernels: uniform, normal, randint, bernoulli and randperm.
 //
-// Math: Note [Philox streams] (core/generator.h), exactly as kernels/cpu/random.cpp:
+// Math: Note [Philox streams] (core/generator.h), exactly as kernels/cpu/random.cpp
+// (a state captured in a CUDA graph is resolved in the kernel, Note [Philox under capture]):
 // element i of the contiguous output uses the words (r0, r1) of Philox block
 // offset + i / 2, lane i % 2, turned into a value by the shared helpers (philox_uniform_*,
 // philox_normal, philox_u64) in the same types as the CPU (float for the uniform of
@@ -93,9 +94,11 @@ struct KeyDraw {
 inline constexpr int64_t kGridStrideBlocksPerSm = 8;
 
 // out[i] = draw(words of element i) for i < n; thread p computes Philox block offset + p
-// once, for elements 2p (lanes 0, 1) and 2p + 1 (lanes 2, 3).
+// once, for elements 2p (lanes 0, 1) and 2p + 1 (lanes 2, 3). A captured state reads its
+// seed and offset from device memory here, as the kernel runs (Note [Philox under capture]).
 template <typename T, typename Draw>
-__global__ void philox_fill_kernel(T* out, int64_t n, PhiloxState state, Draw draw) {
+__global__ void philox_fill_kernel(T* out, int64_t n, PhiloxState unresolved, Draw draw) {
+  const PhiloxState state = philox_resolve(unresolved);
   const int64_t pairs = (n + 1) / 2;
   for (int64_t p = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; p < pairs;
        p += static_cast<int64_t>(gridDim.x) * blockDim.x) {

@@ -28,6 +28,7 @@ class NullOptimizer : public optim::Optimizer {
   void update(optim::ParamGroup&, const std::vector<Tensor>&, const std::vector<Tensor>&,
               const AmpStepArgs&) override {}
   void check_options(const optim::Options&) const override {}
+  const char* scheduled_momentum() const override { return "lr"; }  // never capturable here
 };
 
 // SGD-like (has "momentum") and Adam-like (has "beta1", "beta2") optimizers, and one
