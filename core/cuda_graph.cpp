@@ -11,6 +11,7 @@
 #include "core/backend.h"
 #include "core/device_values.h"
 #include "core/error.h"
+#include "core/host_sync.h"
 #include "core/ops/factory.h"
 
 namespace kiln {
@@ -94,6 +95,8 @@ void CudaGraph::restore_retired_checks() {
 
 void CudaGraph::capture_begin() {
   KILN_CHECK(!collecting_, "CUDA graph: capture_begin twice without capture_end");
+  KILN_CHECK(!capturing_on_this_thread(),
+             "CUDA graph: a capture is already under way on this thread (captures do not nest)");
   begin_host_side();
   try {
     backend(device_).graph_capture_begin(handle_);

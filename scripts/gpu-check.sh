@@ -11,7 +11,13 @@
 #      measured in the same run), alone on the GPU;
 #   3. the 3D ResNet-18 training step beside PyTorch on the same GPU, and the demo;
 #   4. (models) the bundled models' training steps (ResNet-18/50, DenseNet-121 plain and
-#      memory-efficient) beside PyTorch's same networks: samples/s and peak memory.
+#      memory-efficient) beside PyTorch's same networks: samples/s and peak memory;
+#   5. (graphs, not in the default run: a lease of its own) issue 31's table: Kiln eager
+#      and with CUDA graphs (--graphs 1) beside PyTorch eager (contiguous and channels-last
+#      3D, fused Adam) and torch.compile (default and reduce-overhead), for ResNet-18 28^3
+#      at batch 8 and 32, DenseNet-121 28^3 at 16 and ResNet-50 64^3 at 8, in float32 with
+#      TF32 and in bfloat16 autocast; the cheap rows first, the compiles last, each under
+#      its own limit and the phase under 9 minutes.
 #
 # Logs and a summary go to $OUT (default gpu-results/), at most 8 files, the summary table
 # printed last. Every phase has a time limit, so the whole run ends inside 10 minutes
@@ -19,7 +25,7 @@
 # The sanitizers' shards stop at their limit: memcheck over every CUDA test needs longer
 # than one lease allows, so each run says how many tests finished under them.
 #
-# Usage: scripts/gpu-check.sh [phases]   (any of "tests cputests bench train demo models";
+# Usage: scripts/gpu-check.sh [phases]   (any of "tests cputests bench train demo models graphs";
 #        default "tests bench train demo models"). "tests" runs the GPU's tests and the
 #        sanitizers over SANITIZE_SUITES (default: every CUDA suite); "cputests" the rest of
 #        the suite (CI runs it too, on every change).
@@ -224,6 +230,74 @@ for key, r in rows.items():
     ratio = f"{k['median_s'] / p['median_s']:.2f}" if k and p else "-"
     print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {k and k['samples_per_s']} | {p and p['samples_per_s']} | "
           f"{ratio} | {k and k['step_peak_allocated_mb']} | {p and p['step_peak_allocated_mb']} |")
+PY
+fi
+# --- 5. CUDA graphs: Kiln eager and graphed beside PyTorch's best --------------------------
+if has_phase graphs; then
+  start=$SECONDS
+  : >"$OUT/graphs.jsonl"
+  CONFIGS=("resnet18 28 8" "resnet18 28 32" "densenet121 28 16" "resnet50 64 8")
+  graph_run() {  # limit program args...: one JSON line into graphs.jsonl, unless the phase is out of time
+    local limit=$1
+    shift
+    if ((SECONDS - start + limit > 540)); then
+      note "graphs: no time left for $*"
+      return
+    fi
+    timeout "$limit" "$@" >>"$OUT/graphs.jsonl" 2>>"$OUT/graphs.err"
+  }
+  for precision in "--tf32 1 --bf16 0" "--tf32 1 --bf16 1"; do
+    for config in "${CONFIGS[@]}"; do
+      read -r model side batch <<<"$config"
+      # shellcheck disable=SC2206
+      args=(--cuda 1 $precision --model "$model" --side "$side" --batch "$batch" --steps 20 --warmup 5)
+      graph_run 40 "$BUILD/bin/kiln_train_step" "${args[@]}" --graphs 0
+      graph_run 40 "$BUILD/bin/kiln_train_step" "${args[@]}" --graphs 1
+      graph_run 40 python3 bench/train_step/train_step_pytorch.py "${args[@]}" --fused 1
+      graph_run 40 python3 bench/train_step/train_step_pytorch.py "${args[@]}" --fused 1 --channels-last 1
+    done
+  done
+  for precision in "--tf32 1 --bf16 0" "--tf32 1 --bf16 1"; do
+    for config in "${CONFIGS[@]}"; do
+      read -r model side batch <<<"$config"
+      # shellcheck disable=SC2206
+      args=(--cuda 1 $precision --model "$model" --side "$side" --batch "$batch" --steps 20 --warmup 5 --fused 1)
+      graph_run 120 python3 bench/train_step/train_step_pytorch.py "${args[@]}" --compile default
+      graph_run 120 python3 bench/train_step/train_step_pytorch.py "${args[@]}" --compile reduce-overhead
+    done
+  done
+  note "graphs: $((SECONDS - start)) s"
+  python3 - "$OUT/graphs.jsonl" <<'PY' | tee -a "$SUMMARY"
+import json, sys
+rows = {}
+for line in open(sys.argv[1]):
+    try:
+        r = json.loads(line)
+    except ValueError:
+        continue
+    kind = r["framework"].split()[0]
+    if kind == "kiln":
+        variant = "kiln graphs" if r.get("graphs") else "kiln eager"
+    elif r.get("compile", "none") != "none":
+        variant = "compile " + r["compile"]
+    else:
+        variant = "pytorch channels-last" if r.get("channels_last") else "pytorch eager"
+    key = (r["model"], r["side"], r["batch"], "bf16" if r.get("bf16") else "tf32")
+    rows.setdefault(key, {})[variant] = r["median_s"]
+variants = ["kiln eager", "kiln graphs", "pytorch eager", "pytorch channels-last", "compile default",
+            "compile reduce-overhead"]
+print("| model | side | batch | precision | " + " | ".join(v + " ms" for v in variants) +
+      " | graphs / kiln eager | graphs / best pytorch eager | graphs / best compile |")
+print("|---" * (4 + len(variants) + 3) + "|")
+for key, r in rows.items():
+    ms = [f"{r[v] * 1e3:.2f}" if v in r else "-" for v in variants]
+    g = r.get("kiln graphs")
+    def ratio(others):
+        found = [r[o] for o in others if o in r]
+        return f"{g / min(found):.2f}" if g and found else "-"
+    print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | " + " | ".join(ms) + " | " +
+          " | ".join([ratio(["kiln eager"]), ratio(["pytorch eager", "pytorch channels-last"]),
+                      ratio(["compile default", "compile reduce-overhead"])]) + " |")
 PY
 fi
 if has_phase demo; then

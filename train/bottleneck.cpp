@@ -5,15 +5,16 @@
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
+#include <string_view>
 
 #include "core/error.h"
 
 namespace kiln::train {
 namespace {
 
-const std::vector<const char*> kPhases = {phase::kData,      phase::kCopy,      phase::kForward,
-                                          phase::kBackward,  phase::kOptimizer, phase::kEvaluation,
-                                          phase::kCheckpoint};
+const std::vector<const char*> kPhases = {phase::kData,      phase::kCopy,       phase::kForward,
+                                          phase::kBackward,  phase::kOptimizer,  phase::kGraphed,
+                                          phase::kEvaluation, phase::kCheckpoint};
 
 std::string percent(double fraction) {
   char text[16];
@@ -31,7 +32,8 @@ std::string diagnose(const BottleneckReport& r, const ReportContext& context) {
   const double data = fraction_of(r, phase::kData), copy = fraction_of(r, phase::kCopy);
   const double optimizer = fraction_of(r, phase::kOptimizer), evaluation = fraction_of(r, phase::kEvaluation);
   const double checkpoint = fraction_of(r, phase::kCheckpoint);
-  const double compute = fraction_of(r, phase::kForward) + fraction_of(r, phase::kBackward);
+  const double compute =
+      fraction_of(r, phase::kForward) + fraction_of(r, phase::kBackward) + fraction_of(r, phase::kGraphed);
   const std::string device = context.on_gpu ? "the GPU" : "the step";
   if (data >= 0.20)
     return device + " waited for data " + percent(data) + " of the time: raise --workers (now " +
@@ -59,10 +61,14 @@ std::string diagnose(const BottleneckReport& r, const ReportContext& context) {
            "larger batch";
   if (checkpoint >= 0.10)
     return "checkpoints took " + percent(checkpoint) + " of the time: save less often (--checkpoint-every)";
-  return "compute-bound: " + percent(compute) + " in forward and backward" +
-         (context.on_gpu     ? "; try --amp O1 or O2, --cudnn-benchmark and a larger --batch-size"
-          : context.bfloat16 ? "; a GPU would speed it up"
-                             : "; a GPU, or --amp with bfloat16, would speed it up");
+  std::string advice;
+  if (context.on_gpu) {
+    advice = std::string("; try ") + (context.cuda_graphs ? "" : "--cuda-graphs, ") +
+             "--amp O1 or O2, --cudnn-benchmark and a larger --batch-size";
+  } else {
+    advice = context.bfloat16 ? "; a GPU would speed it up" : "; a GPU, or --amp with bfloat16, would speed it up";
+  }
+  return "compute-bound: " + percent(compute) + " in forward and backward" + advice;
 }
 
 }  // namespace
@@ -90,11 +96,14 @@ BottleneckReport bottleneck_report(const std::vector<TimeRangeRecord>& records, 
   double accounted = 0;
   for (const char* name : kPhases) {
     PhaseTime p{.phase = name};
+    bool timed = false;
     for (const TimeRangeRecord& record : records) {
       if (record.name != name || record.depth != 0) continue;  // a nested range is its enclosing phase's
+      timed = true;
       p.seconds += record.seconds();
       if (record.device_ms) p.device_seconds = p.device_seconds.value_or(0) + *record.device_ms / 1e3;
     }
+    if (std::string_view(name) == phase::kGraphed && !timed) continue;  // only a --cuda-graphs run has it
     accounted += p.seconds;
     r.phases.push_back(p);
   }

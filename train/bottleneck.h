@@ -32,6 +32,9 @@ inline constexpr const char* kCopy = data::kCopyRange;  // host-to-device copies
 inline constexpr const char* kForward = "forward";  // forward and loss
 inline constexpr const char* kBackward = "backward";
 inline constexpr const char* kOptimizer = "optimizer";  // clipping, unscaling, step, scheduler
+// --cuda-graphs: the whole step, replayed as one CUDA graph (its warm-up steps included),
+// where forward, backward and optimizer cannot be told apart. Listed only when it occurs.
+inline constexpr const char* kGraphed = "graphed";
 inline constexpr const char* kEvaluation = "evaluation";
 inline constexpr const char* kCheckpoint = "checkpoint";
 }  // namespace phase
@@ -42,6 +45,7 @@ struct ReportContext {
   int64_t workers = 0;
   bool pin_memory = false;
   bool bfloat16 = false;  // the run already computes in bfloat16 (--amp with bf16)
+  bool cuda_graphs = false;  // the steps are replayed CUDA graphs (--cuda-graphs)
 };
 
 struct PhaseTime {
@@ -57,7 +61,7 @@ struct PhaseTime {
 struct BottleneckReport {
   double wall_seconds = 0;
   int64_t batches = 0;
-  std::vector<PhaseTime> phases;  // the seven phases in step order, then "other"
+  std::vector<PhaseTime> phases;  // the seven phases in step order (graphed too, when timed), then "other"
   double host_syncs_per_batch = 0;
   HostSyncs host_syncs;
   std::string diagnosis;

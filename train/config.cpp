@@ -176,6 +176,10 @@ const std::vector<ConfigField>& config_fields() {
        &choice_list<LowPrecision>},
       {"cudnn-benchmark", "training", "time cuDNN's algorithms once per shape and keep the fastest",
        &C::cudnn_benchmark, false},
+      {"cuda-graphs", "training",
+       "capture each training step as one CUDA graph and replay it (GPU; warm-up steps and other batch shapes run "
+       "eagerly)",
+       &C::cuda_graphs, false},
       {"algo-cache", "training", "cuDNN algorithm cache file, loaded at start and saved at the end",
        &C::algo_cache, false},
       {"deterministic", "training", "deterministic algorithms only", &C::deterministic},

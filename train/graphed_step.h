@@ -120,7 +120,6 @@ class GraphedStep {
   Device device_;
   Body body_;
   GraphedStepOptions options_;
-  std::unique_ptr<StepGraph> graph_;
   std::optional<BatchKey> graph_key_;  // the key the graph was captured for
   data::Batch static_batch_;           // what the capture read; each replay's batch is copied in
   std::vector<Tensor> captured_persistent_;
@@ -129,6 +128,8 @@ class GraphedStep {
   int64_t streak_ = 0;
   int64_t eager_steps_ = 0, captures_ = 0, replays_ = 0, recaptures_ = 0;
   std::string last_recapture_reason_;
+  // Last, so it goes first: a graph waits for its last replay, then what it read is freed.
+  std::unique_ptr<StepGraph> graph_;
 };
 
 // The default StepGraphFactory of `device`: a CudaGraph on a GPU, unset elsewhere.

@@ -21,6 +21,11 @@ Tensor Optimization::scale(const Tensor& loss) { return scaler_->scale(loss); }
 
 void Optimization::step() {
   const TimeRange range(phase::kOptimizer, device_);
+  update();
+  after_update();
+}
+
+void Optimization::update() {
   if (clip_grad_norm_ > 0 || clip_grad_value_ > 0) {
     scaler_->unscale_(*optimizer_);  // clip the true gradients, not the scaled ones
     const std::vector<Tensor> params = optimizer_->master_params();
@@ -32,8 +37,9 @@ void Optimization::step() {
   scaler_->step(*optimizer_);
   scaler_->update();
   optimizer_->zero_grad();  // to None
-  schedule_->after_step();
 }
+
+void Optimization::after_update() { schedule_->after_step(); }
 
 double Optimization::loss_scale() const { return scaler_->is_enabled() ? scaler_->get_scale() : 1.0; }
 

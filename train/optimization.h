@@ -9,8 +9,9 @@
 //
 // step() is the "optimizer" phase of Note [A training step] (train/trainer.h): unscale and
 // clip (the true gradients, on the master weights under O2), the scaler's step (skipped on
-// the device after an overflow), its update, gradients to None, a per-batch scheduler's
-// step. Nothing in it reads back from the device.
+// the device after an overflow), its update, gradients to None (update(): device work
+// only, what a graphed step captures), then a per-batch scheduler's step (after_update():
+// host only). Nothing in it reads back from the device.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +34,13 @@ class Optimization {
 
   // loss x the loss scale (loss itself without a dynamic scale).
   Tensor scale(const Tensor& loss);
-  void step();
+  void step();  // update(), then after_update()
+  void update();
+  void after_update();
+  // For --cuda-graphs (Note [A graphed step]): the optimizer reads its lr and momentum from
+  // the device, and the tensors the scaler keeps across steps.
+  void make_capturable() { optimizer_->set_capturable(true); }
+  std::vector<Tensor> scaler_tensors() const { return scaler_->persistent_tensors(); }
 
   optim::Optimizer& optimizer() { return *optimizer_; }
   Schedule& schedule() { return *schedule_; }

@@ -98,7 +98,8 @@ BottleneckReport Trainer::State::report(const std::vector<TimeRangeRecord>& reco
                            {.on_gpu = run.device.is_cuda(),
                             .workers = run.config.workers,
                             .pin_memory = run.config.pin_memory && run.device.is_cuda(),
-                            .bfloat16 = run.amp.level != OptLevel::O0 && run.amp.low_dtype == DType::BFloat16});
+                            .bfloat16 = run.amp.level != OptLevel::O0 && run.amp.low_dtype == DType::BFloat16,
+                            .cuda_graphs = graphed != nullptr});
 }
 
 }  // namespace kiln::train

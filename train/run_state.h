@@ -12,6 +12,7 @@
 
 #include "dist/ddp.h"
 #include "train/data_setup.h"
+#include "train/graphed_step.h"
 #include "train/objective.h"
 #include "train/optimization.h"
 #include "train/run_checkpoints.h"
@@ -39,6 +40,7 @@ struct Trainer::State {
   RunCheckpoints checkpoints;
   RunProgress progress;
   RunTimes times;
+  std::unique_ptr<GraphedStep> graphed;  // --cuda-graphs where the step can be captured
   std::optional<RunLock> lock;  // held from the run's start (rank 0 of a run that writes)
   int stopping_for = 0;         // the signal the run stops for, once agreed (train/stop_signals.h)
 

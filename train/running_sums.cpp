@@ -28,9 +28,17 @@ void RunningSums::reset(RunProgress& progress) {
 
 void RunningSums::add(const Tensor& loss, const Tensor& correct, int64_t samples, int64_t label_elements,
                       RunProgress& progress) {
+  accumulate(loss, correct, samples);
+  count(samples, label_elements, progress);
+}
+
+void RunningSums::accumulate(const Tensor& loss, const Tensor& correct, int64_t samples) {
   const NoGradGuard no_grad;
   loss_sum_.add_(mul(loss.detach(), static_cast<double>(samples)));
   correct_.add_(correct);
+}
+
+void RunningSums::count(int64_t samples, int64_t label_elements, RunProgress& progress) {
   progress.seen += samples;
   progress.label_elements += label_elements;
 }

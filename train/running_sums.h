@@ -25,9 +25,14 @@ class RunningSums {
   // Zero sums (and counts) for a new epoch.
   void reset(RunProgress& progress);
   // A micro-batch's mean loss over `samples` samples and its count of right predictions
-  // among `label_elements` label values (under NoGradGuard, on the device).
+  // among `label_elements` label values (under NoGradGuard, on the device): accumulate()
+  // and count() together.
   void add(const Tensor& loss, const Tensor& correct, int64_t samples, int64_t label_elements,
            RunProgress& progress);
+  // The device half of add(), all a graphed step captures (the sums updated in place).
+  void accumulate(const Tensor& loss, const Tensor& correct, int64_t samples);
+  // The host half: the samples and label values the sums are over, in the progress.
+  static void count(int64_t samples, int64_t label_elements, RunProgress& progress);
   // Reads the sums back (a host sync): the mean loss and the accuracy so far this epoch.
   void read(const RunProgress& progress);
   double loss() const { return last_loss_; }      // as last read; NaN before

@@ -34,9 +34,11 @@ bool improves(double metric, double best, bool higher) {
   return higher ? metric > best : metric < best;
 }
 
-// One micro-batch (Note [A training step]): forward and loss under the run's autocast,
-// the scaled backward, the optimizer at an accumulation boundary, the running sums.
-void train_step(Trainer::State& s, const data::Batch& batch, bool boundary) {
+// The device work of one micro-batch (Note [A training step]): forward and loss under the
+// run's autocast, the scaled backward, the optimizer's update at an accumulation boundary,
+// the running sums. It keeps no count on the host, so that --cuda-graphs can capture it
+// whole (Note [A graphed step] in train/graphed_step.h).
+void step_work(Trainer::State& s, const data::Batch& batch, bool boundary) {
   const Tensor& x = batch.at(data::kImage);
   const Tensor& y = batch.at(data::kLabel);
   const RunContext& run = s.run;
@@ -56,11 +58,73 @@ void train_step(Trainer::State& s, const data::Batch& batch, bool boundary) {
   }
   no_sync.reset();
   if (boundary) {
-    s.optimization->step();
-    ++s.progress.step;
+    const TimeRange range(phase::kOptimizer, run.device);
+    s.optimization->update();
   }
   const NoGradGuard no_grad;
-  s.sums.add(loss, s.objective->correct(logits.detach(), y), y.size(0), y.numel(), s.progress);
+  s.sums.accumulate(loss, s.objective->correct(logits.detach(), y), y.size(0));
+}
+
+// One micro-batch: its device work, replayed as one CUDA graph under --cuda-graphs, then
+// the host's share: the scheduler's step at a boundary and the counts.
+void train_step(Trainer::State& s, const data::Batch& batch, bool boundary) {
+  if (s.graphed) {  // only with --accumulate 1: every micro-batch is a boundary
+    const TimeRange range(phase::kGraphed, s.run.device);
+    s.graphed->run(batch);
+  } else {
+    step_work(s, batch, boundary);
+  }
+  if (boundary) {
+    s.optimization->after_update();
+    ++s.progress.step;
+  }
+  const Tensor& y = batch.at(data::kLabel);
+  RunningSums::count(y.size(0), y.numel(), s.progress);
+}
+
+// --cuda-graphs (Note [A graphed step]): a GraphedStep over step_work, with the optimizer
+// made capturable, where the step can be captured; otherwise one line saying why the
+// steps run eagerly.
+void set_up_graphs(Trainer::State& s) {
+  const TrainConfig& config = s.run.config;
+  if (!config.cuda_graphs) return;
+  std::ostream& out = s.logs.out();
+  if (!s.run.device.is_cuda()) {
+    out << "--cuda-graphs is ignored on the CPU (CUDA graphs record GPU work): the steps run eagerly\n";
+    return;
+  }
+  if (s.ddp) {
+    out << "--cuda-graphs: a --ddp step runs eagerly (its gradient all-reduces are not captured)\n";
+    return;
+  }
+  if (config.accumulate > 1) {
+    out << "--cuda-graphs: with --accumulate " << config.accumulate
+        << " the steps run eagerly (a graph captures a whole step of one micro-batch)\n";
+    return;
+  }
+  s.optimization->make_capturable();
+  const GraphedStepOptions options{.optimizer = &s.optimization->optimizer(), .persistent = [&s] {
+    std::vector<Tensor> kept = s.model->parameters();
+    for (const Tensor& b : s.model->buffers()) kept.push_back(b);
+    for (const auto& [name, t] : s.sums.tensors()) kept.push_back(t);
+    for (const Tensor& t : s.optimization->scaler_tensors()) kept.push_back(t);
+    return kept;
+  }};
+  s.graphed = std::make_unique<GraphedStep>(
+      s.run.device, [&s](const data::Batch& b) { step_work(s, b, /*boundary=*/true); }, options);
+  out << "--cuda-graphs: each batch shape's step is captured after " << options.warmup_steps
+      << " eager steps, then replayed\n";
+}
+
+// What the graphs did so far, after an epoch's report.
+void report_graphs(Trainer::State& s) {
+  if (!s.graphed) return;
+  const GraphedStep& g = *s.graphed;
+  s.logs.out() << "cuda graphs: " << g.replays() << " steps replayed, " << g.eager_steps()
+               << " eager (warm-up, other batch shapes), " << g.captures() << " capture"
+               << (g.captures() == 1 ? "" : "s");
+  if (g.recaptures() > 0) s.logs.out() << " (" << g.recaptures() << " again because " << g.last_recapture_reason() << ")";
+  s.logs.out() << "\n";
 }
 
 // The progress line after each micro-batch: counts and rates from the host's clock, the
@@ -319,6 +383,7 @@ RunSummary Trainer::fit() {
   State& s = *state_;
   const TrainConfig& config = s.run.config;
   start(s);
+  set_up_graphs(s);
   RunSummary summary;
   summary.run_dir = s.run.folder.root();
   summary.monitor = choice_name(s.monitor);
@@ -357,6 +422,7 @@ RunSummary Trainer::fit() {
     const double epoch_wall = watch.seconds();
     s.logs.out() << format_bottleneck_report(
         s.report(ranges, epoch_wall, s.batches.train->size(), s.times.quiet_syncs - quiet_before));
+    report_graphs(s);
     add_phase_totals(s.times.records, ranges);
     s.times.wall_seconds += epoch_wall;
     if (stop) {

@@ -24,6 +24,10 @@
 //                                         SyntheticShapes, 2 workers, pinned, through a
 //                                         DevicePrefetcher; the JSON adds the loader's
 //                                         times, copy_wait_s among them: Note [Copy waits])
+//                   [--graphs 0]         (1: the step through train::GraphedStep, captured
+//                                         after 2 eager steps and replayed: Note [A graphed
+//                                         step]; at least 3 warm-up steps then)
+//                   [--bf16 0]           (1: forward and loss under bfloat16 autocast)
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -36,6 +40,7 @@
 
 #include "core/cudnn.h"
 #include "kiln/kiln.h"
+#include "train/graphed_step.h"
 
 namespace {
 
@@ -51,6 +56,8 @@ struct Settings {
   int64_t cuda = 0;
   int64_t tf32 = 0;
   int64_t loader = 0;
+  int64_t graphs = 0;
+  int64_t bf16 = 0;
 };
 
 Settings parse(int argc, char** argv) {
@@ -70,6 +77,8 @@ Settings parse(int argc, char** argv) {
                      : flag == "--cuda"    ? &settings.cuda
                      : flag == "--tf32"    ? &settings.tf32
                      : flag == "--loader"  ? &settings.loader
+                     : flag == "--graphs"  ? &settings.graphs
+                     : flag == "--bf16"    ? &settings.bf16
                      : flag == "--memory-efficient" ? &settings.memory_efficient
                                            : nullptr;
     const bool is_switch = field == &settings.fuse_bn_relu || field == &settings.cuda || field == &settings.tf32 ||
@@ -81,7 +90,7 @@ Settings parse(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: kiln_train_step [--model resnet18|resnet50|densenet121] [--memory-efficient 0|1] "
                    "[--batch N] [--side N] [--steps N] [--warmup N] [--classes N] [--fuse-bn-relu 0|1] "
-                   "[--cuda 0|1] [--tf32 0|1] [--loader 0|1]\n");
+                   "[--cuda 0|1] [--tf32 0|1] [--loader 0|1] [--graphs 0|1] [--bf16 0|1]\n");
       std::exit(2);
     }
     ++i;
@@ -124,6 +133,8 @@ int run(const Settings& settings) {
   manual_seed(0);
 
   const Device device = settings.cuda != 0 ? Device::cuda() : Device::cpu();
+  KILN_CHECK(settings.graphs == 0 || settings.warmup >= 3, "--graphs 1 needs --warmup 3 or more (two eager steps ",
+             "and the capture are not timed), got ", settings.warmup);
   cudnn::set_benchmark(device.is_cuda());
   set_allow_tf32_conv(settings.tf32 != 0);
   set_allow_tf32_matmul(settings.tf32 != 0);
@@ -135,11 +146,29 @@ int run(const Settings& settings) {
   const Tensor input = randn({settings.batch, 1, settings.side, settings.side, settings.side}).to(device);
   const Tensor target = randint(0, settings.classes, {settings.batch}).to(device);
 
-  const auto train_step = [&](const Tensor& x, const Tensor& y) {
-    const Tensor loss = cross_entropy(model->forward(x), y);
+  const auto eager_step = [&](const Tensor& x, const Tensor& y) {
+    Tensor loss;
+    {
+      const AutocastGuard autocast(DType::BFloat16, settings.bf16 != 0);
+      loss = cross_entropy(model->forward(x), y);
+    }
     loss.backward();
     optimizer.step();
     optimizer.zero_grad();
+  };
+  std::unique_ptr<train::GraphedStep> graphed;
+  if (settings.graphs != 0) {
+    optimizer.set_capturable(true);
+    graphed = std::make_unique<train::GraphedStep>(
+        device, [&](const data::Batch& b) { eager_step(b.at("image"), b.at("label")); },
+        train::GraphedStepOptions{.warmup_steps = 2, .optimizer = &optimizer});
+  }
+  const auto train_step = [&](const Tensor& x, const Tensor& y) {
+    if (!graphed) return eager_step(x, y);
+    data::Batch batch;
+    batch.tensors.emplace("image", x);
+    batch.tensors.emplace("label", y);
+    graphed->run(batch);
   };
   std::vector<double> seconds;
   std::string loader_json;
@@ -186,9 +215,11 @@ int run(const Settings& settings) {
   const double median = sorted[sorted.size() / 2];
   std::printf(
       "{\"framework\": \"kiln\", \"model\": \"%s\", \"memory_efficient\": %s, \"device\": \"%s\", \"tf32\": %s, \"batch\": %lld, \"side\": %lld, \"fuse_bn_relu\": %s, \"parameters\": %lld, "
-      "\"step_s\": [",
+      "\"graphs\": %s, \"graph_replays\": %lld, \"bf16\": %s, \"step_s\": [",
       settings.model.c_str(), settings.memory_efficient != 0 ? "true" : "false", device.str().c_str(), settings.tf32 != 0 ? "true" : "false", static_cast<long long>(settings.batch), static_cast<long long>(settings.side),
-      settings.fuse_bn_relu != 0 ? "true" : "false", static_cast<long long>(parameters));
+      settings.fuse_bn_relu != 0 ? "true" : "false", static_cast<long long>(parameters),
+      settings.graphs != 0 ? "true" : "false", static_cast<long long>(graphed ? graphed->replays() : 0),
+      settings.bf16 != 0 ? "true" : "false");
   for (size_t i = 0; i < seconds.size(); ++i) std::printf("%s%.4f", i ? ", " : "", seconds[i]);
   const AllocatorStats cache = cpu_memory_stats();
   std::printf(

@@ -13,6 +13,12 @@ step); TF32 is off unless --tf32 1 (PyTorch's default allows it in convolutions,
 does not). Peak memory is getrusage's, as in kiln_train_step, and on a GPU
 torch.cuda.max_memory_allocated over the timed steps. Needs torch (a virtual environment:
 compare_train_step.py's docstring); Kiln's build never depends on it.
+
+PyTorch's best settings, for the GPU table beside Kiln's --graphs: --channels-last 1
+(the model and the input in torch.channels_last_3d), --fused 1 (Adam(fused=True)),
+--compile default|reduce-overhead (torch.compile of the whole step; reduce-overhead is
+its CUDA-graph mode; the compile happens in the warm-up steps, so give it several), and
+--bf16 1 (forward and loss under torch.autocast in bfloat16).
 """
 import argparse
 import json
@@ -48,6 +54,10 @@ def main():
     parser.add_argument("--classes", type=int, default=11)
     parser.add_argument("--cuda", type=int, choices=(0, 1), default=0)
     parser.add_argument("--tf32", type=int, choices=(0, 1), default=0)
+    parser.add_argument("--channels-last", type=int, choices=(0, 1), default=0)
+    parser.add_argument("--fused", type=int, choices=(0, 1), default=0)
+    parser.add_argument("--compile", choices=("none", "default", "reduce-overhead"), default="none")
+    parser.add_argument("--bf16", type=int, choices=(0, 1), default=0)
     args = parser.parse_args()
 
     device = torch.device("cuda:0" if args.cuda else "cpu")
@@ -56,19 +66,26 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = args.tf32 == 1
     torch.manual_seed(0)
     model = make_model(args).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    inputs = torch.randn(args.batch, 1, args.side, args.side, args.side).to(device)
+    memory_format = torch.channels_last_3d if args.channels_last else torch.contiguous_format
+    model = model.to(memory_format=memory_format)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, **({"fused": True} if args.fused else {}))
+    inputs = torch.randn(args.batch, 1, args.side, args.side, args.side).to(device, memory_format=memory_format)
     target = torch.randint(0, args.classes, (args.batch,)).to(device)
 
+    def train_step(x, y):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16 == 1):
+            loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    step_fn = train_step if args.compile == "none" else torch.compile(train_step, mode=args.compile)
     seconds = []
     for step in range(args.warmup + args.steps):
         if step == args.warmup and args.cuda:
             torch.cuda.reset_peak_memory_stats()
         start = time.perf_counter()
-        loss = F.cross_entropy(model(inputs), target)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        step_fn(inputs, target)
         if args.cuda:
             torch.cuda.synchronize()
         elapsed = time.perf_counter() - start
@@ -82,6 +99,11 @@ def main():
         "memory_efficient": args.memory_efficient == 1,
         "device": str(device),
         "tf32": args.tf32 == 1,
+        "channels_last": args.channels_last == 1,
+        "fused": args.fused == 1,
+        "compile": args.compile,
+        "bf16": args.bf16 == 1,
+        "cudnn": torch.backends.cudnn.version() if args.cuda else None,
         "batch": args.batch,
         "side": args.side,
         "parameters": sum(p.numel() for p in model.parameters()),

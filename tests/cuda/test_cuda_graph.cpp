@@ -3,13 +3,16 @@
 // capture keep their memory (no eager allocation is handed it) and replays allocate
 // nothing; a host sync or a pageable copy during a capture is the named error, after which
 // the capture can still end; a second capture of the same work updates the instance in
-// place; a capture whose body throws is abandoned. Without a GPU these skip, except the
-// CPU's refusal, which runs everywhere.
+// place; a capture whose body throws is abandoned; random ops draw fresh numbers at each
+// replay, exactly the eager draws (Note [Philox under capture]); a bad index in any replay
+// is the op's error at the next check (Note [Index checks in a CUDA graph]). Without a
+// GPU these skip, except the CPU's refusal, which runs everywhere.
 #include <gtest/gtest.h>
 
 #include <thread>
 
 #include "core/cuda_graph.h"
+#include "core/deferred_check.h"
 #include "core/stream.h"
 #include "core/ops.h"
 #include "tests/cuda/cuda_test_util.h"
@@ -119,6 +122,73 @@ TEST(CudaGraph, ACaptureWhoseBodyThrowsIsAbandoned) {
   graph.replay();
   EXPECT_TRUE(testing::all_equal(y, full({16}, 2.0, kOnGpu)));
   EXPECT_EQ(sum(y).item().to_double(), 32.0);  // eager syncs work again
+}
+
+// Dropout and a noise draw in a graph: each replay draws what the next eager run of the
+// same work draws from the same generator state, so replays differ from one another.
+TEST(CudaGraph, ReplaysDrawFreshNumbersEqualToEagerDraws) {
+  KILN_REQUIRE_CUDA();
+  const Tensor x = full({300}, 1.0, kOnGpu);
+  const auto noisy = [&] { return add(dropout(x, 0.5), randn({300}, kOnGpu)); };
+  manual_seed(11);
+  noisy();  // warm-up
+  CudaGraph graph(kCuda);
+  Tensor y;
+  graph.capture([&] { y = noisy(); });
+  EXPECT_EQ(graph.random_blocks_per_replay(default_generator(kCuda)), 150u + 150u);
+  const PhiloxState before = default_generator(kCuda).state();
+  std::vector<Tensor> replayed;
+  for (int i = 0; i < 3; ++i) {
+    graph.replay();
+    replayed.push_back(y.clone());
+  }
+  EXPECT_EQ(default_generator(kCuda).offset(), before.offset + 3 * 300) << "each replay advances the generator";
+  EXPECT_FALSE(testing::all_equal(replayed[0], replayed[1]));
+  default_generator(kCuda).set_state(before);  // the eager runs from the same point
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(testing::all_equal(replayed[i], noisy())) << "replay " << i;
+}
+
+TEST(CudaGraph, AGeneratorNotRegisteredIsANamedErrorAndARegisteredOneReplays) {
+  KILN_REQUIRE_CUDA();
+  Generator own(5), eager(5);
+  CudaGraph graph(kCuda);
+  EXPECT_KILN_ERROR(graph.capture([&] { (void)rand({8}, kOnGpu, &own); }), "rand", "register_generator");
+  graph.register_generator(own);
+  Tensor y;
+  graph.capture([&] { y = rand({8}, kOnGpu, &own); });
+  graph.replay();
+  EXPECT_TRUE(testing::all_equal(y, rand({8}, kOnGpu, &eager)));
+  graph.replay();
+  EXPECT_TRUE(testing::all_equal(y, rand({8}, kOnGpu, &eager)));
+}
+
+// A bounds-checked gather in a graph: the replay whose index is bad (the second of four)
+// is still found at the scope's check after the last one, naming the op and the index.
+TEST(CudaGraph, ABadIndexInAnyReplayIsTheOpsErrorAtTheNextCheck) {
+  KILN_REQUIRE_CUDA();
+  const Tensor table = arange(5, {.dtype = DType::Float32, .device = kCuda});
+  Tensor index = zeros({3}, {.dtype = DType::Int64, .device = kCuda});
+  Tensor y;
+  DeferIndexChecks deferred;
+  (void)gather(table, 0, index);  // warm-up
+  deferred.check();
+  CudaGraph graph(kCuda);
+  graph.capture([&] { y = gather(table, 0, index); });
+  EXPECT_EQ(deferred.pending(), 0u);
+  for (int step = 0; step < 4; ++step) {
+    index.copy_(full({3}, step == 1 ? 9.0 : 2.0, {.dtype = DType::Int64, .device = kCuda}));
+    graph.replay();
+    EXPECT_EQ(deferred.pending(), 1u) << "one check queued for the replays until it runs";
+  }
+  EXPECT_KILN_ERROR(deferred.check(), "gather", "index 9 is out of bounds for dimension 0 with size 5");
+  // A graph whose replays all see good indices passes its checks.
+  CudaGraph clean(kCuda);
+  index.copy_(full({3}, 1.0, {.dtype = DType::Int64, .device = kCuda}));
+  clean.capture([&] { y = gather(table, 0, index); });
+  clean.replay();
+  clean.replay();
+  deferred.check();
+  EXPECT_TRUE(testing::all_equal(y, full({3}, 1.0, kOnGpu)));
 }
 
 TEST(CudaGraph, MisuseIsAClearError) {

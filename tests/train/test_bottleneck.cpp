@@ -1,7 +1,8 @@
 // The bottleneck report (train/bottleneck.h) on synthetic phase records: each phase's sum
 // and share, "other" as the rest of the wall time, device seconds when the ranges had
 // events, and the diagnosis each rule gives (data, copies, host syncs on a GPU, optimizer,
-// evaluation, checkpoints, compute) with the flag it names; the formatted table; bad input.
+// evaluation, checkpoints, compute) with the flag it names; a --cuda-graphs run's "graphed"
+// phase, listed only when timed; the formatted table; bad input.
 #include <gtest/gtest.h>
 
 #include "tests/test_util.h"
@@ -107,6 +108,25 @@ TEST(BottleneckReport, EachRuleNamesItsFlag) {
   EXPECT_EQ(bottleneck_report(steps_of(1, {{phase::kForward, 0.9}}), 1.0, 1, HostSyncs{.item = 3}, {})
                 .diagnosis.find("host syncs"),
             std::string::npos);
+}
+
+// A graphed step is the whole step: compute, listed after the optimizer only in a run
+// that has it, and the advice no longer suggests graphs to it.
+TEST(BottleneckReport, AGraphedStepIsComputeAndListedOnlyWhenTimed) {
+  const auto records = steps_of(10, {{phase::kData, 0.01}, {phase::kGraphed, 0.08}});
+  const BottleneckReport r =
+      bottleneck_report(records, 1.0, 10, HostSyncs{}, {.on_gpu = true, .cuda_graphs = true});
+  ASSERT_EQ(r.phases.size(), 9u);
+  EXPECT_EQ(r.phases[5].phase, "graphed");
+  EXPECT_NEAR(r.phases[5].seconds, 0.8, 1e-9);
+  EXPECT_EQ(r.phases[6].phase, "evaluation");
+  EXPECT_NE(r.diagnosis.find("compute-bound: 80%"), std::string::npos) << r.diagnosis;
+  EXPECT_EQ(r.diagnosis.find("--cuda-graphs"), std::string::npos) << r.diagnosis;
+  EXPECT_NE(r.diagnosis.find("; try --amp O1 or O2"), std::string::npos) << r.diagnosis;
+  const BottleneckReport eager = bottleneck_report(steps_of(1, {{phase::kForward, 0.9}}), 1.0, 1, HostSyncs{},
+                                                   {.on_gpu = true});
+  EXPECT_EQ(eager.phases.size(), 8u);
+  EXPECT_NE(eager.diagnosis.find("; try --cuda-graphs, --amp O1 or O2"), std::string::npos) << eager.diagnosis;
 }
 
 TEST(BottleneckReport, FormattedTableAndBadInput) {

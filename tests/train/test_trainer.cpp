@@ -191,6 +191,24 @@ TEST(Trainer, MixedPrecisionLevelsTrain) {
   }
 }
 
+// --cuda-graphs on the CPU: one line saying the steps run eagerly, and the very run a run
+// without the flag makes (a GPU's graphed run: tests/cuda/test_graphed_step.cpp).
+TEST(Trainer, CudaGraphsOnTheCpuSayTheyAreIgnoredAndChangeNothing) {
+  TempFolder folder;
+  TrainConfig plain = tiny_config(folder.file("plain"));
+  plain.epochs = 2;
+  TrainConfig graphed = plain;
+  graphed.out = folder.file("graphed");
+  graphed.cuda_graphs = true;
+  const RunResult a = run(plain), b = run(graphed);
+  EXPECT_NE(b.output.find("--cuda-graphs is ignored on the CPU"), std::string::npos) << b.output;
+  EXPECT_EQ(a.output.find("--cuda-graphs"), std::string::npos);
+  EXPECT_EQ(b.output.find("cuda graphs:"), std::string::npos) << "no graph, no graph report";
+  expect_same_weights(a.weights, b.weights);
+  EXPECT_EQ(metric_columns(read_text_file(folder.file("plain/epochs.csv"))),
+            metric_columns(read_text_file(folder.file("graphed/epochs.csv"))));
+}
+
 // 4 epochs in one run = 2 epochs, then a run resumed from their checkpoint for 2 more.
 TEST(Trainer, ResumingGivesBitIdenticalWeights) {
   TempFolder folder;
