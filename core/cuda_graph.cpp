@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/host_sync.h"
 #include "core/ops/factory.h"
+#include "core/stream.h"
 
 namespace kiln {
 
@@ -45,7 +46,12 @@ void CudaGraph::begin_host_side() {
   }
   if (!index_flags_.defined()) index_flags_ = empty({2 * kMaxCapturedIndexChecks}, on_device);
   retire_index_checks();  // the replays' findings are read before the flags are zeroed
-  index_flags_.zero_();   // after the last replay (stream order)
+  try {
+    index_flags_.zero_();  // after the last replay (stream order)
+  } catch (...) {
+    restore_retired_checks();
+    throw;
+  }
   try {
     for (CapturedGenerator& g : generators_) {
       g.generator->begin_capture(device_, static_cast<const uint64_t*>(g.base.data_ptr()));
@@ -88,7 +94,6 @@ void CudaGraph::end_host_side(bool keep) {
 void CudaGraph::restore_retired_checks() {
   if (!retired_checks_) return;
   retired_checks_->retired = false;
-  retired_checks_->queued = false;
   index_checks_ = std::move(retired_checks_);
   retired_checks_.reset();
 }
@@ -151,25 +156,26 @@ void CudaGraph::replay() {
   queue_index_checks();
 }
 
-// Note [Index checks in a CUDA graph]: once per stretch of replays, until the scope runs
-// them; without a scope, now (a sync per replay, as an eager checked op costs).
+// Note [Index checks in a CUDA graph]: once while they wait in the loop's scope (keyed by
+// this capture's checks), or now without a scope (a sync per replay, as an eager checked
+// op costs). They read the flags after the replays queued on this stream so far.
 void CudaGraph::queue_index_checks() {
-  IndexChecks& state = *index_checks_;
-  if (state.checks.empty() || state.queued) return;
-  state.queued = true;
-  DeferredCheck run_all = [shared = index_checks_] {
+  if (index_checks_->checks.empty()) return;
+  const Stream stream = Stream::current(device_);
+  DeferredCheck run_all = [shared = index_checks_, stream] {
     if (shared->retired) return;
-    shared->queued = false;
+    stream.synchronize();
     for (const DeferredCheck& check : shared->checks) check();
   };
-  if (!defer_index_check(run_all)) run_all();
+  if (!defer_index_check_once(index_checks_.get(), run_all)) run_all();
 }
 
-// Before a new capture zeroes the flags: the checks of replays not yet read run now (a
-// sync, at a re-capture only), and a closure still queued for them is disarmed.
+// Before a new capture zeroes the flags: the findings of the replays so far are read now
+// (a sync, at a re-capture only), and a closure still queued for them is disarmed.
 void CudaGraph::retire_index_checks() {
   const std::shared_ptr<IndexChecks> old = index_checks_;
-  if (old->queued) {
+  if (!old->checks.empty()) {
+    Stream::current(device_).synchronize();
     for (const DeferredCheck& check : old->checks) check();
   }
   old->retired = true;

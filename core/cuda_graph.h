@@ -29,6 +29,11 @@
 // into the graph; state the graph updates must be updated in place (a tensor replaced
 // during the body leaves the graph writing the old one).
 //
+// A capture's first cuBLAS product on the capture stream makes that stream's cuBLAS
+// workspace from the graph's pool, and the thread's cuBLAS handle keeps it: one workspace
+// (4-32 MiB) per CudaGraph a thread ever captured with, so re-capture into the same graph
+// (as GraphedStep does) rather than making graph after graph.
+//
 // On a device without graphs (the CPU) every call is an error; callers that run on either
 // check device.is_cuda() first (the trainer's --cuda-graphs says it runs eagerly).
 #pragma once
@@ -100,7 +105,6 @@ class CudaGraph {
   // The last capture's index checks, shared with the closure queued after replays.
   struct IndexChecks {
     std::vector<DeferredCheck> checks;
-    bool queued = false;   // a closure waits in a DeferIndexChecks scope
     bool retired = false;  // a newer capture took over the flags: the closure does nothing
   };
   std::shared_ptr<IndexChecks> index_checks_ = std::make_shared<IndexChecks>();

@@ -22,9 +22,9 @@ DeferIndexChecks::DeferIndexChecks() {
 DeferIndexChecks::~DeferIndexChecks() { t_scope = nullptr; }
 
 void DeferIndexChecks::check() {
-  std::vector<DeferredCheck> checks;
+  std::vector<Pending> checks;
   checks.swap(pending_);  // cleared even when one throws
-  for (const DeferredCheck& run : checks) run();
+  for (const Pending& run : checks) run.check();
 }
 
 bool defer_index_check(DeferredCheck check) {
@@ -33,7 +33,16 @@ bool defer_index_check(DeferredCheck check) {
     return true;
   }
   if (t_scope == nullptr) return false;
-  t_scope->pending_.push_back(std::move(check));
+  t_scope->pending_.push_back({nullptr, std::move(check)});
+  return true;
+}
+
+bool defer_index_check_once(const void* key, DeferredCheck check) {
+  if (t_capture != nullptr || t_scope == nullptr) return defer_index_check(std::move(check));
+  for (const DeferIndexChecks::Pending& waiting : t_scope->pending_) {
+    if (waiting.key == key) return true;
+  }
+  t_scope->pending_.push_back({key, std::move(check)});
   return true;
 }
 
@@ -44,7 +53,9 @@ CapturedIndexChecks::CapturedIndexChecks(Tensor flags) : flags_(std::move(flags)
   t_capture = this;
 }
 
-CapturedIndexChecks::~CapturedIndexChecks() { t_capture = nullptr; }
+CapturedIndexChecks::~CapturedIndexChecks() {
+  if (t_capture == this) t_capture = nullptr;  // a graph destroyed from another thread leaves that thread's alone
+}
 
 std::vector<DeferredCheck> CapturedIndexChecks::take() { return std::exchange(checks_, {}); }
 

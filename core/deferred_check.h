@@ -24,8 +24,9 @@
 // flag is instead a slot of the graph's own flags, zeroed once before the capture and
 // never inside the graph, so a bad index in any replay stays recorded; and the op's check
 // goes to the graph, not to the scope. The graph queues its checks again after each
-// replay (once until they have run) in the thread's DeferIndexChecks scope, or runs them
-// at once without one. A flag once set stays set: the error repeats until the run stops.
+// replay in the thread's DeferIndexChecks scope, once while they wait there
+// (defer_index_check_once), or runs them at once without a scope. A flag once set stays
+// set until the graph is captured again: the error repeats until the run stops.
 #pragma once
 
 #include <cstdint>
@@ -53,7 +54,15 @@ class DeferIndexChecks {
 
  private:
   friend bool defer_index_check(DeferredCheck check);
-  std::vector<DeferredCheck> pending_;
+// The same, but a check whose `key` is already waiting in the scope is not queued again
+// (a graph's checks after each of its replays); answers true then too.
+bool defer_index_check_once(const void* key, DeferredCheck check);
+  friend bool defer_index_check_once(const void* key, DeferredCheck check);
+  struct Pending {
+    const void* key;  // null: not deduplicated
+    DeferredCheck check;
+  };
+  std::vector<Pending> pending_;
 };
 
 // For backends: queues `check` in this thread's DeferIndexChecks scope and returns true,
@@ -61,6 +70,9 @@ class DeferIndexChecks {
 // captures a graph the check goes to the capture (Note [Index checks in a CUDA graph])
 // and the answer is true.
 bool defer_index_check(DeferredCheck check);
+// The same, but a check whose `key` is already waiting in the scope is not queued again
+// (a graph's checks after each of its replays); answers true then too.
+bool defer_index_check_once(const void* key, DeferredCheck check);
 
 // The capture side of Note [Index checks in a CUDA graph], for the calling thread, from
 // construction to destruction (not nestable): `flags`, a zeroed Int64 tensor of
@@ -79,6 +91,9 @@ class CapturedIndexChecks {
 
  private:
   friend bool defer_index_check(DeferredCheck check);
+// The same, but a check whose `key` is already waiting in the scope is not queued again
+// (a graph's checks after each of its replays); answers true then too.
+bool defer_index_check_once(const void* key, DeferredCheck check);
   friend Tensor captured_index_flag(Device device, const char* op);
   Tensor flags_;
   int64_t used_ = 0;

@@ -22,14 +22,18 @@ uint64_t Generator::seed() const {
   return seed_;
 }
 
+bool Generator::capturing_here() const {
+  return capture_base_ != nullptr && capture_thread_ == std::this_thread::get_id();
+}
+
 uint64_t Generator::offset() const {
   std::lock_guard lock(mutex_);
-  return capture_base_ != nullptr ? capture_offset_ : offset_;
+  return capturing_here() ? capture_offset_ : offset_;
 }
 
 void Generator::set_state(PhiloxState state) {
   std::lock_guard lock(mutex_);
-  if (capture_base_ != nullptr) {
+  if (capturing_here()) {
     KILN_CHECK(state.base == capture_base_, "Generator::set_state: during a CUDA graph capture the generator takes "
                "only states it handed out in that capture (Note [Philox under capture])");
     capture_offset_ = state.offset;
@@ -43,14 +47,14 @@ void Generator::set_state(PhiloxState state) {
 
 PhiloxState Generator::state() const {
   std::lock_guard lock(mutex_);
-  if (capture_base_ != nullptr) return {0, capture_offset_, capture_base_};
+  if (capturing_here()) return {0, capture_offset_, capture_base_};
   return {seed_, offset_};
 }
 
 PhiloxState Generator::reserve(uint64_t numel) {
   std::lock_guard lock(mutex_);
   const uint64_t blocks = numel / 2 + numel % 2;  // ceil(numel / 2) without overflow
-  if (capture_base_ != nullptr) {
+  if (capturing_here()) {
     const PhiloxState start{0, capture_offset_, capture_base_};
     capture_offset_ += blocks;
     return start;
@@ -62,7 +66,7 @@ PhiloxState Generator::reserve(uint64_t numel) {
 
 PhiloxState Generator::advance(uint64_t blocks) {
   std::lock_guard lock(mutex_);
-  KILN_CHECK(capture_base_ == nullptr, "Generator::advance: not during a capture");
+  KILN_CHECK(!capturing_here(), "Generator::advance: not during a capture on this thread");
   const PhiloxState start{seed_, offset_};
   offset_ += blocks;
   return start;
@@ -74,6 +78,7 @@ void Generator::begin_capture(Device device, const uint64_t* base) {
   KILN_CHECK(capture_base_ == nullptr, "Generator::begin_capture: the generator already draws for a capture "
              "(one CUDA graph captures with it at a time)");
   capture_base_ = base;
+  capture_thread_ = std::this_thread::get_id();
   capture_device_ = device;
   capture_offset_ = 0;
 }
@@ -87,7 +92,7 @@ uint64_t Generator::end_capture() {
 
 bool Generator::capturing() const {
   std::lock_guard lock(mutex_);
-  return capture_base_ != nullptr;
+  return capturing_here();
 }
 
 Device Generator::capture_device() const {

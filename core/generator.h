@@ -32,6 +32,7 @@
 #include <cmath>
 #include <cstdint>
 #include <mutex>
+#include <thread>
 
 #include "core/device.h"
 #include "core/philox.h"
@@ -109,23 +110,28 @@ class Generator {
   PhiloxState advance(uint64_t blocks);
 
   // ---- CUDA graph capture (Note [Philox under capture]) -----------------------------------
-  // From begin_capture to end_capture, reserve() hands out states relative to `base` (two
+  // From begin_capture to end_capture, on the thread that called begin_capture (a graph
+  // captures that thread's work only), reserve() hands out states relative to `base` (two
   // uint64 words in the memory of `device`, written before each replay) and leaves the
-  // generator's own offset alone; state() and set_state() see the capture's relative
-  // offset (so activation checkpointing rewinds within the capture), and manual_seed is
-  // an error. end_capture returns the blocks reserved during the capture. One capture at
-  // a time.
+  // generator's own offset alone, and state() and set_state() see the capture's relative
+  // offset (so activation checkpointing rewinds within the capture); other threads draw
+  // eagerly as ever. manual_seed is an error meanwhile. end_capture returns the blocks
+  // reserved during the capture. One capture at a time.
   void begin_capture(Device device, const uint64_t* base);
   uint64_t end_capture();
+  // Whether a capture on the calling thread draws from this generator.
   bool capturing() const;
   // The device of the capture under way (meaningful only while capturing()).
   Device capture_device() const;
 
  private:
+  bool capturing_here() const;  // under mutex_
+
   mutable std::mutex mutex_;
   uint64_t seed_;
   uint64_t offset_ = 0;
   const uint64_t* capture_base_ = nullptr;  // set while capturing
+  std::thread::id capture_thread_;
   Device capture_device_;
   uint64_t capture_offset_ = 0;  // blocks reserved since begin_capture
 };

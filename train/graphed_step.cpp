@@ -21,14 +21,6 @@ class CudaStepGraph final : public StepGraph {
   CudaGraph graph_;
 };
 
-bool same_tensors(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i].impl() != b[i].impl() || a[i].data_ptr() != b[i].data_ptr()) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 StepGraphFactory cuda_graph_factory(Device device) {
@@ -61,20 +53,44 @@ GraphedStep::BatchKey GraphedStep::key_of(const data::Batch& batch) {
   return key;
 }
 
-std::vector<Tensor> GraphedStep::persistent_now() const {
-  std::vector<Tensor> tensors = options_.persistent ? options_.persistent() : std::vector<Tensor>{};
+GraphedStep::Frozen GraphedStep::frozen_now() const {
+  Frozen f;
+  if (options_.persistent) f.persistent = options_.persistent();
   if (options_.optimizer != nullptr) {
-    for (Tensor& t : options_.optimizer->persistent_tensors()) tensors.push_back(std::move(t));
+    for (Tensor& t : options_.optimizer->persistent_tensors()) f.persistent.push_back(std::move(t));
+    f.optimizer_signature = options_.optimizer->scheduled_signature();
   }
-  return tensors;
+  for (const Tensor& t : f.persistent) f.requires_grad.push_back(t.requires_grad());
+  if (options_.signature) f.signature = options_.signature();
+  return f;
+}
+
+std::optional<std::string> GraphedStep::differs(const Frozen& captured, const Frozen& now) {
+  if (captured.optimizer_signature != now.optimizer_signature)
+    return "the optimizer's options other than lr and momentum changed";
+  if (captured.signature != now.signature) return "a host value the step reads (its signature) changed";
+  bool same = captured.persistent.size() == now.persistent.size() && captured.requires_grad == now.requires_grad;
+  for (size_t i = 0; same && i < now.persistent.size(); ++i) {
+    same = captured.persistent[i].impl() == now.persistent[i].impl() &&
+           captured.persistent[i].data_ptr() == now.persistent[i].data_ptr();
+  }
+  if (!same) return "a tensor the step keeps across steps (a parameter, a buffer, optimizer state) was replaced or made";
+  return std::nullopt;
 }
 
 std::optional<std::string> GraphedStep::invalid_reason() const {
-  if (options_.optimizer != nullptr && options_.optimizer->scheduled_signature() != captured_signature_)
-    return "the optimizer's options other than lr and momentum changed";
-  if (!same_tensors(persistent_now(), captured_persistent_))
-    return "a tensor the step keeps across steps (a parameter, a buffer, optimizer state) was replaced";
-  return std::nullopt;
+  if (options_.optimizer != nullptr && !options_.optimizer->capturable())
+    return "the optimizer is no longer capturable";
+  return differs(captured_, frozen_now());
+}
+
+// An eager step now (it makes whatever the change needs), a capture at the next step.
+void GraphedStep::invalidate(const BatchKey& key, std::string reason) {
+  last_recapture_reason_ = std::move(reason);
+  ++recaptures_;
+  graph_key_.reset();
+  streak_key_ = key;
+  streak_ = options_.warmup_steps - 1;
 }
 
 // What must be in device memory before a replay: the optimizer's lr and momentum (the
@@ -86,17 +102,14 @@ void GraphedStep::write_step_values() {
 GraphedStep::Ran GraphedStep::run(const data::Batch& batch) {
   const BatchKey key = key_of(batch);
   if (graph_key_ && key == *graph_key_) {
-    const std::optional<std::string> reason = invalid_reason();
+    std::optional<std::string> reason = invalid_reason();
     if (!reason) {
       replay(batch);
+      streak_key_.reset();  // another key's eager steps count only in a row
+      streak_ = 0;
       return Ran::Replayed;
     }
-    // An eager step now (it makes whatever the change needs), the capture at the next.
-    last_recapture_reason_ = *reason;
-    ++recaptures_;
-    graph_key_.reset();
-    streak_key_ = key;
-    streak_ = options_.warmup_steps - 1;
+    invalidate(key, std::move(*reason));
   }
   if (streak_key_ && key == *streak_key_) {
     ++streak_;
@@ -127,6 +140,13 @@ void GraphedStep::replay(const data::Batch& batch) {
 // graph's pool); the captured body reads the member, so a graph may run the body again on
 // it. If the capture throws, the static batch the graph read before is put back.
 GraphedStep::Ran GraphedStep::capture_and_replay(const data::Batch& batch, const BatchKey& key) {
+  for (const auto& [name, t] : batch.tensors) {
+    KILN_CHECK(t.device() == device_, "GraphedStep: the batch's tensor \"", name, "\" is on ", t.device(),
+               "; a step graphed on ", device_, " reads its batch from there (copy it first, as a DevicePrefetcher does)");
+    KILN_CHECK(t.is_contiguous(), "GraphedStep: the batch's tensor \"", name, "\" (strides ", t.strides(),
+               ") is not contiguous; the graph's static batch is contiguous, so the captured step would compute on "
+               "another layout than the eager steps did (make the batch contiguous)");
+  }
   data::Batch previous = std::move(static_batch_);
   static_batch_ = data::Batch{};
   {
@@ -137,21 +157,27 @@ GraphedStep::Ran GraphedStep::capture_and_replay(const data::Batch& batch, const
   static_batch_.indices = batch.indices;
   if (!graph_) graph_ = options_.make_graph(device_);
   graph_key_.reset();  // while capturing, and for good if the capture throws
+  const Frozen before = frozen_now();
   try {
     graph_->capture([this] { body_(static_batch_); });
   } catch (...) {
     static_batch_ = std::move(previous);
     throw;
   }
-  graph_key_ = key;
-  captured_persistent_ = persistent_now();
-  if (options_.optimizer != nullptr) captured_signature_ = options_.optimizer->scheduled_signature();
+  captured_ = frozen_now();
   streak_key_.reset();
   streak_ = 0;
   ++captures_;
   write_step_values();
   graph_->replay();  // the capture only recorded this step: now it runs
   ++replays_;
+  // State the capture made is initialised by the graph: right for this one step, wrong at
+  // every later replay, so the key is captured again once the state exists.
+  if (std::optional<std::string> made = differs(before, captured_)) {
+    invalidate(key, "the step made new state during its capture (" + *made + ")");
+    return Ran::Captured;
+  }
+  graph_key_ = key;
   return Ran::Captured;
 }
 

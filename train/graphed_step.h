@@ -18,20 +18,26 @@
 //   read), the optimizer's scheduled options are written (Note [Capturable optimizers]),
 //   and the graph is replayed. Any other batch runs the body eagerly on itself: the
 //   warm-up, and a one-off batch such as an epoch's last, smaller one.
-// - A key seen warmup_steps times in a row is captured at its next step, then replayed
-//   at once (the capture records the step; the replay runs it). The eager warm-up makes
-//   what is made lazily (optimizer moments, GradScaler's scale, cuDNN's benchmark choices,
-//   the cuBLAS workspace of the stream) outside the capture. A capture of another key
-//   replaces the graph (a change of shape re-captures, in place when CUDA can).
+// - A key seen warmup_steps times in a row (no replay between) is captured at its next
+//   step, then replayed at once (the capture records the step; the replay runs it). The
+//   eager warm-up makes what is made lazily (optimizer moments, GradScaler's scale, cuDNN's
+//   benchmark choices) outside the capture. A capture of another key replaces the graph (a
+//   change of shape re-captures, in place when CUDA can). The batch's tensors must be on
+//   the graph's device, contiguous (the static batch is a contiguous copy of them).
 // - Host code in the body runs once, at the capture: what it reads there is frozen into
 //   the graph. So the body must not keep host counters (count steps outside it), must
 //   not read the device (a host sync during the capture is an error naming it), and
-//   must update what it keeps across steps in place. GraphedStep guards the last two
-//   things it can see: at every replay, the tensors `persistent` returns must be the ones
-//   the capture saw (a replaced one, such as a loaded optimizer state, would leave the
-//   graph writing the old tensor), and the optimizer's scheduled_signature() (its options
-//   other than lr and momentum) must be unchanged; otherwise the step runs eagerly and
-//   the key is captured again at its next step (recaptures(), last_recapture_reason()).
+//   must update what it keeps across steps in place. GraphedStep guards what it can see:
+//   at every replay, the tensors `persistent` returns must be the ones the capture saw,
+//   with the same requires_grad (a replaced one, such as a loaded optimizer state, would
+//   leave the graph writing the old tensor), the optimizer must still be capturable with
+//   the same scheduled_signature() (its options other than lr and momentum), and the
+//   caller's `signature` (other host values the body reads: a module's training flag, the
+//   GradScaler's factors) must be unchanged; otherwise the step runs eagerly and the key
+//   is captured again at its next step (recaptures(), last_recapture_reason()). State the
+//   capture itself made (a tensor `persistent` returns only after it: a parameter's first
+//   gradient, say) is initialised by the recording, so the captured graph runs that one
+//   step and is then captured again, once the state exists.
 // - Random ops in the body draw fresh numbers at each replay from the device's default
 //   generator (Note [Philox under capture]), and bounds-checked index ops keep their
 //   findings (Note [Index checks in a CUDA graph]): a replayed run equals an eager one
@@ -72,6 +78,9 @@ struct GraphedStepOptions {
   // The other tensors the body keeps across steps (the model's parameters and buffers,
   // running sums): checked, by identity, at every replay.
   std::function<std::vector<Tensor>()> persistent = nullptr;
+  // Other host values the body reads and the capture freezes (a module's training flag,
+  // GradScaler's factors): checked at every replay.
+  std::function<std::vector<double>()> signature = nullptr;
   // Makes the graph; by default a CudaGraph of the device. Unset on a device without
   // graphs: every step runs eagerly.
   StepGraphFactory make_graph = nullptr;
@@ -110,9 +119,9 @@ class GraphedStep {
   using BatchKey = std::vector<BatchKeyEntry>;
   static BatchKey key_of(const data::Batch& batch);
 
-  std::vector<Tensor> persistent_now() const;
   // Why the graph no longer matches the step, or nothing.
   std::optional<std::string> invalid_reason() const;
+  void invalidate(const BatchKey& key, std::string reason);
   Ran capture_and_replay(const data::Batch& batch, const BatchKey& key);
   void replay(const data::Batch& batch);
   void write_step_values();
@@ -122,8 +131,16 @@ class GraphedStep {
   GraphedStepOptions options_;
   std::optional<BatchKey> graph_key_;  // the key the graph was captured for
   data::Batch static_batch_;           // what the capture read; each replay's batch is copied in
-  std::vector<Tensor> captured_persistent_;
-  std::vector<double> captured_signature_;
+  // What the capture froze (Note [A graphed step]): the persistent tensors and their
+  // requires_grad, and the optimizer's and the caller's signatures.
+  struct Frozen {
+    std::vector<Tensor> persistent;
+    std::vector<bool> requires_grad;
+    std::vector<double> optimizer_signature, signature;
+  };
+  Frozen frozen_now() const;
+  static std::optional<std::string> differs(const Frozen& captured, const Frozen& now);
+  Frozen captured_;
   std::optional<BatchKey> streak_key_;  // the key of the last eager steps, and how many in a row
   int64_t streak_ = 0;
   int64_t eager_steps_ = 0, captures_ = 0, replays_ = 0, recaptures_ = 0;

@@ -41,6 +41,12 @@ void Optimization::update() {
 
 void Optimization::after_update() { schedule_->after_step(); }
 
+std::vector<double> Optimization::scaler_signature() const {
+  const optim::GradScalerOptions& o = scaler_->options();
+  return {o.enabled ? 1.0 : 0.0, o.growth_factor, o.backoff_factor, static_cast<double>(o.growth_interval),
+          o.min_scale};
+}
+
 double Optimization::loss_scale() const { return scaler_->is_enabled() ? scaler_->get_scale() : 1.0; }
 
 void Optimization::load(const optim::OptimizerStateDict& optimizer, const json::Value& scheduler,

@@ -41,6 +41,8 @@ class Optimization {
   // the device, and the tensors the scaler keeps across steps.
   void make_capturable() { optimizer_->set_capturable(true); }
   std::vector<Tensor> scaler_tensors() const { return scaler_->persistent_tensors(); }
+  // What a captured step takes from the scaler on the host: its options.
+  std::vector<double> scaler_signature() const;
 
   optim::Optimizer& optimizer() { return *optimizer_; }
   Schedule& schedule() { return *schedule_; }

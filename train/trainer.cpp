@@ -109,6 +109,10 @@ void set_up_graphs(Trainer::State& s) {
     for (const auto& [name, t] : s.sums.tensors()) kept.push_back(t);
     for (const Tensor& t : s.optimization->scaler_tensors()) kept.push_back(t);
     return kept;
+  }, .signature = [&s] {
+    std::vector<double> frozen = s.optimization->scaler_signature();
+    frozen.push_back(s.model->is_training() ? 1.0 : 0.0);
+    return frozen;
   }};
   s.graphed = std::make_unique<GraphedStep>(
       s.run.device, [&s](const data::Batch& b) { step_work(s, b, /*boundary=*/true); }, options);

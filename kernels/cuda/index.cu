@@ -73,8 +73,9 @@ __device__ __forceinline__ void record_bad_index(BadIndexFlag* flag, int64_t val
 // The flag of one call: zeroed on `stream` before the kernel, read back after it. During a
 // CUDA graph capture the flag is a slot of the graph's flags instead (Note [Index checks
 // in a CUDA graph] in core/deferred_check.h): zeroed before the capture, never by the
-// graph, so it keeps whatever any replay found; it is read after a synchronize of the
-// device, as the replays ran on whatever stream was current when they were launched.
+// graph, so it keeps whatever any replay found. Its check runs after the replays (the
+// graph's closure has waited for the stream they were launched on), on the stream current
+// then: the capture's own stream may be gone.
 class DeviceBadIndex {
  public:
   DeviceBadIndex(int device, Stream stream, const char* op) : stream_(stream) {
@@ -86,18 +87,14 @@ class DeviceBadIndex {
   }
   BadIndexFlag* flag() const { return static_cast<BadIndexFlag*>(buffer_.data_ptr()); }
 
-  // Waits for the stream (a captured flag: the device), then throws the CPU's message if
-  // a kernel recorded a bad index.
+  // Waits for the stream (a captured flag: the current one), then throws the CPU's message
+  // if a kernel recorded a bad index.
   void throw_if_seen(const char* op, int64_t dim, int64_t size) const {
     BadIndexFlag host{};
     note_host_sync(HostSync::IndexCheck, Device::cuda(stream_.device()));
-    if (captured_) {  // the capture stream may be gone: wait for the device, then a plain copy
-      KILN_CUDA_CHECK(cudaDeviceSynchronize());
-      KILN_CUDA_CHECK(cudaMemcpy(&host, flag(), sizeof(host), cudaMemcpyDeviceToHost));
-    } else {
-      KILN_CUDA_CHECK(cudaMemcpyAsync(&host, flag(), sizeof(host), cudaMemcpyDeviceToHost, stream_.handle()));
-      stream_.synchronize();
-    }
+    const Stream read_on = captured_ ? current_stream(stream_.device()) : stream_;
+    KILN_CUDA_CHECK(cudaMemcpyAsync(&host, flag(), sizeof(host), cudaMemcpyDeviceToHost, read_on.handle()));
+    read_on.synchronize();
     KILN_CHECK(host.seen == 0, op, ": index ", host.value, " is out of bounds for dimension ", dim, " with size ",
                size);
   }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <thread>
 
 #include "core/backend.h"
 #include "core/device_values.h"
@@ -98,6 +99,30 @@ TEST(PhiloxCapture, OpsDrawingFromACapturingGeneratorReadTheBaseWhenTheKernelRun
   EXPECT_TRUE(all_equal(during.uniform, expected.uniform));
   EXPECT_TRUE(all_equal(during.mask, expected.mask));
   EXPECT_TRUE(all_equal(during.noise, expected.noise));
+}
+
+// A graph captures its own thread's work: another thread drawing from the same generator
+// meanwhile draws eagerly (its numbers come from the generator's own offset, which the
+// replays' advance() then continues from), not from the capture's base.
+TEST(PhiloxCapture, OtherThreadsDrawEagerlyDuringACapture) {
+  Generator g(kSeed), eager(kSeed);
+  const Tensor base = zeros({2}, {.dtype = DType::Int64});
+  g.begin_capture(Device::cpu(), static_cast<const uint64_t*>(base.data_ptr()));
+  g.reserve(8);
+  Tensor drawn;
+  PhiloxState seen{};
+  bool capturing_there = true;
+  std::thread([&] {
+    capturing_there = g.capturing();
+    seen = g.state();
+    drawn = rand({6}, {}, &g);
+  }).join();
+  EXPECT_FALSE(capturing_there);
+  EXPECT_EQ(seen.base, nullptr);
+  EXPECT_TRUE(all_equal(drawn, rand({6}, {}, &eager)));
+  EXPECT_TRUE(g.capturing());
+  EXPECT_EQ(g.end_capture(), 4u) << "the other thread's blocks are not the capture's";
+  EXPECT_EQ(g.offset(), 3u);
 }
 
 TEST(PhiloxCapture, StateAndSetStateRewindWithinTheCaptureAsCheckpointingDoes) {

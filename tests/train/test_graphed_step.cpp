@@ -4,8 +4,10 @@
 // run, later ones replay on the batch copied into the static one, with results equal to
 // eager steps; a one-off batch runs eagerly without dropping the graph; a shape that
 // stays re-captures; a replaced persistent tensor or a changed optimizer option makes
-// one eager step and a new capture; a capture that throws leaves nothing replaying; and
-// without graphs (the CPU's default) every step is eager. Real graphs:
+// one eager step and a new capture, as do a changed signature and state the capture made;
+// one-off batches never replace the graph; a capture that throws leaves nothing replaying;
+// a strided batch is refused at the capture; and without graphs (the CPU's default) every
+// step is eager. Real graphs:
 // tests/cuda/test_graphed_step.cpp.
 #include <gtest/gtest.h>
 
@@ -138,6 +140,19 @@ TEST(GraphedStep, AOneOffBatchRunsEagerlyAndTheGraphGoesOnReplaying) {
   EXPECT_EQ(step.captures(), 1);
 }
 
+// An epoch's last, shorter batch comes once an epoch: replays between them keep it from
+// ever counting as a shape that stays.
+TEST(GraphedStep, OneOffBatchesEpochAfterEpochNeverReplaceTheGraph) {
+  int made = 0;
+  Loop loop(true);
+  GraphedStep step = loop.graphed(&made);
+  for (int epoch = 0; epoch < 6; ++epoch) {
+    for (int64_t rows : {8, 8, 8, 8, 3}) step.run(batch_of(rows, static_cast<uint64_t>(epoch * 10 + rows)));
+  }
+  EXPECT_EQ(step.captures(), 1);
+  EXPECT_EQ(step.eager_steps(), 2 + 6);
+}
+
 TEST(GraphedStep, AShapeThatStaysIsCapturedAgainInTheSameGraph) {
   int made = 0;
   Loop graphed(true), eager(true);
@@ -204,6 +219,58 @@ TEST(GraphedStep, AChangedOptimizerOptionMeansANewCapture) {
   EXPECT_NE(step.last_recapture_reason().find("options other than lr"), std::string::npos);
 }
 
+// State made during the capture (say a parameter's optimizer moments, at its first
+// gradient) is initialised by the recording: the graph runs that one step, and the key is
+// captured again once the state exists.
+TEST(GraphedStep, StateMadeDuringTheCaptureMeansAnotherCapture) {
+  std::vector<Tensor> kept = {zeros({3})};
+  struct MakingGraph final : train::StepGraph {
+    std::function<void()> body;
+    std::vector<Tensor>* kept;
+    int captures = 0;
+    explicit MakingGraph(std::vector<Tensor>* k) : kept(k) {}
+    void capture(const std::function<void()>& b) override {
+      body = b;
+      if (captures++ == 0) kept->push_back(zeros({2}));  // made by the first capture only
+    }
+    void replay() override { body(); }
+  };
+  int64_t bodies = 0;
+  GraphedStep step(Device::cpu(), [&](const data::Batch&) { ++bodies; },
+                   GraphedStepOptions{.warmup_steps = 1, .persistent = [&] { return kept; },
+                                      .make_graph = [&](Device) -> std::unique_ptr<train::StepGraph> {
+                                        return std::make_unique<MakingGraph>(&kept);
+                                      }});
+  std::vector<Ran> ran;
+  for (uint64_t i = 0; i < 5; ++i) ran.push_back(step.run(batch_of(4, i)));
+  EXPECT_EQ(ran, (std::vector<Ran>{Ran::Eager, Ran::Captured, Ran::Eager, Ran::Captured, Ran::Replayed}));
+  EXPECT_EQ(bodies, 5) << "every step ran once: the captured ones by their replay";
+  EXPECT_EQ(step.recaptures(), 1);
+  EXPECT_NE(step.last_recapture_reason().find("made new state during its capture"), std::string::npos)
+      << step.last_recapture_reason();
+}
+
+// The caller's signature (host values the capture froze) and a persistent tensor's
+// requires_grad are checked at every replay too.
+TEST(GraphedStep, AChangedSignatureOrRequiresGradMeansANewCapture) {
+  int made = 0;
+  double factor = 2.0;
+  std::vector<Tensor> kept = {zeros({3})};
+  GraphedStep step(Device::cpu(), [](const data::Batch&) {},
+                   GraphedStepOptions{.warmup_steps = 1, .persistent = [&] { return kept; },
+                                      .signature = [&] { return std::vector<double>{factor}; },
+                                      .make_graph = recording_graphs(&made)});
+  std::vector<Ran> ran;
+  for (uint64_t i = 0; i < 8; ++i) {
+    if (i == 3) factor = 4.0;
+    if (i == 6) kept[0].requires_grad_(true);
+    ran.push_back(step.run(batch_of(4, i)));
+  }
+  EXPECT_EQ(ran, (std::vector<Ran>{Ran::Eager, Ran::Captured, Ran::Replayed, Ran::Eager, Ran::Captured,
+                                   Ran::Replayed, Ran::Eager, Ran::Captured}));
+  EXPECT_EQ(step.recaptures(), 2);
+}
+
 TEST(GraphedStep, ACaptureThatThrowsLeavesNothingReplaying) {
   int made = 0;
   int64_t calls = 0;
@@ -248,6 +315,12 @@ TEST(GraphedStep, MisusesAreNamedErrors) {
   data::Batch b;
   b.tensors.emplace("image", Tensor());
   EXPECT_KILN_ERROR(step.run(b), "\"image\" is undefined");
+  int made = 0;
+  GraphedStep graphed(Device::cpu(), body, {.warmup_steps = 1, .make_graph = recording_graphs(&made)});
+  data::Batch strided;
+  strided.tensors.emplace("image", randn({4, 6}).transpose(0, 1));
+  EXPECT_EQ(graphed.run(strided), Ran::Eager);
+  EXPECT_KILN_ERROR(graphed.run(strided), "\"image\"", "is not contiguous", "another layout");
 }
 
 }  // namespace

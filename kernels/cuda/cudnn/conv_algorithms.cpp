@@ -203,6 +203,9 @@ void* CachingWorkspaceMemory::try_allocate(size_t nbytes) {
   try {
     return raw_allocate(nbytes, stream_);
   } catch (const Error&) {
+    // In a capture, falling back to an algorithm with a smaller workspace would make the
+    // graph compute otherwise than the eager steps did: the error goes on instead.
+    if (capturing_on_this_thread()) throw;
     return nullptr;
   }
 }
