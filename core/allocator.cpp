@@ -9,6 +9,7 @@
 
 #include "core/block_allocator.h"
 #include "core/error.h"
+#include "core/pooled.h"
 
 namespace kiln {
 namespace {
@@ -42,23 +43,39 @@ size_t rounded_to_alignment(size_t nbytes) {
 }
 
 // Note [Small CPU blocks]: a small request is malloc'd with room to align it by hand: the
-// block starts at the first kCpuAlignment boundary at least one pointer past malloc's
-// address, and that address is kept in the pointer-sized slot just before the block, for
-// the free. glibc's aligned_alloc would do the same job at about ten times the cost
-// (_int_memalign splits a larger chunk each time, and the split-off pieces make free
-// consolidate): 600 instructions of a 4,000-instruction small op (bench/host_cost).
+// block starts at the first kCpuAlignment boundary at least two pointers past malloc's
+// address, and that address and whether it came from the pool are kept in the two
+// pointer-sized slots just before the block, for the free. glibc's aligned_alloc would do
+// the same job at about ten times the cost (_int_memalign splits a larger chunk each time,
+// and the split-off pieces make free consolidate): 600 instructions of a 4,000-instruction
+// small op (bench/host_cost). The smallest (a scalar, a few per-channel numbers) come from
+// the pool of small blocks instead of malloc (Note [Pooled small blocks]).
 void* malloc_aligned(size_t nbytes) {
   // The block ends on an alignment boundary, as aligned_alloc's rounded size did.
   const size_t padded = rounded_to_alignment(nbytes);
-  KILN_CHECK(padded <= SIZE_MAX - kCpuAlignment - sizeof(void*), "CPU allocator: cannot allocate ", nbytes, " bytes");
-  void* raw = std::malloc(padded + kCpuAlignment + sizeof(void*));
+  constexpr size_t kMargin = kCpuAlignment + 2 * sizeof(void*);
+  KILN_CHECK(padded <= SIZE_MAX - kMargin, "CPU allocator: cannot allocate ", nbytes, " bytes");
+  const size_t total = padded + kMargin;
+  const bool pooled = total <= kMaxPooledBytes;
+  void* raw = pooled ? pooled_allocate(total) : std::malloc(total);
   KILN_CHECK(raw != nullptr, "CPU allocator: out of memory allocating ", nbytes, " bytes");
-  const uintptr_t start = (reinterpret_cast<uintptr_t>(raw) + sizeof(void*) + kCpuAlignment - 1) & ~(kCpuAlignment - 1);
-  reinterpret_cast<void**>(start)[-1] = raw;
+  const uintptr_t start =
+      (reinterpret_cast<uintptr_t>(raw) + 2 * sizeof(void*) + kCpuAlignment - 1) & ~(kCpuAlignment - 1);
+  void** slots = reinterpret_cast<void**>(start);
+  slots[-1] = raw;
+  slots[-2] = reinterpret_cast<void*>(pooled ? total : 0);
   return reinterpret_cast<void*>(start);
 }
 
-void free_aligned(void* block) { std::free(static_cast<void**>(block)[-1]); }
+void free_aligned(void* block) {
+  void** slots = static_cast<void**>(block);
+  const auto pooled_bytes = reinterpret_cast<size_t>(slots[-2]);
+  if (pooled_bytes != 0) {
+    pooled_free(slots[-1], pooled_bytes);
+  } else {
+    std::free(slots[-1]);
+  }
+}
 
 // The memory behind the cache. The CPU has one stream and no events: record_stream is
 // never called for host blocks, so the event functions are unreachable.

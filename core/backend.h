@@ -46,9 +46,9 @@ enum class ArgReduceOp : uint8_t { ArgMax, ArgMin };
 
 // Convolution geometry (Note [Convolution layout]): one entry per spatial dim (1, 2 or 3).
 struct ConvParams {
-  std::vector<int64_t> stride;
-  std::vector<int64_t> padding;   // zeros added on both sides
-  std::vector<int64_t> dilation;
+  Dims stride;
+  Dims padding;   // zeros added on both sides
+  Dims dilation;
   int64_t groups = 1;
 };
 

@@ -6,19 +6,12 @@
 
 namespace kiln {
 
-void Dims::reserve(size_t capacity) {
-  if (capacity <= capacity_) return;
+void Dims::grow(size_t capacity) {
   auto* grown = new int64_t[capacity];
   std::copy(begin(), end(), grown);
   delete[] heap_;
   heap_ = grown;
   capacity_ = capacity;
-}
-
-void Dims::resize(size_t count, int64_t value) {
-  reserve(count);
-  if (count > size_) std::fill(data() + size_, data() + count, value);
-  size_ = count;
 }
 
 Dims::iterator Dims::insert(const_iterator position, int64_t value) {
@@ -35,26 +28,10 @@ Dims::iterator Dims::erase(const_iterator position) {
   return begin() + at;
 }
 
-void Dims::assign(const int64_t* values, size_t count) {
+void Dims::assign_slow(const int64_t* values, size_t count) {
   reserve(count);
   if (count > 0) std::memmove(data(), values, count * sizeof(int64_t));
   size_ = count;
-}
-
-void Dims::take(Dims& other) noexcept {
-  size_ = other.size_;
-  capacity_ = other.capacity_;
-  heap_ = other.heap_;
-  if (heap_ == nullptr) std::copy(other.inline_, other.inline_ + size_, inline_);
-  other.heap_ = nullptr;
-  other.size_ = 0;
-  other.capacity_ = kInline;
-}
-
-void Dims::release() noexcept {
-  delete[] heap_;
-  heap_ = nullptr;
-  capacity_ = kInline;
 }
 
 std::ostream& write_int_list(std::ostream& os, IntList values) {

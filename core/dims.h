@@ -13,6 +13,7 @@
 #pragma once
 
 #include <algorithm>
+#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -77,8 +78,14 @@ class Dims {
   int64_t& back() { return data()[size_ - 1]; }
   const int64_t& back() const { return data()[size_ - 1]; }
 
-  void reserve(size_t capacity);
-  void resize(size_t count, int64_t value = 0);
+  void reserve(size_t capacity) {
+    if (capacity > capacity_) grow(capacity);
+  }
+  void resize(size_t count, int64_t value = 0) {
+    reserve(count);
+    for (size_t i = size_; i < count; ++i) data()[i] = value;
+    size_ = count;
+  }
   void clear() { size_ = 0; }
   void push_back(int64_t value) {
     if (size_ == capacity_) reserve(2 * capacity_);
@@ -104,11 +111,40 @@ class Dims {
   friend bool operator==(const Dims& a, const std::vector<int64_t>& b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end());
   }
+  // Lexicographic, as std::vector's: so a Dims can be part of an ordered key.
+  friend auto operator<=>(const Dims& a, const Dims& b) {
+    return std::lexicographical_compare_three_way(a.begin(), a.end(), b.begin(), b.end());
+  }
 
  private:
-  void assign(const int64_t* values, size_t count);
-  void take(Dims& other) noexcept;
-  void release() noexcept;
+  // The small-list paths are inline (a small op moves and copies a dozen Dims); the heap
+  // ones are out of line, in dims.cpp.
+  void assign(const int64_t* values, size_t count) {
+    if (count <= kInline && heap_ == nullptr) {
+      for (size_t i = 0; i < count; ++i) inline_[i] = values[i];
+      size_ = count;
+      return;
+    }
+    assign_slow(values, count);
+  }
+  // A move copies the whole in-place array, a fixed 48 bytes, rather than a loop of size_.
+  void take(Dims& other) noexcept {
+    size_ = other.size_;
+    capacity_ = other.capacity_;
+    heap_ = other.heap_;
+    if (heap_ == nullptr) std::copy(other.inline_, other.inline_ + kInline, inline_);
+    other.heap_ = nullptr;
+    other.size_ = 0;
+    other.capacity_ = kInline;
+  }
+  void release() noexcept {
+    if (heap_ == nullptr) return;
+    delete[] heap_;
+    heap_ = nullptr;
+    capacity_ = kInline;
+  }
+  void assign_slow(const int64_t* values, size_t count);
+  void grow(size_t capacity);
 
   int64_t inline_[kInline] = {};
   int64_t* heap_ = nullptr;  // the values when there are more than kInline

@@ -2,10 +2,11 @@
 #include "core/storage.h"
 
 #include "core/fault_injection.h"
+#include "core/pooled.h"
 
 namespace kiln {
 
-Storage::Storage(DataPtr data, size_t nbytes) : impl_(std::make_shared<Impl>()) {
+Storage::Storage(DataPtr data, size_t nbytes) : impl_(make_pooled<Impl>()) {
   impl_->data = std::move(data);
   impl_->nbytes = nbytes;
 }

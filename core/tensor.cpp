@@ -40,6 +40,7 @@ void Tensor::set_data(const Tensor& data) const {
   self.storage_offset = src.storage_offset;
   self.sizes = src.sizes;
   self.strides = src.strides;
+  self.refresh_layout();  // Note [Cached layout]
   self.dtype = src.dtype;
   self.device = src.device;
   self.view_base = src.view_base;

@@ -20,25 +20,41 @@ TensorImpl::TensorImpl(Storage storage_, int64_t storage_offset_, Dims sizes_, D
       dtype(dtype_),
       device(device_) {
   KILN_ASSERT(sizes.size() == strides.size(), "sizes ", sizes, " and strides ", strides);
+  refresh_layout();
 }
+
+TensorImpl::TensorImpl(Layout layout, Storage storage_, int64_t storage_offset_, Dims sizes_, Dims strides_,
+                       DType dtype_, Device device_)
+    : storage(std::move(storage_)),
+      storage_offset(storage_offset_),
+      sizes(std::move(sizes_)),
+      strides(std::move(strides_)),
+      dtype(dtype_),
+      device(device_),
+      numel_(layout.numel),
+      contiguous_(layout.contiguous) {}
 
 TensorImpl::~TensorImpl() = default;
 
-int64_t TensorImpl::numel() const {
+void TensorImpl::refresh_layout() {
   // Every tensor's sizes passed checked_numel when it was made, so the product fits int64
   // unless a size is 0, and then the product of the others may not: test for 0 first.
-  if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) return 0;
-  int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
-  return n;
+  numel_ = 0;
+  if (std::find(sizes.begin(), sizes.end(), 0) == sizes.end()) {
+    numel_ = 1;
+    for (int64_t s : sizes) numel_ *= s;
+  }
+  contiguous_ = is_row_major(sizes, strides, numel_);
 }
 
-bool TensorImpl::is_contiguous() const {
+bool is_row_major(IntList sizes, IntList strides, int64_t numel) {
+  // Empty: contiguous whatever the strides, and the other sizes' product may not fit int64.
+  if (numel == 0) return true;
   int64_t expected = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     if (sizes[i] == 1) continue;  // the stride of a size-1 dim never matters
-    if (strides[i] != expected) return numel() == 0;
-    expected *= sizes[i];
+    if (strides[i] != expected) return false;
+    expected *= sizes[i];  // a product of sizes that checked_numel bounded
   }
   return true;
 }

@@ -26,6 +26,14 @@ struct AutogradMeta;
 
 struct TensorImpl {
   TensorImpl(Storage storage, int64_t storage_offset, Dims sizes, Dims strides, DType dtype, Device device);
+  // A tensor whose element count and contiguity the caller knows already (Note [Cached
+  // layout]): a factory's fresh tensor, a view with its base's elements.
+  struct Layout {
+    int64_t numel;
+    bool contiguous;
+  };
+  TensorImpl(Layout layout, Storage storage, int64_t storage_offset, Dims sizes, Dims strides, DType dtype,
+             Device device);
   ~TensorImpl();
 
   Storage storage;
@@ -40,12 +48,23 @@ struct TensorImpl {
   // A 0-d tensor made from a C++ number (`x * 2`): it promotes as a wrapped number.
   bool wrapped_number = false;
 
-  int64_t numel() const;
-  bool is_contiguous() const;
+  // Note [Cached layout]: the element count and whether the strides are row-major are
+  // asked for many times per op, so they are computed once, when the sizes and strides are
+  // set; whoever changes sizes or strides in place afterwards calls refresh_layout().
+  int64_t numel() const { return numel_; }
+  bool is_contiguous() const { return contiguous_; }
+  void refresh_layout();
+
+ private:
+  int64_t numel_ = 0;
+  bool contiguous_ = true;
 };
 
 // Row-major ("C order") strides for `sizes`.
 Dims contiguous_strides(IntList sizes);
+// Whether `strides` are row-major for `sizes` (a size-1 dim's stride never matters; an
+// empty tensor of `numel` 0 is contiguous whatever its strides).
+bool is_row_major(IntList sizes, IntList strides, int64_t numel);
 
 // Note [Checked sizes]: every size, element count, span and byte count of a tensor is
 // computed once, with overflow checks, when the tensor is made (factories, from_blob,

@@ -8,7 +8,7 @@
 namespace kiln {
 namespace {
 
-int64_t numel_of(const std::vector<ReduceDim>& group) {
+int64_t numel_of(const ReduceDims& group) {
   int64_t n = 1;
   for (const ReduceDim& dim : group) n *= dim.size;
   return n;
@@ -16,7 +16,7 @@ int64_t numel_of(const std::vector<ReduceDim>& group) {
 
 }  // namespace
 
-std::vector<ReduceDim> coalesce_dims(std::vector<ReduceDim> group) {
+ReduceDims coalesce_dims(ReduceDims group) {
   // An insertion sort: stable, and with a tensor's handful of dims faster than
   // std::stable_sort, which allocates a buffer on every call (bench/host_cost).
   for (size_t i = 1; i < group.size(); ++i) {
@@ -45,14 +45,13 @@ std::vector<ReduceDim> coalesce_dims(std::vector<ReduceDim> group) {
   return group;
 }
 
-ReduceLayout make_reduce_layout(const std::vector<int64_t>& sizes, const std::vector<int64_t>& in_strides,
-                                const std::vector<int64_t>& out0_strides, const std::vector<int64_t>& out1_strides,
+ReduceLayout make_reduce_layout(IntList sizes, IntList in_strides, IntList out0_strides, IntList out1_strides,
                                 IntList reduce_dims) {
   const size_t rank = sizes.size();
   KILN_ASSERT(in_strides.size() == rank && out0_strides.size() == rank &&
                   (out1_strides.empty() || out1_strides.size() == rank),
               "reduce: operands of different ranks");
-  std::vector<ReduceDim> kept, reduced;
+  ReduceDims kept, reduced;
   kept.reserve(std::max<size_t>(rank, 1));  // an empty group gets one size-1 dim
   reduced.reserve(std::max<size_t>(rank, 1));
   for (size_t d = 0; d < rank; ++d) {

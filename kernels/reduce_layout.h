@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/dims.h"
+#include "core/pooled.h"
 
 namespace kiln {
 
@@ -25,9 +26,13 @@ struct ReduceDim {
   std::array<int64_t, 3> strides{};  // input, output 0, output 1
 };
 
+// A group of dims, from the pool of small blocks (Note [Pooled small blocks]): a small
+// reduction makes two, and malloc's share of its host cost was a fifth (bench/host_cost).
+using ReduceDims = std::vector<ReduceDim, PooledAllocator<ReduceDim>>;
+
 struct ReduceLayout {
-  std::vector<ReduceDim> kept;     // outermost first; a lone size-1 dim when all is reduced
-  std::vector<ReduceDim> reduced;  // outermost first; a lone size-1 dim when nothing is
+  ReduceDims kept;     // outermost first; a lone size-1 dim when all is reduced
+  ReduceDims reduced;  // outermost first; a lone size-1 dim when nothing is
   int64_t kept_numel = 1;
   int64_t reduced_numel = 1;
   bool outer = false;  // the innermost kept dim has the smaller input stride
@@ -36,13 +41,12 @@ struct ReduceLayout {
 // Sorts by input stride, largest first (stable: ties keep their order), then merges each
 // dim into its outer neighbour when they are contiguous with each other in every operand.
 // An empty group becomes a lone size-1 dim.
-std::vector<ReduceDim> coalesce_dims(std::vector<ReduceDim> group);
+ReduceDims coalesce_dims(ReduceDims group);
 
 // The layout of an input of `sizes` and `in_strides` reduced over `reduce_dims` (sorted,
 // unique) into keepdim-form outputs with `out0_strides` and `out1_strides` (empty: one
 // output).
-ReduceLayout make_reduce_layout(const std::vector<int64_t>& sizes, const std::vector<int64_t>& in_strides,
-                                const std::vector<int64_t>& out0_strides, const std::vector<int64_t>& out1_strides,
+ReduceLayout make_reduce_layout(IntList sizes, IntList in_strides, IntList out0_strides, IntList out1_strides,
                                 IntList reduce_dims);
 
 }  // namespace kiln

@@ -9,6 +9,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/generator.h"
+#include "core/pooled.h"
 
 namespace kiln {
 namespace {
@@ -107,7 +108,7 @@ std::vector<Tensor> checkpoint(const CheckpointFunction& fn, const std::vector<T
     outputs = fn(inputs);
   }
   if (!recording) return outputs;
-  auto node = std::make_shared<CheckpointBackward>();
+  auto node = make_pooled<CheckpointBackward>();
   node->fn = fn;
   node->rng_at_forward = rng_at_forward;
   node->autocast_at_forward = autocast_state();

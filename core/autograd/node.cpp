@@ -4,6 +4,7 @@
 #include "core/autograd/accumulate_grad.h"
 #include "core/autograd/grad_mode.h"
 #include "core/ops/elementwise.h"
+#include "core/pooled.h"
 
 namespace kiln::autograd {
 namespace {
@@ -17,7 +18,7 @@ Node::Node() : sequence_nr(g_next_sequence_nr.fetch_add(1)) {}
 SavedTensor::SavedTensor(const Tensor& tensor) {
   if (!tensor.defined()) return;
   const TensorImpl& src = *tensor.impl();
-  auto alias = std::make_shared<TensorImpl>(src.storage, src.storage_offset, src.sizes,
+  auto alias = make_pooled<TensorImpl>(src.storage, src.storage_offset, src.sizes,
                                             src.strides, src.dtype, src.device);
   // The alias shares the storage and with it the version counter: in-place changes after
   // saving are seen.
@@ -71,7 +72,7 @@ std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
   AutogradMeta& meta = autograd_meta(leaf);
   std::shared_ptr<Node> acc = meta.grad_accumulator.lock();
   if (!acc) {
-    acc = std::make_shared<AccumulateGrad>(leaf.impl_ptr());
+    acc = make_pooled<AccumulateGrad>(leaf.impl_ptr());
     acc->output_meta.push_back({leaf.sizes(), leaf.dtype(), leaf.device()});
     meta.grad_accumulator = acc;
   }

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/pooled.h"
 #include "core/tensor.h"
 
 namespace kiln::autograd {
@@ -65,8 +66,9 @@ class Node {
 
   bool needs_input_grad(size_t i) const { return i < next_edges.size() && next_edges[i].is_valid(); }
 
-  std::vector<Edge> next_edges;
-  std::vector<TensorMeta> output_meta;
+  // Pooled (Note [Pooled small blocks]): a node and its two short lists are made per op.
+  std::vector<Edge, PooledAllocator<Edge>> next_edges;
+  std::vector<TensorMeta, PooledAllocator<TensorMeta>> output_meta;
   // Tensor hooks registered on the node's outputs: (output number, handle, hook).
   struct PreHook {
     uint32_t output_nr;
@@ -98,6 +100,7 @@ class SavedTensor {
 };
 
 struct AutogradMeta {
+  KILN_POOLED_NEW_DELETE(AutogradMeta)  // one per op's output (Note [Pooled small blocks])
   bool requires_grad = false;  // set on leaves by requires_grad_()
   Tensor grad;                 // undefined = None (Note [Gradient set to none])
   std::shared_ptr<Node> grad_fn;

@@ -1,6 +1,7 @@
 // Tensor's autograd methods: requires_grad, grad, backward, detach, hooks.
 #include "core/autograd/engine.h"
 #include "core/autograd/node.h"
+#include "core/pooled.h"
 
 namespace kiln {
 
@@ -52,7 +53,7 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
 
 Tensor Tensor::detach() const {
   const TensorImpl& src = *impl();
-  auto alias = std::make_shared<TensorImpl>(src.storage, src.storage_offset, src.sizes,
+  auto alias = make_pooled<TensorImpl>(src.storage, src.storage_offset, src.sizes,
                                             src.strides, src.dtype, src.device);
   alias->view_base = src.view_base ? src.view_base : impl_ptr();
   return Tensor(std::move(alias));

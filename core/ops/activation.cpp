@@ -6,6 +6,7 @@
 #include "core/autograd/node.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/view.h"
+#include "core/pooled.h"
 
 namespace kiln {
 namespace {
@@ -32,7 +33,7 @@ Tensor activation(const Tensor& x, UnaryOp forward, BinaryOp backward, Saves sav
                   const ElementwiseParams& params = {}) {
   Tensor out = unary_kernel(forward, x, params);
   if (autograd::any_requires_grad({&x})) {
-    auto node = std::make_shared<ActivationBackward>();
+    auto node = make_pooled<ActivationBackward>();
     node->backward_op = backward;
     node->saved = SavedTensor(saves == Saves::Input ? x : out);
     node->params = params;

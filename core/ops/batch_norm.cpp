@@ -12,6 +12,7 @@
 #include "core/ops/batch_norm_pieces.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
+#include "core/pooled.h"
 
 namespace kiln {
 namespace batch_norm_pieces {
@@ -162,7 +163,7 @@ Tensor batch_norm_normalize(const char* op, const Tensor& input, const Tensor& w
     backend(input.device()).batch_norm_apply(input, coefficients, out);
   }
   if (autograd::any_requires_grad({&input, &weight, &bias})) {
-    auto node = std::make_shared<BatchNormBackward>();
+    auto node = make_pooled<BatchNormBackward>();
     node->input = SavedTensor(input);
     node->mean = SavedTensor(norm.mean);
     node->invstd = SavedTensor(norm.invstd);

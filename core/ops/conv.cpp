@@ -33,12 +33,11 @@ void check_channels(const char* op, const Tensor& input, const Tensor& weight, i
 }
 
 // [N, C_out, o...] with o = (s + 2 padding - dilation (k - 1) - 1) / stride + 1 >= 1.
-std::vector<int64_t> output_sizes(const char* op, const Tensor& input, const Tensor& weight,
-                                  const ConvParams& params) {
-  std::vector<int64_t> sizes = {input.size(0), weight.size(0)};
+Dims output_sizes(const char* op, const Tensor& input, const Tensor& weight, const ConvParams& params) {
+  Dims sizes = {input.size(0), weight.size(0)};
   const size_t spatial = params.stride.size();
   // The parameters are user numbers: every intermediate is checked (Note [Checked sizes]).
-  std::vector<int64_t> padded, dilated_kernel;
+  Dims padded, dilated_kernel;
   for (size_t i = 0; i < spatial; ++i) {
     const int64_t d = static_cast<int64_t>(i) + 2;
     const std::optional<int64_t> twice_padding = checked_mul(2, params.padding[i]);

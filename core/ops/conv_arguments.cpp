@@ -6,14 +6,14 @@
 #include "core/autograd/node.h"
 #include "core/error.h"
 #include "core/ops/factory.h"
+#include "core/pooled.h"
 
 namespace kiln::conv_arguments {
 
-std::vector<int64_t> per_spatial_dim(const std::vector<int64_t>& values, int64_t spatial, const char* op,
-                                     const char* what) {
+Dims per_spatial_dim(const std::vector<int64_t>& values, int64_t spatial, const char* op, const char* what) {
   KILN_CHECK(values.size() == 1 || static_cast<int64_t>(values.size()) == spatial, op, ": expected ", what,
              " to have 1 or ", spatial, " values (one per spatial dim), got ", values);
-  return values.size() == 1 ? std::vector<int64_t>(spatial, values[0]) : values;
+  return values.size() == 1 ? Dims(static_cast<size_t>(spatial), values[0]) : Dims(values);
 }
 
 void check_operands(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias,
@@ -139,8 +139,8 @@ std::vector<Tensor> ConvolutionBackward::apply(std::vector<Tensor>&& g) {
 }  // namespace
 
 Tensor convolve(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias,
-                const ConvParams& params, const std::vector<int64_t>& out_sizes, bool transposed) {
-  Tensor out = empty(out_sizes, {.dtype = x.dtype(), .device = x.device()});
+                const ConvParams& params, Dims out_sizes, bool transposed) {
+  Tensor out = empty(std::move(out_sizes), {.dtype = x.dtype(), .device = x.device()});
   Tensor x_contiguous, weight_contiguous;
   {
     NoGradGuard no_grad;
@@ -156,7 +156,7 @@ Tensor convolve(const char* op, const Tensor& x, const Tensor& weight, const Ten
     }
   }
   if (autograd::any_requires_grad({&x, &weight, &bias})) {
-    auto node = std::make_shared<ConvolutionBackward>();
+    auto node = make_pooled<ConvolutionBackward>();
     if (weight.requires_grad()) node->input = autograd::SavedTensor(x_contiguous);
     if (x.requires_grad()) node->weight = autograd::SavedTensor(weight_contiguous);
     node->input_sizes = x.sizes();

@@ -14,8 +14,7 @@
 namespace kiln::conv_arguments {
 
 // One value per spatial dim: a single value is repeated for every dim.
-std::vector<int64_t> per_spatial_dim(const std::vector<int64_t>& values, int64_t spatial, const char* op,
-                                     const char* what);
+Dims per_spatial_dim(const std::vector<int64_t>& values, int64_t spatial, const char* op, const char* what);
 
 // Input and weight defined, of one floating dtype and one device; bias undefined or a
 // [c_out] tensor of the same dtype and device.
@@ -51,6 +50,6 @@ Tensor channel_bias_grad(const Tensor& grad_out);
 //   db   dy summed over N and space           the same
 // The node saves W only when x needs a gradient and x only when W does.
 Tensor convolve(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias,
-                const ConvParams& params, const std::vector<int64_t>& out_sizes, bool transposed);
+                const ConvParams& params, Dims out_sizes, bool transposed);
 
 }  // namespace kiln::conv_arguments

@@ -8,6 +8,7 @@
 #include "core/ops/factory.h"
 #include "core/ops/inplace.h"
 #include "core/ops/view.h"
+#include "core/pooled.h"
 
 namespace kiln {
 namespace {
@@ -78,7 +79,7 @@ Tensor to(const Tensor& t, Device device, DType dtype, bool non_blocking, bool c
   if (autograd::any_requires_grad({&t})) {
     KILN_CHECK(is_floating(dtype), "to: cannot convert a tensor that requires grad to ", dtype,
                " (gradients need a floating-point dtype); detach() it first");
-    auto node = std::make_shared<ToCopyBackward>();
+    auto node = make_pooled<ToCopyBackward>();
     node->device = t.device();
     node->dtype = t.dtype();
     autograd::record(node, {t}, {out});
@@ -89,7 +90,7 @@ Tensor to(const Tensor& t, Device device, DType dtype, bool non_blocking, bool c
 Tensor clone(const Tensor& t) {
   KILN_CHECK(t.defined(), "clone: undefined tensor");
   Tensor out = copy_as_new(t, t.device(), t.dtype(), false);
-  if (autograd::any_requires_grad({&t})) autograd::record(std::make_shared<CloneBackward>(), {t}, {out});
+  if (autograd::any_requires_grad({&t})) autograd::record(make_pooled<CloneBackward>(), {t}, {out});
   return out;
 }
 
@@ -127,7 +128,7 @@ Tensor& copy_(Tensor& self, const Tensor& src, bool non_blocking) {
   }
   self.bump_version();
   if (needs_grad) {
-    auto node = std::make_shared<CopyBackward>();
+    auto node = make_pooled<CopyBackward>();
     node->src_sizes = src.sizes();
     node->src_device = src.device();
     node->src_dtype = src.dtype();

@@ -12,6 +12,7 @@
 #include "core/ops/copy.h"
 #include "core/ops/factory.h"
 #include "core/ops/view.h"
+#include "core/pooled.h"
 
 namespace kiln {
 namespace {
@@ -105,7 +106,7 @@ struct AddBackward final : Node {
 Tensor add_impl(const Tensor& a, const Tensor& b, double alpha, const char* op) {
   Tensor out = binary_kernel(BinaryOp::Add, a, b, {.alpha = alpha});
   if (autograd::any_requires_grad({&a, &b})) {
-    auto node = std::make_shared<AddBackward>();
+    auto node = make_pooled<AddBackward>();
     node->a_sizes = a.sizes();
     node->b_sizes = b.sizes();
     node->a_dtype = a.dtype();
@@ -170,7 +171,7 @@ struct DivBackward final : Node {
 Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor out = binary_kernel(BinaryOp::Mul, a, b);
   if (autograd::any_requires_grad({&a, &b})) {
-    auto node = std::make_shared<MulBackward>();
+    auto node = make_pooled<MulBackward>();
     if (b.requires_grad()) node->a = SavedTensor(a);
     if (a.requires_grad()) node->b = SavedTensor(b);
     node->a_sizes = a.sizes();
@@ -187,7 +188,7 @@ Tensor mul(const Tensor& a, Scalar b) { return mul(a, wrap_scalar(b, a)); }
 Tensor div(const Tensor& a, const Tensor& b) {
   Tensor out = binary_kernel(BinaryOp::Div, a, b);
   if (autograd::any_requires_grad({&a, &b})) {
-    auto node = std::make_shared<DivBackward>();
+    auto node = make_pooled<DivBackward>();
     node->b = SavedTensor(b);
     if (b.requires_grad()) node->out = SavedTensor(out);
     node->a_sizes = a.sizes();
@@ -237,7 +238,7 @@ Tensor unary_with_formula(UnaryOp kernel, const Tensor& x, const char* op, Save 
                           double param = 0.0) {
   Tensor out = unary_kernel(kernel, x, params);
   if (autograd::any_requires_grad({&x})) {
-    auto node = std::make_shared<UnaryFormulaBackward>();
+    auto node = make_pooled<UnaryFormulaBackward>();
     node->formula = formula;
     if (save == Save::Input) node->x = SavedTensor(x);
     if (save == Save::Output) node->y = SavedTensor(out);
@@ -336,7 +337,7 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
       void release_saved() override { x.release(); }
       std::string name() const override { return "clamp"; }
     };
-    auto node = std::make_shared<ClampBackward>();
+    auto node = make_pooled<ClampBackward>();
     node->x = SavedTensor(x);
     node->params = params;
     autograd::record(node, {x}, {out});
@@ -413,7 +414,7 @@ void fill_binary_meta(NodeT& node, const Tensor& a, const Tensor& b) {
 Tensor max_min(const Tensor& a, const Tensor& b, bool is_max) {
   Tensor out = binary_kernel(is_max ? BinaryOp::Maximum : BinaryOp::Minimum, a, b);
   if (autograd::any_requires_grad({&a, &b})) {
-    auto node = std::make_shared<MaxMinBackward>();
+    auto node = make_pooled<MaxMinBackward>();
     node->a = SavedTensor(a);
     node->b = SavedTensor(b);
     node->is_max = is_max;
@@ -430,7 +431,7 @@ Tensor pow(const Tensor& base_in, const Tensor& exponent_in) {
   const Tensor exponent = autocast_input(exponent_in, AutocastPolicy::Float32);
   Tensor out = binary_kernel(BinaryOp::Pow, base, exponent);
   if (autograd::any_requires_grad({&base, &exponent})) {
-    auto node = std::make_shared<PowBackward>();
+    auto node = make_pooled<PowBackward>();
     node->a = SavedTensor(base);
     node->b = SavedTensor(exponent);
     if (exponent.requires_grad()) node->out = SavedTensor(out);
@@ -504,7 +505,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     }
   }
   if (autograd::any_requires_grad({&a, &b})) {
-    auto node = std::make_shared<WhereBackward>();
+    auto node = make_pooled<WhereBackward>();
     node->cond = SavedTensor(cond);
     node->a_sizes = a.sizes();
     node->b_sizes = b.sizes();

@@ -1,11 +1,13 @@
 // Factories: allocation through the device's backend, then a fill/arange kernel there.
 #include "core/ops/factory.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/backend.h"
 #include "core/checked_math.h"
 #include "core/ops/elementwise.h"
+#include "core/pooled.h"
 
 namespace kiln {
 namespace {
@@ -40,7 +42,7 @@ Tensor allocate_strided(Dims sizes, Dims strides, const TensorOptions& options,
   const DType dtype = options.dtype.value_or(kDefaultFloat);
   const int64_t nbytes = checked_nbytes(checked_span(sizes, strides, op), dtype, op);
   Storage storage = Storage::allocate(allocator_for(options), static_cast<size_t>(nbytes));
-  auto impl = std::make_shared<TensorImpl>(std::move(storage), 0, std::move(sizes), std::move(strides), dtype,
+  auto impl = make_pooled<TensorImpl>(std::move(storage), 0, std::move(sizes), std::move(strides), dtype,
                                            options.device);
   return finish(Tensor(std::move(impl)), options);
 }
@@ -64,9 +66,27 @@ Tensor empty_strided(const Dims& sizes, const Dims& strides,
 }
 
 // contiguous_strides saturates for sizes whose count overflows; checked_span refuses them.
+// A contiguous tensor spans exactly its elements: its count is checked once, and its
+// strides need no overflow checks past it.
 Tensor empty(Dims sizes, TensorOptions options, const char* op) {
-  Dims strides = contiguous_strides(sizes);
-  return allocate_strided(std::move(sizes), std::move(strides), options, op);
+  const DType dtype = options.dtype.value_or(kDefaultFloat);
+  const int64_t numel = checked_numel(sizes, op);
+  const int64_t nbytes = checked_nbytes(numel, dtype, op);
+  Dims strides;
+  if (numel == 0) {
+    strides = contiguous_strides(sizes);  // the other sizes' product may overflow: saturated there
+  } else {
+    strides.resize(sizes.size());
+    int64_t stride = 1;
+    for (size_t i = sizes.size(); i-- > 0;) {
+      strides[i] = stride;
+      stride *= sizes[i];  // a product of sizes that checked_numel bounded
+    }
+  }
+  Storage storage = Storage::allocate(allocator_for(options), static_cast<size_t>(nbytes));
+  auto impl = make_pooled<TensorImpl>(TensorImpl::Layout{.numel = numel, .contiguous = true}, std::move(storage), 0,
+                                      std::move(sizes), std::move(strides), dtype, options.device);
+  return finish(Tensor(std::move(impl)), options);
 }
 
 Tensor empty(Dims sizes, TensorOptions options) { return empty(std::move(sizes), options, "empty"); }
@@ -187,7 +207,7 @@ Tensor from_blob(void* data, const Dims& sizes, const Dims& strides,
   KILN_CHECK(data != nullptr || span == 0, "from_blob: null data for ", checked_numel(sizes, "from_blob"),
              " elements");
   Storage storage(DataPtr{data, std::move(deleter), options.device}, static_cast<size_t>(nbytes));
-  auto impl = std::make_shared<TensorImpl>(std::move(storage), 0, sizes, strides, dtype, options.device);
+  auto impl = make_pooled<TensorImpl>(std::move(storage), 0, sizes, strides, dtype, options.device);
   return finish(Tensor(std::move(impl)), options);
 }
 

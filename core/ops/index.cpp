@@ -14,6 +14,7 @@
 #include "core/backend.h"
 #include "core/ops/factory.h"
 #include "core/ops/view.h"
+#include "core/pooled.h"
 
 namespace kiln {
 namespace {
@@ -106,7 +107,7 @@ Tensor gather_with(const Tensor& x, int64_t dim, const Tensor& index, IndexBound
     backend(x.device()).gather(at_least_1d(x), dim, at_least_1d(index), at_least_1d(out), bounds);
   }
   if (autograd::any_requires_grad({&x})) {
-    auto node = std::make_shared<GatherBackward>();
+    auto node = make_pooled<GatherBackward>();
     node->index = SavedTensor(index);
     node->input_sizes = x.sizes();
     node->dim = dim;
@@ -168,7 +169,7 @@ Tensor scatter_add_with(const Tensor& self, int64_t dim, const Tensor& index, co
     }
   }
   if (autograd::any_requires_grad({&self, &src})) {
-    auto node = std::make_shared<ScatterAddBackward>();
+    auto node = make_pooled<ScatterAddBackward>();
     if (src.requires_grad()) node->index = SavedTensor(index);
     node->src_sizes = src.sizes();
     node->dim = dim;
@@ -217,7 +218,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   Tensor out = empty(out_sizes, {.dtype = x.dtype(), .device = x.device()});
   if (out.numel() > 0) backend(x.device()).index_select(x, dim, flat_index, out);
   if (autograd::any_requires_grad({&x})) {
-    auto node = std::make_shared<IndexSelectBackward>();
+    auto node = make_pooled<IndexSelectBackward>();
     node->index = SavedTensor(flat_index);
     node->input_sizes = x.sizes();
     node->dim = dim;

@@ -10,6 +10,7 @@
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
 #include "core/ops/view.h"
+#include "core/pooled.h"
 
 namespace kiln {
 namespace {
@@ -63,7 +64,7 @@ Tensor bmm(const Tensor& a_in, const Tensor& b_in) {
     }
   }
   if (autograd::any_requires_grad({&a, &b})) {
-    auto node = std::make_shared<BmmBackward>();
+    auto node = make_pooled<BmmBackward>();
     if (b.requires_grad()) node->a = SavedTensor(a);
     if (a.requires_grad()) node->b = SavedTensor(b);
     autograd::record(node, {a, b}, {out});

@@ -13,6 +13,7 @@
 #include "core/backend.h"
 #include "core/ops/factory.h"
 #include "core/pool_geometry.h"
+#include "core/pooled.h"
 
 namespace kiln {
 namespace {
@@ -148,7 +149,7 @@ std::tuple<Tensor, Tensor> max_pool_impl(const Tensor& x, int64_t spatial, const
     out = unbatched_like(out, x, spatial);
   }
   if (autograd::any_requires_grad({&x})) {
-    auto node = std::make_shared<MaxPoolBackward>();
+    auto node = make_pooled<MaxPoolBackward>();
     node->indices = SavedTensor(indices);
     node->in_sizes = in_sizes;
     node->x_sizes = x.sizes();
@@ -184,7 +185,7 @@ struct AvgPoolBackward final : Node {
 void record_avg_backward(const Tensor& x, const Tensor& out, const std::vector<int64_t>& in_sizes,
                          const std::vector<int64_t>& out_sizes, const PoolParams& params, const char* op) {
   if (!autograd::any_requires_grad({&x})) return;
-  auto node = std::make_shared<AvgPoolBackward>();
+  auto node = make_pooled<AvgPoolBackward>();
   node->in_sizes = in_sizes;
   node->out_sizes = out_sizes;
   node->x_sizes = x.sizes();

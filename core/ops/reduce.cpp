@@ -23,6 +23,7 @@
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
 #include "core/ops/view.h"
+#include "core/pooled.h"
 
 namespace kiln {
 namespace {
@@ -44,28 +45,27 @@ struct ReductionPlan {
 ReductionPlan plan_reduction(const Tensor& x, const Dims& dims, bool keepdim, const char* op) {
   KILN_CHECK(x.defined(), op, ": undefined tensor");
   const int64_t ndim = x.dim();
+  KILN_CHECK(ndim <= 64, op, ": at most 64 dimensions are supported, got ", ndim);
+  uint64_t reduced = dims.empty() && ndim > 0 ? ~uint64_t{0} >> (64 - ndim) : 0;  // bit d: dim d is reduced
+  for (const int64_t dim : dims) {
+    const uint64_t bit = uint64_t{1} << wrap_dim(dim, ndim, op);
+    KILN_CHECK((reduced & bit) == 0, op, ": dim ", wrap_dim(dim, ndim, op), " appears more than once in dims ", dims);
+    reduced |= bit;
+  }
+  if (ndim == 0) reduced = 0;  // dim 0 or -1 of a 0-d tensor is the tensor itself
   ReductionPlan plan;
-  if (dims.empty()) {
-    for (int64_t d = 0; d < ndim; ++d) plan.dims.push_back(d);
-  }
-  for (int64_t dim : dims) {
-    const int64_t d = wrap_dim(dim, ndim, op);
-    KILN_CHECK(std::find(plan.dims.begin(), plan.dims.end(), d) == plan.dims.end(), op, ": dim ", d,
-               " appears more than once in dims ", dims);
-    plan.dims.push_back(d);
-  }
-  if (ndim == 0) plan.dims.clear();  // dim 0 or -1 of a 0-d tensor is the tensor itself
-  std::sort(plan.dims.begin(), plan.dims.end());
+  plan.keep_shape.resize(static_cast<size_t>(ndim));
   for (int64_t d = 0; d < ndim; ++d) {
     const int64_t size = x.sizes()[d];
-    const bool reduced = std::binary_search(plan.dims.begin(), plan.dims.end(), d);
-    plan.keep_shape.push_back(reduced ? 1 : size);
-    if (reduced) {
+    if ((reduced >> d) & 1) {
+      plan.dims.push_back(d);
+      plan.keep_shape[d] = 1;
       // Saturates only for an empty input, whose reduced dims' product may not fit int64
       // beside a zero-size kept dim ([2^32, 0, 2^32] over {0, 2}); its output is empty.
       plan.count = checked_mul(plan.count, size).value_or(INT64_MAX);
     } else {
-      plan.out_shape.push_back(size);
+      plan.keep_shape[d] = size;
+      if (!keepdim) plan.out_shape.push_back(size);
     }
   }
   if (keepdim) plan.out_shape = plan.keep_shape;
@@ -92,7 +92,7 @@ Tensor reduce_kernel(ReduceOp op, const Tensor& x, const ReductionPlan& plan, DT
   Tensor out = empty(plan.out_shape, {.dtype = dtype, .device = x.device()});
   if (out.numel() > 0) {
     NoGradGuard no_grad;
-    backend(x.device()).reduce(op, x, plan.dims, out.view(plan.keep_shape), params);
+    backend(x.device()).reduce(op, x, plan.dims, contiguous_alias(out, plan.keep_shape), params);
   }
   return out;
 }
@@ -122,7 +122,7 @@ Tensor sum_or_mean(const Tensor& x, const Dims& dims, bool keepdim, bool is_mean
   const DType dtype = x.is_floating_point() ? x.dtype() : DType::Int64;
   Tensor out = reduce_kernel(is_mean ? ReduceOp::Mean : ReduceOp::Sum, x, plan, dtype);
   if (autograd::any_requires_grad({&x})) {
-    auto node = std::make_shared<SumBackward>();
+    auto node = make_pooled<SumBackward>();
     node->input_sizes = x.sizes();
     node->keep_shape = plan.keep_shape;
     if (is_mean) node->divisor = static_cast<double>(plan.count);
@@ -158,7 +158,7 @@ Tensor extremum(const Tensor& x, const Dims& dims, bool keepdim, bool is_max, co
   require_nonempty(x, plan, op, is_max ? "maximum" : "minimum");
   Tensor out = reduce_kernel(is_max ? ReduceOp::Max : ReduceOp::Min, x, plan, x.dtype());
   if (autograd::any_requires_grad({&x})) {
-    auto node = std::make_shared<ExtremumBackward>();
+    auto node = make_pooled<ExtremumBackward>();
     node->x = SavedTensor(x);
     node->out = SavedTensor(out);
     node->keep_shape = plan.keep_shape;
@@ -210,7 +210,7 @@ std::tuple<Tensor, Tensor> select_extremum(const Tensor& x, int64_t dim, bool ke
                                    values.view(plan.keep_shape), indices.view(plan.keep_shape));
   }
   if (differentiable && autograd::any_requires_grad({&x})) {
-    auto node = std::make_shared<ValueSelectionBackward>();
+    auto node = make_pooled<ValueSelectionBackward>();
     node->indices = SavedTensor(indices.view(plan.keep_shape));
     node->input_sizes = x.sizes();
     node->dim = d;
@@ -284,7 +284,7 @@ Moments moments(const Tensor& x, const Dims& dims, int64_t correction, bool keep
 }
 
 std::shared_ptr<VarMeanBackward> var_mean_node(const Tensor& x, const Moments& m, int64_t correction, const char* op) {
-  auto node = std::make_shared<VarMeanBackward>();
+  auto node = make_pooled<VarMeanBackward>();
   node->x = SavedTensor(x);
   node->mean = SavedTensor(m.mean.view(m.plan.keep_shape));
   node->keep_shape = m.plan.keep_shape;
@@ -410,7 +410,7 @@ Tensor norm(const Tensor& x_in, double p, Dims dims, bool keepdim) {
   if (is_inf) require_nonempty(x, plan, "norm", "maximum (p = inf)");
   Tensor out = reduce_kernel(is_inf ? ReduceOp::NormInf : ReduceOp::NormP, x, plan, x.dtype(), {.p = p});
   if (autograd::any_requires_grad({&x})) {
-    auto node = std::make_shared<NormBackward>();
+    auto node = make_pooled<NormBackward>();
     node->x = SavedTensor(x);
     node->out = SavedTensor(out);
     node->keep_shape = plan.keep_shape;

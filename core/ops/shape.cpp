@@ -15,6 +15,7 @@
 #include "core/checked_math.h"
 #include "core/ops/factory.h"
 #include "core/ops/view.h"
+#include "core/pooled.h"
 
 namespace kiln {
 namespace {
@@ -123,7 +124,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     }
   }
   if (autograd::any_requires_grad(tensors)) {
-    auto node = std::make_shared<CatBackward>();
+    auto node = make_pooled<CatBackward>();
     node->dim = dim;
     node->pieces = std::move(pieces);
     autograd::record(node, tensors, std::span<const Tensor>(&out, 1));

@@ -8,6 +8,7 @@
 #include "core/autograd/node.h"
 #include "core/backend.h"
 #include "core/ops/factory.h"
+#include "core/pooled.h"
 
 namespace kiln {
 namespace {
@@ -51,7 +52,7 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
     backend(x.device()).softmax(as_rows(x), d, log, as_rows(out));
   }
   if (autograd::any_requires_grad({&x})) {
-    auto node = std::make_shared<SoftmaxBackward>();
+    auto node = make_pooled<SoftmaxBackward>();
     node->out = SavedTensor(out);
     node->dim = d;
     node->log = log;

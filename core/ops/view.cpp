@@ -11,6 +11,7 @@
 #include "core/ops/copy.h"
 #include "core/ops/factory.h"
 #include "core/ops/reduce.h"
+#include "core/pooled.h"
 
 namespace kiln {
 namespace {
@@ -23,10 +24,34 @@ Tensor make_view(const Tensor& base, Dims sizes, Dims strides,
                  int64_t storage_offset, const char* op) {
   const TensorImpl& b = *base.impl();
   check_within_storage(sizes, strides, storage_offset, b.dtype, b.storage.nbytes(), op);
-  auto impl = std::make_shared<TensorImpl>(b.storage, storage_offset, std::move(sizes),
+  auto impl = make_pooled<TensorImpl>(b.storage, storage_offset, std::move(sizes),
                                            std::move(strides), b.dtype, b.device);
   impl->view_base = b.view_base ? b.view_base : base.impl_ptr();
   return Tensor(std::move(impl));
+}
+
+// A view over exactly its base's elements (a permutation of its dims, or a contiguous
+// base seen in another shape): it reaches what the base reaches, which was checked
+// within the storage when the base was made, so it needs no check of its own, and it has
+// the base's element count (Note [Cached layout]).
+Tensor make_view_of_same_elements(const Tensor& base, Dims sizes, Dims strides, bool contiguous) {
+  const TensorImpl& b = *base.impl();
+  auto impl = make_pooled<TensorImpl>(TensorImpl::Layout{.numel = b.numel(), .contiguous = contiguous}, b.storage,
+                                      b.storage_offset, std::move(sizes), std::move(strides), b.dtype, b.device);
+  impl->view_base = b.view_base ? b.view_base : base.impl_ptr();
+  return Tensor(std::move(impl));
+}
+
+// Row-major strides for `sizes` of `numel` (already checked) elements.
+Dims row_major_strides(const Dims& sizes, int64_t numel) {
+  if (numel == 0) return contiguous_strides(sizes);  // saturated: the other sizes may overflow
+  Dims strides(sizes.size());
+  int64_t stride = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= sizes[i];
+  }
+  return strides;
 }
 
 // ---- backward nodes -----------------------------------------------------------------------
@@ -68,7 +93,7 @@ struct SliceBackward final : Node {
 
 void record_reshape(const Tensor& input, const Tensor& out, const char* op) {
   if (!autograd::any_requires_grad({&input})) return;
-  auto node = std::make_shared<ReshapeBackward>();
+  auto node = make_pooled<ReshapeBackward>();
   node->input_sizes = input.sizes();
   node->op = op;
   autograd::record(node, {input}, {out});
@@ -77,7 +102,7 @@ void record_reshape(const Tensor& input, const Tensor& out, const char* op) {
 void record_slice(const Tensor& input, const Tensor& out, int64_t dim, int64_t start, int64_t end,
                   int64_t step, bool squeezed, const char* op) {
   if (!autograd::any_requires_grad({&input})) return;
-  auto node = std::make_shared<SliceBackward>();
+  auto node = make_pooled<SliceBackward>();
   node->input_sizes = input.sizes();
   node->dim = dim;
   node->start = start;
@@ -154,6 +179,12 @@ std::optional<Dims> view_strides(const Dims& sizes,
 
 Tensor view(const Tensor& t, Dims sizes) {
   sizes = infer_size(std::move(sizes), t.numel(), "view");
+  if (t.is_contiguous()) {  // the common case: any shape of the same elements, row-major
+    Dims strides = row_major_strides(sizes, t.numel());
+    Tensor out = make_view_of_same_elements(t, std::move(sizes), std::move(strides), /*contiguous=*/true);
+    record_reshape(t, out, "view");
+    return out;
+  }
   auto strides = view_strides(t.sizes(), t.strides(), sizes);
   KILN_CHECK(strides.has_value(), "view: size ", sizes, " is not compatible with the input's size ",
              t.sizes(), " and stride ", t.strides(), " (at least one dimension spans two contiguous "
@@ -161,6 +192,15 @@ Tensor view(const Tensor& t, Dims sizes) {
   Tensor out = make_view(t, std::move(sizes), std::move(*strides), t.storage_offset(), "view");
   record_reshape(t, out, "view");
   return out;
+}
+
+Tensor contiguous_alias(const Tensor& t, Dims sizes) {
+  KILN_ASSERT(t.is_contiguous() && !t.requires_grad(), "contiguous_alias: of a strided or recorded tensor");
+  int64_t numel = 1;
+  for (const int64_t size : sizes) numel *= size;
+  KILN_ASSERT(numel == t.numel(), "contiguous_alias: ", sizes, " for a tensor of ", t.sizes());
+  Dims strides = row_major_strides(sizes, t.numel());
+  return make_view_of_same_elements(t, std::move(sizes), std::move(strides), /*contiguous=*/true);
 }
 
 Tensor reshape(const Tensor& t, Dims sizes) {
@@ -181,9 +221,10 @@ Tensor permute(const Tensor& t, const Dims& dims) {
     sizes[i] = t.sizes()[d];
     strides[i] = t.strides()[d];
   }
-  Tensor out = make_view(t, std::move(sizes), std::move(strides), t.storage_offset(), "permute");
+  const bool contiguous = is_row_major(sizes, strides, t.numel());
+  Tensor out = make_view_of_same_elements(t, std::move(sizes), std::move(strides), contiguous);
   if (autograd::any_requires_grad({&t})) {
-    auto node = std::make_shared<PermuteBackward>();
+    auto node = make_pooled<PermuteBackward>();
     node->inverse = std::move(inverse);
     autograd::record(node, {t}, {out});
   }
@@ -285,7 +326,7 @@ Tensor expand(const Tensor& t, const Dims& sizes) {
   }
   Tensor out = make_view(t, std::move(out_sizes), std::move(out_strides), t.storage_offset(), "expand");
   if (autograd::any_requires_grad({&t})) {
-    auto node = std::make_shared<ExpandBackward>();
+    auto node = make_pooled<ExpandBackward>();
     node->input_sizes = t.sizes();
     autograd::record(node, {t}, {out});
   }

@@ -17,6 +17,10 @@ namespace kiln {
 Tensor view(const Tensor& t, Dims sizes);
 // A view when the strides allow it, else a contiguous copy.
 Tensor reshape(const Tensor& t, Dims sizes);
+// For an op's own result: the contiguous `t` with `sizes` of as many elements, with no
+// checks beyond an internal assert and no autograd record (`t` is in no graph yet): the
+// keepdim-form view a reduction kernel writes through, at a fraction of view()'s cost.
+Tensor contiguous_alias(const Tensor& t, Dims sizes);
 Tensor permute(const Tensor& t, const Dims& dims);
 Tensor transpose(const Tensor& t, int64_t dim0, int64_t dim1);
 Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length);

@@ -45,8 +45,8 @@ const char* pass_name(Pass pass) {
 // primitive's scratchpad and work split for the threads there are when it is made.
 struct ConvKey {
   Pass pass;
-  std::vector<int64_t> input, weight, output;  // [N, C_in, s...], [C_out, C_in/G, k...], [N, C_out, o...]
-  std::vector<int64_t> stride, padding, dilation;
+  Dims input, weight, output;  // [N, C_in, s...], [C_out, C_in/G, k...], [N, C_out, o...]
+  Dims stride, padding, dilation;
   int64_t groups;
   int threads;
   auto operator<=>(const ConvKey&) const = default;
@@ -117,13 +117,13 @@ Plan make_plan(const ConvKey& key) {
   for (int64_t& d : dilation) d -= 1;  // oneDNN counts the gaps between taps
   // PyTorch's symmetric padding: oneDNN checks the output size with the same floor
   // division, so the right padding may exceed what the last window reaches.
-  const memory::dims& pad = key.padding;
+  const memory::dims pad = key.padding, stride = key.stride;
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const auto alg = dnnl::algorithm::convolution_direct;
   const dnnl::convolution_forward::primitive_desc forward(
       dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, any_desc(src), any_desc(wei),
-                                      any_desc(dst), key.stride, dilation, pad, pad),
+                                      any_desc(dst), stride, dilation, pad, pad),
       attr, engine());
   Plan plan;
   switch (key.pass) {
@@ -136,7 +136,7 @@ Plan make_plan(const ConvKey& key) {
       break;
     case Pass::BackwardInput: {
       const dnnl::convolution_backward_data::primitive_desc pd(
-          dnnl::convolution_backward_data::desc(alg, any_desc(src), any_desc(wei), any_desc(dst), key.stride,
+          dnnl::convolution_backward_data::desc(alg, any_desc(src), any_desc(wei), any_desc(dst), stride,
                                                 dilation, pad, pad),
           attr, engine(), forward);
       plan.primitive = dnnl::convolution_backward_data(pd);
@@ -148,7 +148,7 @@ Plan make_plan(const ConvKey& key) {
     }
     case Pass::BackwardWeight: {
       const dnnl::convolution_backward_weights::primitive_desc pd(
-          dnnl::convolution_backward_weights::desc(alg, any_desc(src), any_desc(wei), any_desc(dst), key.stride,
+          dnnl::convolution_backward_weights::desc(alg, any_desc(src), any_desc(wei), any_desc(dst), stride,
                                                    dilation, pad, pad),
           attr, engine(), forward);
       plan.primitive = dnnl::convolution_backward_weights(pd);
@@ -189,30 +189,99 @@ std::shared_ptr<const Plan> plan_for(const ConvKey& key) {
   return cache->plans.emplace(key, std::move(plan)).first->second;
 }
 
+// Note [oneDNN calls without allocations]: a call used to make its stream, a oneDNN memory
+// per operand and per blocked copy, and the argument maps of each reorder and of the
+// primitive: about 65 heap blocks, most of a small convolution's host cost
+// (bench/host_cost). Each thread now keeps, per plan, the memories and argument maps
+// (CallState) and only points the memories at this call's buffers (set_data_handle); a
+// small plan keeps its blocked copies and scratchpad too (kMaxKeptBuffers), a large one
+// takes them from the CPU allocator's cache at each call, as before. The states are
+// bounded (kMaxCallStates per thread, then they start over) and hold their plan, so a plan
+// the cache dropped lives as long as a thread may still run it.
+constexpr size_t kMaxCallStates = 256;
+constexpr int64_t kMaxKeptBuffers = 64 << 10;  // bytes of blocked copies and scratchpad a state keeps
+
+struct CallState {
+  std::shared_ptr<const Plan> plan;
+  memory user_a, user_b, user_out;           // our tensors, pointed at each call's buffers
+  memory blocked_a, blocked_b, blocked_out;  // where the plan reorders (else the user memory)
+  memory scratchpad;
+  std::vector<Tensor> kept;                  // a small plan's buffers, kept across calls
+  bool keeps_buffers = false;
+  std::unordered_map<int, memory> args, reorder_a, reorder_b, reorder_out;
+};
+
+dnnl::stream& thread_stream() {
+  thread_local dnnl::stream stream(engine());
+  return stream;
+}
+
+int64_t buffer_bytes(const Plan& plan) {
+  int64_t bytes = static_cast<int64_t>(plan.scratchpad.get_size());
+  for (const Operand* op : {&plan.a, &plan.b, &plan.out}) {
+    if (op->reorder) bytes += static_cast<int64_t>(op->chosen.get_size());
+  }
+  return bytes;
+}
+
+CallState make_call_state(std::shared_ptr<const Plan> plan) {
+  CallState c;
+  c.plan = std::move(plan);
+  const Plan& p = *c.plan;
+  c.keeps_buffers = buffer_bytes(p) <= kMaxKeptBuffers;
+  const auto buffer = [&](const memory::desc& desc) {
+    if (!c.keeps_buffers) return memory(desc, engine(), DNNL_MEMORY_NONE);
+    c.kept.push_back(allocate_workspace(static_cast<int64_t>(desc.get_size()), Device::cpu()));
+    return memory(desc, engine(), c.kept.back().data_ptr());
+  };
+  c.user_a = memory(p.a.plain, engine(), DNNL_MEMORY_NONE);
+  c.user_b = memory(p.b.plain, engine(), DNNL_MEMORY_NONE);
+  c.user_out = memory(p.out.plain, engine(), DNNL_MEMORY_NONE);
+  c.blocked_a = p.a.reorder ? buffer(p.a.chosen) : c.user_a;
+  c.blocked_b = p.b.reorder ? buffer(p.b.chosen) : c.user_b;
+  c.blocked_out = p.out.reorder ? buffer(p.out.chosen) : c.user_out;
+  c.args = {{p.a.arg, c.blocked_a}, {p.b.arg, c.blocked_b}, {p.out.arg, c.blocked_out}};
+  if (p.scratchpad.get_size() > 0) {
+    c.scratchpad = buffer(p.scratchpad);
+    c.args.emplace(DNNL_ARG_SCRATCHPAD, c.scratchpad);
+  }
+  c.reorder_a = {{DNNL_ARG_FROM, c.user_a}, {DNNL_ARG_TO, c.blocked_a}};
+  c.reorder_b = {{DNNL_ARG_FROM, c.user_b}, {DNNL_ARG_TO, c.blocked_b}};
+  c.reorder_out = {{DNNL_ARG_FROM, c.blocked_out}, {DNNL_ARG_TO, c.user_out}};
+  return c;
+}
+
+// This thread's state for `plan` (made at its first call here).
+CallState& call_state(const std::shared_ptr<const Plan>& plan) {
+  thread_local std::unordered_map<const Plan*, CallState> states;
+  if (const auto it = states.find(plan.get()); it != states.end()) return it->second;
+  if (states.size() >= kMaxCallStates) states.clear();
+  return states.emplace(plan.get(), make_call_state(plan)).first->second;
+}
+
 // Runs one planned convolution on contiguous float32 buffers.
-void run(const Plan& plan, const void* a, const void* b, void* out) {
-  dnnl::stream stream(engine());
-  std::vector<Tensor> buffers;  // blocked copies and the scratchpad, alive until the end
-  const auto buffer_for = [&](const memory::desc& desc) {
+void run(const std::shared_ptr<const Plan>& planned, const void* a, const void* b, void* out) {
+  const Plan& plan = *planned;
+  CallState& c = call_state(planned);
+  dnnl::stream& stream = thread_stream();
+  std::vector<Tensor> buffers;  // a large plan's blocked copies and scratchpad, for this call
+  const auto point_at_buffer = [&](memory& m, const memory::desc& desc) {
     buffers.push_back(allocate_workspace(static_cast<int64_t>(desc.get_size()), Device::cpu()));
-    return memory(desc, engine(), buffers.back().data_ptr());
+    m.set_data_handle(buffers.back().data_ptr());
   };
-  const auto input = [&](const Operand& op, const void* data) {
-    memory user(op.plain, engine(), const_cast<void*>(data));  // only read
-    if (!op.reorder) return user;
-    memory blocked = buffer_for(op.chosen);
-    op.reorder->execute(stream, user, blocked);
-    return blocked;
-  };
-  memory a_memory = input(plan.a, a);
-  memory b_memory = input(plan.b, b);
-  memory out_user(plan.out.plain, engine(), out);
-  memory out_memory = plan.out.reorder ? buffer_for(plan.out.chosen) : out_user;
-  std::unordered_map<int, memory> args = {
-      {plan.a.arg, a_memory}, {plan.b.arg, b_memory}, {plan.out.arg, out_memory}};
-  if (plan.scratchpad.get_size() > 0) args.emplace(DNNL_ARG_SCRATCHPAD, buffer_for(plan.scratchpad));
-  plan.primitive.execute(stream, args);
-  if (plan.out.reorder) plan.out.reorder->execute(stream, out_memory, out_user);
+  if (!c.keeps_buffers) {
+    if (plan.a.reorder) point_at_buffer(c.blocked_a, plan.a.chosen);
+    if (plan.b.reorder) point_at_buffer(c.blocked_b, plan.b.chosen);
+    if (plan.out.reorder) point_at_buffer(c.blocked_out, plan.out.chosen);
+    if (plan.scratchpad.get_size() > 0) point_at_buffer(c.scratchpad, plan.scratchpad);
+  }
+  c.user_a.set_data_handle(const_cast<void*>(a));  // only read
+  c.user_b.set_data_handle(const_cast<void*>(b));
+  c.user_out.set_data_handle(out);
+  if (plan.a.reorder) plan.a.reorder->execute(stream, c.reorder_a);
+  if (plan.b.reorder) plan.b.reorder->execute(stream, c.reorder_b);
+  plan.primitive.execute(stream, c.args);
+  if (plan.out.reorder) plan.out.reorder->execute(stream, c.reorder_out);
   stream.wait();
 }
 
@@ -228,7 +297,7 @@ void convolve(Pass pass, const Tensor& input_like, const Tensor& weight_like, co
                     .groups = params.groups,
                     .threads = omp_get_max_threads()};
   try {
-    run(*plan_for(key), a, b, out);
+    run(plan_for(key), a, b, out);
   } catch (const dnnl::error& error) {
     KILN_CHECK(false, pass_name(pass), ": oneDNN failed (", error.what(), ", status ", static_cast<int>(error.status),
                ") for input ", input_like.sizes(), ", weight ", weight_like.sizes(), ", output ",

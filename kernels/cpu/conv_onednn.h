@@ -20,10 +20,12 @@
 //      oneDNN picks its fastest (blocked) layouts, plus a cached reorder for each operand
 //      whose chosen layout differs from our plain one. Creating one costs ~0.1-1 ms;
 //      the cache makes it a one-time cost per shape, as cuDNN's algorithm cache does.
-//   2. Each call wraps our contiguous tensors as oneDNN memories (no copy), reorders
-//      into blocked buffers where the plan says so, runs the primitive, reorders the result
-//      back. Blocked buffers and oneDNN's scratchpad come from our CPU allocator's cache
-//      (allocate_workspace), so nothing is page-faulted in again on the next step.
+//   2. Each call points the oneDNN memories its thread keeps for the plan at our
+//      contiguous tensors (no copy; Note [oneDNN calls without allocations] in
+//      conv_onednn.cpp), reorders into blocked buffers where the plan says so, runs the
+//      primitive, reorders the result back. Blocked buffers and oneDNN's scratchpad are
+//      kept with a small plan, and come from our CPU allocator's cache (allocate_workspace)
+//      for a large one, so nothing is page-faulted in again on the next step.
 // A dnnl::error becomes a kiln::Error naming the pass and the shapes.
 #pragma once
 

@@ -31,6 +31,7 @@
 #include <atomic>
 
 #include "core/dispatch.h"
+#include "core/pooled.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/elementwise_engine.h"
 
@@ -39,7 +40,7 @@ namespace {
 
 // `t`'s data seen with other sizes and strides (an internal alias: no autograd state).
 Tensor alias(const Tensor& t, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
-  return Tensor(std::make_shared<TensorImpl>(t.storage(), t.storage_offset(), sizes, strides, t.dtype(), t.device()));
+  return Tensor(make_pooled<TensorImpl>(t.storage(), t.storage_offset(), sizes, strides, t.dtype(), t.device()));
 }
 
 // `t` over `sizes`, with stride 0 along dim: every position points at its row 0.

@@ -78,7 +78,7 @@ inline constexpr int kMaxRank = 64;
 
 // The shared layout (kernels/reduce_layout.h); `reduce_dims` sorted; out0/out1 in keepdim
 // form (out1 may be null).
-using DimGroup = std::vector<ReduceDim>;
+using DimGroup = ReduceDims;
 
 ReduceLayout make_layout(const Tensor& in, IntList reduce_dims, const Tensor& out0,
                          const Tensor* out1) {
@@ -128,6 +128,8 @@ void for_each_run(const DimGroup& group, int64_t begin, int64_t end, const Fn& f
 inline constexpr int kLanes = 4;
 // Outputs whose accumulators one thread holds at a time (a few KiB: stays in L1).
 inline constexpr int64_t kTile = 2048;
+// Up to this many, they are on the stack.
+inline constexpr int64_t kStackAccumulators = 32;
 
 // Folds the `count` elements p[0], p[stride], ... (reduced indices first, first + 1, ...)
 // into acc.
@@ -209,13 +211,19 @@ template <typename Op>
 void reduce_by_outputs(const ReduceLayout& layout, const Op& op, const typename Op::In* in) {
   const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, layout.reduced_numel));
   parallel_for(layout.kept_numel, grain, [&](int64_t begin, int64_t end) {
-    // unique_ptr, not vector: vector<bool> (all/any's accumulator) has no data().
-    const auto accs = std::make_unique<typename Op::Acc[]>(std::min(kTile, end - begin));
+    // A few outputs' accumulators live on the stack (a heap block per call was a twentieth
+    // of a small reduction's host cost); unique_ptr, not vector, for more: vector<bool>
+    // (all/any's accumulator) has no data().
+    using Acc = typename Op::Acc;
+    const int64_t held = std::min(kTile, end - begin);
+    std::array<Acc, kStackAccumulators> on_stack;
+    std::unique_ptr<Acc[]> on_heap;
+    Acc* accs = held <= kStackAccumulators ? on_stack.data() : (on_heap = std::make_unique<Acc[]>(held)).get();
     for (int64_t tile = begin; tile < end; tile += kTile) {
       const int64_t tile_end = std::min(end, tile + kTile);
-      std::fill(accs.get(), accs.get() + (tile_end - tile), op.identity());
-      accumulate(layout, op, in, tile, tile_end, 0, layout.reduced_numel, accs.get());
-      write_outputs(layout, op, tile, tile_end, accs.get());
+      std::fill(accs, accs + (tile_end - tile), op.identity());
+      accumulate(layout, op, in, tile, tile_end, 0, layout.reduced_numel, accs);
+      write_outputs(layout, op, tile, tile_end, accs);
     }
   });
 }

@@ -16,7 +16,7 @@
 namespace kiln::cuda {
 namespace {
 
-bool group_fits(const std::vector<ReduceDim>& group, int64_t numel) {
+bool group_fits(const ReduceDims& group, int64_t numel) {
   return group.size() <= static_cast<size_t>(kMaxOffsetDims) && (group.size() == 1 || numel < (int64_t{1} << 31));
 }
 

@@ -73,7 +73,7 @@ ReducePlan plan_reduction(const ReduceProblem& problem);
 // first_stride .. first_stride + N - 1 of each dim (Note [Reduction indexing] in
 // reduce.cuh: a group of several dims must hold fewer than 2^31 elements).
 template <int N>
-OffsetCalculator<N> offset_calculator_of(const std::vector<ReduceDim>& group, int first_stride) {
+OffsetCalculator<N> offset_calculator_of(const ReduceDims& group, int first_stride) {
   KILN_ASSERT(!group.empty() && group.size() <= static_cast<size_t>(kMaxOffsetDims), "reduce: ", group.size(),
               " dims after coalescing");
   OffsetCalculator<N> calc;

@@ -314,7 +314,7 @@ SoftmaxRows make_rows(const std::vector<const Tensor*>& operands, int64_t dim, c
   SoftmaxRows r;
   r.n = first.dim() == 0 ? 1 : first.sizes()[dim];
   const int64_t vec = 16 / static_cast<int64_t>(itemsize(first.dtype()));
-  std::vector<ReduceDim> others;
+  ReduceDims others;
   r.contiguous_rows = true;
   r.aligned_16 = true;
   for (size_t k = 0; k < operands.size(); ++k) {

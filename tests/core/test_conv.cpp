@@ -13,6 +13,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "core/flags.h"
 #include "core/ops.h"
@@ -376,6 +377,44 @@ TEST(Conv, Float32RunsOnOnednnWhenTheBuildHasIt) {
   EXPECT_EQ(cpu::onednn::cached_plans(), before + 1);
   run_conv(other, other_op.x, other_op.w, Tensor());  // and enabled, float32, it does
   EXPECT_EQ(cpu::onednn::cached_plans(), before + 2);
+}
+
+// Note [oneDNN calls without allocations]: each thread keeps its own memories per plan, so
+// threads running the same plans at once (a small plan, whose blocked copies are kept, and
+// a large one, whose buffers are taken per call) each get the single-thread answer. Under a
+// watchdog, as every multi-threaded test.
+TEST(Conv, ThreadsRunningTheSamePlansAtOnceEachGetTheAnswer) {
+  const std::vector<ConvCase> cases = {ConvCase{"3d", {1, 2, 4, 4, 4}, {3, 2, 3, 3, 3}, {1}, {1}},
+                                       ConvCase{"3d", {2, 16, 12, 12, 12}, {16, 16, 3, 3, 3}, {1}, {1}}};
+  for (const ConvCase& c : cases) {
+    const Operands op = operands(c, DType::Float32, 97);
+    const Tensor grad_out = random_nonzero(dims_of(c).out_sizes, DType::Float32, 98);
+    const auto run = [&] {
+      const Tensor x = op.x.detach().requires_grad_(true), w = op.w.detach().requires_grad_(true);
+      const Tensor out = run_conv(c, x, w, op.b);
+      out.backward(grad_out);
+      return std::array<Tensor, 3>{out.detach(), x.grad(), w.grad()};
+    };
+    const std::array<Tensor, 3> expected = run();
+    std::array<std::array<Tensor, 3>, 4> got;
+    testing::with_watchdog(std::chrono::seconds(120), [&] {
+      std::vector<std::thread> threads;
+      for (size_t t = 0; t < got.size(); ++t) {
+        threads.emplace_back([&, t] {
+          omp_set_num_threads(1);
+          for (int repeat = 0; repeat < 5; ++repeat) got[t] = run();
+        });
+      }
+      for (std::thread& thread : threads) thread.join();
+    });
+    // Plans are keyed by the thread count: compare with one thread's answer, within the
+    // dtype's tolerance (the work split may differ from the main thread's).
+    const Tolerance tol = conv_tolerance(DType::Float32, c);
+    for (size_t t = 0; t < got.size(); ++t) {
+      for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(all_close(got[t][i], expected[i], tol)) << "thread " << t << " tensor " << i;
+      for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(all_equal(got[t][i], got[0][i])) << "thread " << t << " tensor " << i;
+    }
+  }
 }
 
 // A float32 convolution and its backward called from inside the caller's own OpenMP

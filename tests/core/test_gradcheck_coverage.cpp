@@ -34,6 +34,7 @@ const std::vector<std::pair<std::string, std::string>> kNotDifferentiable = {
     {"isinf", "Bool result"}, {"isfinite", "Bool result"}, {"all", "Bool result"}, {"any", "Bool result"},
     {"argmax", "integer result"}, {"argmin", "integer result"},
     {"as_strided", "documented as not differentiable"},
+    {"contiguous_alias", "an op's own result seen in keepdim form, asserted to be in no graph"},
     {"pin_memory", "a data-loading copy into pinned memory, documented as not differentiable"},
     {"sum_to", "the backward of broadcasting, checked through every broadcasting op"},
     {"unary_kernel", "engine entry point without autograd"},

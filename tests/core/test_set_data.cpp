@@ -17,11 +17,23 @@ TEST(SetData, EveryHandleSeesTheNewDataAndAutogradStateStays) {
   param.set_data(full({3, 2}, 2.5, {.dtype = DType::Float64}));
   EXPECT_EQ(handle.dtype(), DType::Float64);
   EXPECT_EQ(handle.sizes(), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(handle.numel(), 6);  // Note [Cached layout]: refreshed with the sizes
   EXPECT_TRUE(handle.requires_grad());
   EXPECT_TRUE(handle.is_leaf());
   EXPECT_TRUE(all_close(handle, full({3, 2}, 2.5, {.dtype = DType::Float64})));
   sum(mul(handle, handle)).backward();
   EXPECT_TRUE(all_close(param.grad(), full({3, 2}, 5.0, {.dtype = DType::Float64})));
+}
+
+// The element count and contiguity follow the new sizes and strides (Note [Cached layout]).
+TEST(SetData, TheLayoutFollowsTheNewData) {
+  Tensor target = zeros({2, 3});
+  target.set_data(zeros({4, 5}).transpose(0, 1));
+  EXPECT_EQ(target.numel(), 20);
+  EXPECT_FALSE(target.is_contiguous());
+  target.set_data(zeros({0, 7}));
+  EXPECT_EQ(target.numel(), 0);
+  EXPECT_TRUE(target.is_contiguous());
 }
 
 TEST(SetData, SharesTheSourceStorage) {

@@ -34,7 +34,7 @@ namespace {
 // boost::hash_combine's mixing step.
 void mix(size_t& seed, size_t value) { seed ^= value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2); }
 
-void mix_list(size_t& seed, const std::vector<int64_t>& values) {
+void mix_list(size_t& seed, IntList values) {
   mix(seed, values.size());  // so [1, 2] + [3] and [1] + [2, 3] differ
   for (int64_t v : values) mix(seed, std::hash<int64_t>{}(v));
 }

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "core/cudnn.h"
+#include "core/dims.h"
 #include "core/dtype.h"
 
 namespace kiln::cuda {
@@ -63,12 +64,13 @@ struct ConvKey {
   ConvMath math = ConvMath::Default;  // Note [TF32] in core/flags.h
   bool deterministic = false;
   int64_t groups = 1;
-  std::vector<int64_t> input_sizes;    // [N, C_in, s...]
-  std::vector<int64_t> input_strides;  // memory layout of the input
-  std::vector<int64_t> weight_sizes;   // [C_out, C_in / groups, k...]
-  std::vector<int64_t> stride;
-  std::vector<int64_t> padding;
-  std::vector<int64_t> dilation;
+  // Dims, not vectors: a key is made at every convolution call (Note [Dims in place]).
+  Dims input_sizes;    // [N, C_in, s...]
+  Dims input_strides;  // memory layout of the input
+  Dims weight_sizes;   // [C_out, C_in / groups, k...]
+  Dims stride;
+  Dims padding;
+  Dims dilation;
 
   friend bool operator==(const ConvKey&, const ConvKey&) = default;
 };

@@ -22,7 +22,7 @@ constexpr int kHeaderLines = 4;
 
 // ---- writing ------------------------------------------------------------------------------
 
-std::string join(const std::vector<int64_t>& values) {
+std::string join(IntList values) {
   std::string out;
   for (size_t i = 0; i < values.size(); ++i) {
     if (i > 0) out += ',';

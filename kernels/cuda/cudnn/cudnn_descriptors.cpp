@@ -33,8 +33,8 @@ void lift_1d(std::vector<int64_t>& sizes, std::vector<int64_t>& strides) {
 }
 
 // A per-spatial-dim parameter with the unit dim's `unit` value in front for a 1-d conv.
-std::vector<int> spatial(const std::vector<int64_t>& values, int64_t unit, const char* what) {
-  std::vector<int64_t> lifted = values;
+std::vector<int> spatial(IntList values, int64_t unit, const char* what) {
+  std::vector<int64_t> lifted(values.begin(), values.end());
   if (lifted.size() == 1) lifted.insert(lifted.begin(), unit);
   return as_ints(lifted, what);
 }

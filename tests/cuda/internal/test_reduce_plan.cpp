@@ -169,13 +169,13 @@ TEST(CudaReducePlan, OffsetCalculatorOfAnEmptyGroupDoesNotDivideByZero) {
   EXPECT_EQ(reduced.ndim, 1);
   EXPECT_EQ(offset_calculator_of<3>(plan.kept, 0).get(5)[1], 5);  // output [3, 1, 2]: contiguous
   // Softmax rows of a [0, 5] tensor along dim 1: one size-0 group of rows, two of them.
-  const std::vector<ReduceDim> rows = {ReduceDim{0, {5, 5, 0}}, ReduceDim{4, {1, 1, 0}}};
+  const ReduceDims rows = {ReduceDim{0, {5, 5, 0}}, ReduceDim{4, {1, 1, 0}}};
   EXPECT_EQ(offset_calculator_of<3>(rows, 0).ndim, 2);
 }
 
 TEST(CudaReducePlan, OffsetCalculatorOfWalksTheGroupInnermostFirst) {
   // kept dims [4, 6] with input strides (1, 4) and output strides (6, 1).
-  const std::vector<ReduceDim> group = {ReduceDim{4, {1, 6, 0}}, ReduceDim{6, {4, 1, 0}}};
+  const ReduceDims group = {ReduceDim{4, {1, 6, 0}}, ReduceDim{6, {4, 1, 0}}};
   const OffsetCalculator<3> calc = offset_calculator_of<3>(group, 0);
   for (uint32_t i = 0; i < 24; ++i) {
     const auto offsets = calc.get(i);
