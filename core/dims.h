@@ -16,6 +16,7 @@
 #include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <iosfwd>
 #include <iterator>
@@ -132,7 +133,7 @@ class Dims {
     size_ = other.size_;
     capacity_ = other.capacity_;
     heap_ = other.heap_;
-    if (heap_ == nullptr) std::copy(other.inline_, other.inline_ + kInline, inline_);
+    if (heap_ == nullptr) std::memcpy(inline_, other.inline_, sizeof inline_);  // a constant size: inlined
     other.heap_ = nullptr;
     other.size_ = 0;
     other.capacity_ = kInline;
