@@ -1,8 +1,11 @@
 // The pool of small blocks (pooled.h, Note [Pooled small blocks]): per thread, one free list
-// per 16-byte size, capped; a pass-through under AddressSanitizer.
+// per 16-byte size, capped; a pass-through under AddressSanitizer and KILN_CPU_NO_CACHING=1.
 #include "core/pooled.h"
 
+#include <cstdlib>
 #include <new>
+
+#include "core/block_allocator.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define KILN_POOL_PASS_THROUGH 1
@@ -18,6 +21,7 @@ namespace kiln {
 
 void* pooled_allocate(size_t bytes) { return ::operator new(bytes); }
 void pooled_free(void* block, size_t /*bytes*/) noexcept { ::operator delete(block); }
+bool pooling_enabled() { return false; }
 
 #else
 
@@ -55,10 +59,20 @@ ThreadLists::~ThreadLists() {
 // The list of blocks of `bytes` (1..kMaxPooledBytes): rounded up to the granule.
 size_t size_index(size_t bytes) { return (bytes - 1) / kGranule; }
 
+// KILN_CPU_NO_CACHING=1 (core/allocator.cpp) makes every CPU block its own allocation, for
+// valgrind; the small blocks follow it. Read once: the pool must not change its mind while
+// blocks are out.
+bool pool_off() {
+  static const bool off = no_caching_requested(std::getenv("KILN_CPU_NO_CACHING"));
+  return off;
+}
+
 }  // namespace
 
+bool pooling_enabled() { return !pool_off(); }
+
 void* pooled_allocate(size_t bytes) {
-  if (bytes == 0 || bytes > kMaxPooledBytes) return ::operator new(bytes);
+  if (bytes == 0 || bytes > kMaxPooledBytes || pool_off()) return ::operator new(bytes);
   const size_t index = size_index(bytes);
   if (t_gone) return ::operator new((index + 1) * kGranule);
   ThreadLists& lists = t_lists;
@@ -72,7 +86,7 @@ void* pooled_allocate(size_t bytes) {
 
 void pooled_free(void* block, size_t bytes) noexcept {
   if (block == nullptr) return;
-  if (bytes == 0 || bytes > kMaxPooledBytes) {
+  if (bytes == 0 || bytes > kMaxPooledBytes || pool_off()) {
     ::operator delete(block);
     return;
   }

@@ -14,11 +14,14 @@
 // ::operator new and delete. A thread's lists are freed when it exits; a block freed after
 // that (by a thread_local destroyed later) goes straight back to delete.
 //
-// Under AddressSanitizer the pool is a pass-through (every block its own new and delete), so
-// a use after free is still caught where it happens.
+// Under AddressSanitizer, and with KILN_CPU_NO_CACHING=1 set (as for valgrind), the pool is
+// a pass-through (every block its own new and delete), so a use after free or a read of
+// uninitialised memory is still caught where it happens.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <new>
 #include <memory>
 #include <utility>
 
@@ -31,6 +34,8 @@ inline constexpr int kMaxPooledPerSize = 512;
 // with pooled_free and the same `bytes`.
 void* pooled_allocate(size_t bytes);
 void pooled_free(void* block, size_t bytes) noexcept;
+// False under AddressSanitizer and with KILN_CPU_NO_CACHING=1: every block is then its own.
+bool pooling_enabled();
 
 // An allocator over the pool, for the standard library's containers and allocate_shared.
 template <typename T>
@@ -39,7 +44,10 @@ struct PooledAllocator {
   PooledAllocator() noexcept = default;
   template <typename U>
   PooledAllocator(const PooledAllocator<U>&) noexcept {}  // NOLINT: rebinding is implicit
-  T* allocate(size_t n) { return static_cast<T*>(pooled_allocate(n * sizeof(T))); }
+  T* allocate(size_t n) {
+    if (n > SIZE_MAX / sizeof(T)) throw std::bad_array_new_length();
+    return static_cast<T*>(pooled_allocate(n * sizeof(T)));
+  }
   void deallocate(T* p, size_t n) noexcept { pooled_free(p, n * sizeof(T)); }
   template <typename U>
   bool operator==(const PooledAllocator<U>&) const noexcept {

@@ -45,19 +45,18 @@ struct ReductionPlan {
 ReductionPlan plan_reduction(const Tensor& x, const Dims& dims, bool keepdim, const char* op) {
   KILN_CHECK(x.defined(), op, ": undefined tensor");
   const int64_t ndim = x.dim();
-  KILN_CHECK(ndim <= 64, op, ": at most 64 dimensions are supported, got ", ndim);
-  uint64_t reduced = dims.empty() && ndim > 0 ? ~uint64_t{0} >> (64 - ndim) : 0;  // bit d: dim d is reduced
+  // reduced[d] != 0: dim d is reduced (a flag per dim, in place up to Dims::kInline dims).
+  Dims reduced(static_cast<size_t>(std::max<int64_t>(ndim, 1)), dims.empty() ? 1 : 0);
   for (const int64_t dim : dims) {
-    const uint64_t bit = uint64_t{1} << wrap_dim(dim, ndim, op);
-    KILN_CHECK((reduced & bit) == 0, op, ": dim ", wrap_dim(dim, ndim, op), " appears more than once in dims ", dims);
-    reduced |= bit;
+    const int64_t d = wrap_dim(dim, ndim, op);
+    KILN_CHECK(reduced[d] == 0, op, ": dim ", d, " appears more than once in dims ", dims);
+    reduced[d] = 1;
   }
-  if (ndim == 0) reduced = 0;  // dim 0 or -1 of a 0-d tensor is the tensor itself
-  ReductionPlan plan;
+  ReductionPlan plan;  // a 0-d tensor reduces nothing: dim 0 or -1 of it is the tensor itself
   plan.keep_shape.resize(static_cast<size_t>(ndim));
   for (int64_t d = 0; d < ndim; ++d) {
     const int64_t size = x.sizes()[d];
-    if ((reduced >> d) & 1) {
+    if (reduced[d] != 0) {
       plan.dims.push_back(d);
       plan.keep_shape[d] = 1;
       // Saturates only for an empty input, whose reduced dims' product may not fit int64

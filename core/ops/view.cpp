@@ -196,9 +196,8 @@ Tensor view(const Tensor& t, Dims sizes) {
 
 Tensor contiguous_alias(const Tensor& t, Dims sizes) {
   KILN_ASSERT(t.is_contiguous() && !t.requires_grad(), "contiguous_alias: of a strided or recorded tensor");
-  int64_t numel = 1;
-  for (const int64_t size : sizes) numel *= size;
-  KILN_ASSERT(numel == t.numel(), "contiguous_alias: ", sizes, " for a tensor of ", t.sizes());
+  KILN_ASSERT(checked_numel(sizes, "contiguous_alias") == t.numel(), "contiguous_alias: ", sizes, " for a tensor of ",
+              t.sizes());
   Dims strides = row_major_strides(sizes, t.numel());
   return make_view_of_same_elements(t, std::move(sizes), std::move(strides), /*contiguous=*/true);
 }

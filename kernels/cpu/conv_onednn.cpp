@@ -199,7 +199,9 @@ std::shared_ptr<const Plan> plan_for(const ConvKey& key) {
 // bounded (kMaxCallStates per thread, then they start over) and hold their plan, so a plan
 // the cache dropped lives as long as a thread may still run it.
 constexpr size_t kMaxCallStates = 256;
-constexpr int64_t kMaxKeptBuffers = 64 << 10;  // bytes of blocked copies and scratchpad a state keeps
+// Bytes of blocked copies and scratchpad a state keeps: below the CPU allocator's cached
+// sizes (64 KiB), so kept buffers never sit in its cache's statistics.
+constexpr int64_t kMaxKeptBuffers = 32 << 10;
 
 struct CallState {
   std::shared_ptr<const Plan> plan;

@@ -80,11 +80,16 @@ inline constexpr int kMaxRank = 64;
 // form (out1 may be null).
 using DimGroup = ReduceDims;
 
+// The loops index the coalesced groups, so the limit is on those (size-1 dims dropped,
+// contiguous neighbours merged), not on the input's rank.
 ReduceLayout make_layout(const Tensor& in, IntList reduce_dims, const Tensor& out0,
                          const Tensor* out1) {
-  KILN_CHECK(in.dim() <= kMaxRank, "reduce: at most ", kMaxRank, " dimensions are supported, got ", in.dim());
-  return make_reduce_layout(in.sizes(), in.strides(), out0.strides(), out1 ? out1->strides() : Dims{},
-                            reduce_dims);
+  ReduceLayout layout = make_reduce_layout(in.sizes(), in.strides(), out0.strides(),
+                                           out1 ? out1->strides() : Dims{}, reduce_dims);
+  KILN_CHECK(layout.kept.size() <= static_cast<size_t>(kMaxRank) && layout.reduced.size() <= static_cast<size_t>(kMaxRank),
+             "reduce: at most ", kMaxRank, " non-mergeable dimensions are supported, got a tensor of ", in.sizes(),
+             " with strides ", in.strides());
+  return layout;
 }
 
 // Calls fn(offsets, first, count) for each run along the innermost dim of `group` that

@@ -1,8 +1,9 @@
 // The pool of small blocks (core/pooled.h, Note [Pooled small blocks]): a freed block is
 // handed out again for its size, every block is 16-byte aligned and holds what is written
 // into it, a block may go back on another thread, large requests pass through, the lists
-// are capped, and a thread's lists go when it ends. Under AddressSanitizer the pool is a
-// pass-through, and the reuse expectations are skipped there with that reason.
+// are capped, and a thread's lists go when it ends. Under AddressSanitizer (or with
+// KILN_CPU_NO_CACHING=1) the pool is a pass-through, and the reuse expectations are skipped
+// there with that reason.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -18,20 +19,13 @@
 namespace kiln {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kPassThrough = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kPassThrough = true;
-#else
-constexpr bool kPassThrough = false;
-#endif
-#else
-constexpr bool kPassThrough = false;
-#endif
+// Under AddressSanitizer or KILN_CPU_NO_CACHING=1 every block is its own (pooling_enabled()).
+const bool kPassThrough = !pooling_enabled();
+const char* const kWhyNoReuse =
+    "the pool is a pass-through (AddressSanitizer, or KILN_CPU_NO_CACHING=1), so blocks are not reused";
 
 TEST(PooledBlocks, AFreedBlockIsHandedOutAgainForItsSize) {
-  if (kPassThrough) GTEST_SKIP() << "AddressSanitizer: the pool is a pass-through, so blocks are not reused";
+  if (kPassThrough) GTEST_SKIP() << kWhyNoReuse;
   void* a = pooled_allocate(40);
   pooled_free(a, 40);
   void* b = pooled_allocate(48);  // the same 16-byte size class
@@ -66,7 +60,7 @@ TEST(PooledBlocks, ABlockMayGoBackOnAnotherThreadAndIsReusedThere) {
     for (int i = 0; i < 16; ++i) reused.insert(pooled_allocate(64));
     for (void* block : reused) pooled_free(block, 64);
   }).join();  // the thread's lists are freed as it ends
-  if (kPassThrough) GTEST_SKIP() << "AddressSanitizer: the pool is a pass-through";
+  if (kPassThrough) GTEST_SKIP() << kWhyNoReuse;
   EXPECT_EQ(reused, std::set<void*>(made.begin(), made.end()));
 }
 

@@ -595,3 +595,24 @@ TEST(Reduce, HugeOutputsOfEmptyInputsAreErrorsNotWrappedAllocations) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// A reduction's plan has no rank limit of its own: a 70-d tensor (size-1 dims around a few
+// real ones) sums as its 3-d squeeze does, and an empty one gives its empty result.
+TEST(Reduce, TensorsOfManyDimsReduceAsTheirSqueezedShapes) {
+  std::vector<int64_t> sizes(70, 1);
+  sizes[3] = 2;
+  sizes[40] = 3;
+  sizes[69] = 4;
+  const Tensor x = testing::random_nonzero({2, 3, 4}, DType::Float64, 7);
+  const Tensor many = x.reshape(sizes);
+  EXPECT_TRUE(testing::all_close(sum(many).reshape({}), sum(x)));
+  EXPECT_TRUE(testing::all_close(sum(many, {40, 69}).reshape({2}), sum(x, {1, 2})));
+  sizes[5] = 0;
+  EXPECT_EQ(sum(zeros(sizes), {3}).numel(), 0);
+}
+
+}  // namespace
+}  // namespace kiln
