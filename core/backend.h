@@ -219,6 +219,8 @@ class Backend {
   // backend without one has no counters and nothing to clear, save or load.
   virtual cudnn::Stats conv_algorithm_stats() { return {}; }
   virtual void reset_conv_algorithm_stats() {}
+  // Each cached key's calls since the reset and fastest searched time (cudnn::conv_uses).
+  virtual std::vector<cudnn::ConvUse> conv_uses() { return {}; }
   virtual void clear_conv_algorithm_cache() {}
   // Writes the cache to `path` atomically (cudnn::SaveReport).
   virtual cudnn::SaveReport save_conv_algorithm_cache(const std::string& path);

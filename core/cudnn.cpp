@@ -39,6 +39,10 @@ void reset_stats() {
   if (cuda_is_available()) backend(Device::cuda()).reset_conv_algorithm_stats();
 }
 
+std::vector<ConvUse> conv_uses() {
+  return cuda_is_available() ? backend(Device::cuda()).conv_uses() : std::vector<ConvUse>{};
+}
+
 void clear_algorithm_cache() {
   if (cuda_is_available()) backend(Device::cuda()).clear_conv_algorithm_cache();
 }

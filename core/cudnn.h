@@ -58,9 +58,25 @@ struct Stats {
   PassStats backward_filter;  // gradient of the weight
 };
 
-// Counters since the start or the last reset_stats().
+// Counters since the start or the last reset_stats() (which also zeroes conv_uses' calls).
 Stats stats();
 void reset_stats();
+
+// Note [A step's speed of light]: how fast could a training step be with the convolutions
+// cuDNN has for its shapes? Its convolutions take at least the sum, over every one the step
+// runs, of the fastest time a benchmark-mode search measured for that key; everything
+// else must at least move the bytes no fusion removes (the optimizer's parameters,
+// gradients and state) at the copy peak. bench/train_step adds the two for one step
+// (kiln_train_step --speed-of-light 1): conv_uses() after reset_stats() and one step says
+// which keys ran, how often, and each one's fastest time.
+struct ConvUse {
+  std::string key;         // pass, dtype, math and shapes, as error messages describe a key
+  int64_t calls = 0;       // convolutions of this key since reset_stats()
+  double fastest_ms = -1;  // the fastest usable algorithm a search timed; < 0 when none was
+                           // timed in this process (heuristics, or loaded from a file)
+};
+// Every cached key (calls 0 included), ordered by key; empty without CUDA.
+std::vector<ConvUse> conv_uses();
 // Forgets every cached choice (the next convolution of each key looks up or searches again).
 void clear_algorithm_cache();
 

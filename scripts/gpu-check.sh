@@ -184,6 +184,7 @@ if has_phase train; then
   python3 - "$OUT/train_step.jsonl" <<'PY' | tee -a "$SUMMARY"
 import json, sys
 rows = {}
+versions = set()
 for line in open(sys.argv[1]):
     try:
         r = json.loads(line)
@@ -216,6 +217,7 @@ if has_phase models; then
   python3 - "$OUT/models.jsonl" <<'PY' | tee -a "$SUMMARY"
 import json, sys
 rows = {}
+versions = set()
 for line in open(sys.argv[1]):
     try:
         r = json.loads(line)
@@ -251,7 +253,7 @@ if has_phase graphs; then
       read -r model side batch <<<"$config"
       # shellcheck disable=SC2206
       args=(--cuda 1 $precision --model "$model" --side "$side" --batch "$batch" --steps 20 --warmup 5)
-      graph_run 40 "$BUILD/bin/kiln_train_step" "${args[@]}" --graphs 0
+      graph_run 60 "$BUILD/bin/kiln_train_step" "${args[@]}" --graphs 0 --speed-of-light 1
       graph_run 40 "$BUILD/bin/kiln_train_step" "${args[@]}" --graphs 1
       graph_run 40 python3 bench/train_step/train_step_pytorch.py "${args[@]}" --fused 1
       graph_run 40 python3 bench/train_step/train_step_pytorch.py "${args[@]}" --fused 1 --channels-last 1
@@ -270,6 +272,7 @@ if has_phase graphs; then
   python3 - "$OUT/graphs.jsonl" <<'PY' | tee -a "$SUMMARY"
 import json, sys
 rows = {}
+versions = set()
 for line in open(sys.argv[1]):
     try:
         r = json.loads(line)
@@ -284,20 +287,28 @@ for line in open(sys.argv[1]):
         variant = "pytorch channels-last" if r.get("channels_last") else "pytorch eager"
     key = (r["model"], r["side"], r["batch"], "bf16" if r.get("bf16") else "tf32")
     rows.setdefault(key, {})[variant] = r["median_s"]
+    versions.add(r["framework"] + (f", cuDNN {r['cudnn']}" if r.get("cudnn") else ""))
+    light = r.get("speed_of_light")
+    if light:  # Note [A step's speed of light] in core/cudnn.h
+        rows[key]["speed of light"] = light["s"] if light.get("complete") else None
 variants = ["kiln eager", "kiln graphs", "pytorch eager", "pytorch channels-last", "compile default",
             "compile reduce-overhead"]
 print("| model | side | batch | precision | " + " | ".join(v + " ms" for v in variants) +
-      " | graphs / kiln eager | graphs / best pytorch eager | graphs / best compile |")
-print("|---" * (4 + len(variants) + 3) + "|")
+      " | speed of light ms | graphs / kiln eager | graphs / best pytorch eager | graphs / best compile |"
+      " graphs / speed of light |")
+print("|---" * (4 + len(variants) + 5) + "|")
 for key, r in rows.items():
     ms = [f"{r[v] * 1e3:.2f}" if v in r else "-" for v in variants]
+    ms.append(f"{r['speed of light'] * 1e3:.2f}" if r.get("speed of light") else "-")
     g = r.get("kiln graphs")
     def ratio(others):
-        found = [r[o] for o in others if o in r]
+        found = [r[o] for o in others if r.get(o)]
         return f"{g / min(found):.2f}" if g and found else "-"
     print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | " + " | ".join(ms) + " | " +
           " | ".join([ratio(["kiln eager"]), ratio(["pytorch eager", "pytorch channels-last"]),
-                      ratio(["compile default", "compile reduce-overhead"])]) + " |")
+                      ratio(["compile default", "compile reduce-overhead"]), ratio(["speed of light"])]) + " |")
+print()
+print("Versions: " + "; ".join(sorted(versions)))
 PY
 fi
 if has_phase demo; then

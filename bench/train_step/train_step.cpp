@@ -28,6 +28,12 @@
 //                                         after 2 eager steps and replayed: Note [A graphed
 //                                         step]; at least 3 warm-up steps then)
 //                   [--bf16 0]           (1: forward and loss under bfloat16 autocast)
+//                   [--speed-of-light 0] (1: after the timed steps, one more eager step
+//                                         measures the step's speed of light, Note [A
+//                                         step's speed of light] in core/cudnn.h: its
+//                                         convolutions' fastest searched times plus the
+//                                         optimizer's bytes at a device copy peak measured
+//                                         now; on the CPU it prints null and says why)
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -58,6 +64,7 @@ struct Settings {
   int64_t loader = 0;
   int64_t graphs = 0;
   int64_t bf16 = 0;
+  int64_t speed_of_light = 0;
 };
 
 Settings parse(int argc, char** argv) {
@@ -80,9 +87,11 @@ Settings parse(int argc, char** argv) {
                      : flag == "--graphs"  ? &settings.graphs
                      : flag == "--bf16"    ? &settings.bf16
                      : flag == "--memory-efficient" ? &settings.memory_efficient
+                     : flag == "--speed-of-light"   ? &settings.speed_of_light
                                            : nullptr;
     const bool is_switch = field == &settings.fuse_bn_relu || field == &settings.cuda || field == &settings.tf32 ||
-                           field == &settings.loader || field == &settings.memory_efficient;
+                           field == &settings.loader || field == &settings.memory_efficient ||
+                           field == &settings.graphs || field == &settings.bf16 || field == &settings.speed_of_light;
     const int64_t least = field == &settings.warmup || is_switch ? 0 : 1;
     char* end = nullptr;
     if (field == nullptr || i + 1 == argc || (*field = std::strtoll(argv[i + 1], &end, 10)) < least ||
@@ -90,7 +99,8 @@ Settings parse(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: kiln_train_step [--model resnet18|resnet50|densenet121] [--memory-efficient 0|1] "
                    "[--batch N] [--side N] [--steps N] [--warmup N] [--classes N] [--fuse-bn-relu 0|1] "
-                   "[--cuda 0|1] [--tf32 0|1] [--loader 0|1] [--graphs 0|1] [--bf16 0|1]\n");
+                   "[--cuda 0|1] [--tf32 0|1] [--loader 0|1] [--graphs 0|1] [--bf16 0|1] "
+                   "[--speed-of-light 0|1]\n");
       std::exit(2);
     }
     ++i;
@@ -117,6 +127,77 @@ std::shared_ptr<kiln::nn::Layer> make_model(const Settings& s) {
   }
   return std::make_shared<ResNet3d>(
       ResNet3dOptions{.depth = s.model == "resnet50" ? 50 : 18, .num_classes = s.classes, .fused_bn_relu = fused});
+}
+
+// Bytes per second of a device-to-device copy of 512 MiB (read and write counted), the
+// best of five rounds of ten copies, each round timed from the host around a synchronize.
+double device_copy_peak(kiln::Device device) {
+  using namespace kiln;
+  constexpr int64_t kElements = int64_t{128} << 20;  // float32: 512 MiB
+  constexpr int kCopies = 10;
+  const Tensor source = randn({kElements}).to(device);
+  Tensor destination = empty({kElements}, {.dtype = DType::Float32, .device = device});
+  destination.copy_(source);
+  synchronize(device);
+  double best = 0;
+  for (int round = 0; round < 5; ++round) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int copy = 0; copy < kCopies; ++copy) destination.copy_(source);
+    synchronize(device);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::max(best, 2.0 * kCopies * static_cast<double>(source.numel() * 4) / seconds);
+  }
+  return best;
+}
+
+// The bytes no fusion removes from a step (Note [A step's speed of light]): each parameter
+// read and written, its gradient read, and the optimizer's state read and written.
+double optimizer_bytes(const std::vector<kiln::Tensor>& parameters, const kiln::optim::Optimizer& optimizer) {
+  double bytes = 0;
+  for (const kiln::Tensor& p : parameters) bytes += 3.0 * static_cast<double>(p.numel() * p.element_size());
+  for (const kiln::Tensor& t : optimizer.persistent_tensors()) {
+    bytes += 2.0 * static_cast<double>(t.numel() * t.element_size());
+  }
+  return bytes;
+}
+
+// `, "speed_of_light": {...}` for one more step run by `step` (eagerly, so its
+// convolutions choose algorithms and are counted; Note [A step's speed of light]).
+template <typename Step>
+std::string speed_of_light_json(kiln::Device device, const Step& step, double median_s,
+                                const std::vector<kiln::Tensor>& parameters, const kiln::optim::Optimizer& optimizer) {
+  using namespace kiln;
+  if (!device.is_cuda()) {
+    return ", \"speed_of_light\": null, \"speed_of_light_why\": \"cuDNN's searched times are a GPU's; the CPU has "
+           "none\"";
+  }
+  cudnn::reset_stats();
+  step();
+  synchronize(device);
+  double conv_ms = 0;
+  int64_t calls = 0, keys = 0, untimed_keys = 0;
+  for (const cudnn::ConvUse& use : cudnn::conv_uses()) {
+    if (use.calls == 0) continue;
+    ++keys;
+    calls += use.calls;
+    if (use.fastest_ms < 0) {
+      ++untimed_keys;
+      continue;
+    }
+    conv_ms += static_cast<double>(use.calls) * use.fastest_ms;
+  }
+  const double bytes = optimizer_bytes(parameters, optimizer);
+  const double peak = device_copy_peak(device);
+  const double total_s = conv_ms / 1e3 + bytes / peak;
+  char text[512];
+  std::snprintf(text, sizeof text,
+                ", \"speed_of_light\": {\"s\": %.6f, \"conv_s\": %.6f, \"conv_calls\": %lld, \"conv_keys\": %lld, "
+                "\"untimed_keys\": %lld, \"complete\": %s, \"optimizer_bytes\": %.0f, \"copy_peak_gbs\": %.1f, "
+                "\"median_over_it\": %.3f}",
+                total_s, conv_ms / 1e3, static_cast<long long>(calls), static_cast<long long>(keys),
+                static_cast<long long>(untimed_keys), untimed_keys == 0 ? "true" : "false", bytes, peak / 1e9,
+                median_s / total_s);
+  return text;
 }
 
 double peak_rss_mb() {
@@ -213,22 +294,27 @@ int run(const Settings& settings) {
   std::vector<double> sorted = seconds;
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2];
+  const std::string speed_of_light =
+      settings.speed_of_light == 0
+          ? ""
+          : speed_of_light_json(device, [&] { eager_step(input, target); }, median, model->parameters(), optimizer);
   std::printf(
       "{\"framework\": \"kiln\", \"model\": \"%s\", \"memory_efficient\": %s, \"device\": \"%s\", \"tf32\": %s, \"batch\": %lld, \"side\": %lld, \"fuse_bn_relu\": %s, \"parameters\": %lld, "
-      "\"graphs\": %s, \"graph_replays\": %lld, \"bf16\": %s, \"step_s\": [",
+      "\"graphs\": %s, \"graph_replays\": %lld, \"bf16\": %s, \"cudnn\": \"%s\", \"step_s\": [",
       settings.model.c_str(), settings.memory_efficient != 0 ? "true" : "false", device.str().c_str(), settings.tf32 != 0 ? "true" : "false", static_cast<long long>(settings.batch), static_cast<long long>(settings.side),
       settings.fuse_bn_relu != 0 ? "true" : "false", static_cast<long long>(parameters),
       settings.graphs != 0 ? "true" : "false", static_cast<long long>(graphed ? graphed->replays() : 0),
-      settings.bf16 != 0 ? "true" : "false");
+      settings.bf16 != 0 ? "true" : "false", device.is_cuda() ? cuda_info().cudnn_version.c_str() : "");
   for (size_t i = 0; i < seconds.size(); ++i) std::printf("%s%.4f", i ? ", " : "", seconds[i]);
   const AllocatorStats cache = cpu_memory_stats();
   std::printf(
       "], \"median_s\": %.4f, \"samples_per_s\": %.3f, \"peak_rss_mb\": %.1f, "
-      "\"cpu_cache_peak_allocated_mb\": %.1f, \"cpu_cache_peak_reserved_mb\": %.1f, \"step_peak_allocated_mb\": %.1f%s}\n",
+      "\"cpu_cache_peak_allocated_mb\": %.1f, \"cpu_cache_peak_reserved_mb\": %.1f, \"step_peak_allocated_mb\": %.1f%s%s}\n",
       median, static_cast<double>(settings.batch) / median, peak_rss_mb(),
       static_cast<double>(cache.peak_allocated_bytes) / (1 << 20),
       static_cast<double>(cache.peak_reserved_bytes) / (1 << 20),
-      static_cast<double>(memory_stats(device).peak_allocated_bytes) / (1 << 20), loader_json.c_str());
+      static_cast<double>(memory_stats(device).peak_allocated_bytes) / (1 << 20), loader_json.c_str(),
+      speed_of_light.c_str());
   return 0;
 }
 

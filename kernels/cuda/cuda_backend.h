@@ -99,6 +99,7 @@ class CudaBackend final : public Backend {
   // this machine's GPU names and cuDNN version (cudnn/conv_algorithm_file.h).
   cudnn::Stats conv_algorithm_stats() override;
   void reset_conv_algorithm_stats() override;
+  std::vector<cudnn::ConvUse> conv_uses() override;
   void clear_conv_algorithm_cache() override;
   cudnn::SaveReport save_conv_algorithm_cache(const std::string& path) override;
   cudnn::LoadReport load_conv_algorithm_cache(const std::string& path) override;

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <vector>
 #include <unistd.h>
 
 #include "core/backend.h"
@@ -332,6 +333,40 @@ TEST(CudaConvAlgorithms, BenchmarkModeSearchesOncePerKey) {
   EXPECT_EQ(stats.forward.finds, 2);
   EXPECT_EQ(stats.backward_data.finds, 2);
   EXPECT_EQ(stats.backward_filter.finds, 2);
+}
+
+// Note [A step's speed of light]: each key's calls since the reset, and the fastest time
+// the search measured for it; heuristics measure nothing.
+TEST(CudaConvAlgorithms, ConvUsesCountCallsAndKeepTheSearchesFastestTime) {
+  KILN_REQUIRE_CUDA();
+  cudnn::clear_algorithm_cache();
+  {
+    const cudnn::ScopedMode mode(/*benchmark=*/true, /*deterministic=*/false);
+    const Conv3dRun run(2);
+    run.all_passes();
+    cudnn::reset_stats();
+    run.all_passes();
+    run.all_passes();
+  }
+  std::vector<cudnn::ConvUse> uses = cudnn::conv_uses();
+  ASSERT_EQ(uses.size(), 3u);  // one key per pass
+  for (const cudnn::ConvUse& use : uses) {
+    EXPECT_EQ(use.calls, 2) << use.key;
+    EXPECT_GT(use.fastest_ms, 0) << use.key;
+    EXPECT_LT(use.fastest_ms, 1e4) << use.key;
+  }
+  cudnn::clear_algorithm_cache();
+  {
+    const cudnn::ScopedMode mode(/*benchmark=*/false, /*deterministic=*/false);
+    Conv3dRun(2).all_passes();
+  }
+  uses = cudnn::conv_uses();
+  ASSERT_EQ(uses.size(), 3u);
+  for (const cudnn::ConvUse& use : uses) {
+    EXPECT_EQ(use.calls, 1) << use.key;
+    EXPECT_LT(use.fastest_ms, 0) << use.key;
+  }
+  cudnn::clear_algorithm_cache();
 }
 
 TEST(CudaConvAlgorithms, HeuristicsAreCachedAndTf32IsPartOfTheKey) {

@@ -65,6 +65,16 @@ std::string describe(const ConvKey& key) {
   return os.str();
 }
 
+std::vector<cudnn::ConvUse> conv_uses_of(const std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>>& entries) {
+  std::vector<cudnn::ConvUse> uses;
+  uses.reserve(entries.size());
+  for (const auto& [key, entry] : entries) {
+    uses.push_back({.key = describe(key), .calls = entry.calls, .fastest_ms = entry.fastest_ms()});
+  }
+  std::sort(uses.begin(), uses.end(), [](const cudnn::ConvUse& a, const cudnn::ConvUse& b) { return a.key < b.key; });
+  return uses;
+}
+
 Workspace& Workspace::operator=(Workspace&& other) noexcept {
   if (this != &other) {
     reset();
@@ -152,6 +162,7 @@ std::optional<std::vector<ConvAlgorithm>> ConvAlgorithmCache::lookup(const ConvK
   const auto it = entries_.find(key);
   if (it == entries_.end() || (benchmark && !it->second.searched)) return std::nullopt;
   ++pass_stats(key.pass).hits;
+  ++it->second.calls;
   return it->second.ranking;
 }
 
@@ -206,6 +217,7 @@ cudnn::Stats ConvAlgorithmCache::stats() const {
 void ConvAlgorithmCache::reset_stats() {
   std::lock_guard lock(mutex_);
   stats_ = {};
+  for (auto& [key, entry] : entries_) entry.calls = 0;
 }
 
 void ConvAlgorithmCache::clear() {
@@ -224,12 +236,28 @@ std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>> ConvAlgorithmCache::e
 }
 
 // Another thread may have ranked the key while this one did (rank runs unlocked): a
-// heuristic ranking never replaces a searched one, whichever thread finishes last.
+// heuristic ranking never replaces a searched one, whichever thread finishes last. Either
+// way the key's calls count this one.
 void ConvAlgorithmCache::keep_ranking(const ConvKey& key, Entry entry) {
   std::lock_guard lock(mutex_);
   const auto it = entries_.find(key);
-  if (it != entries_.end() && it->second.searched && !entry.searched) return;
-  entries_.insert_or_assign(key, std::move(entry));
+  if (it != entries_.end()) {
+    ++it->second.calls;
+    if (it->second.searched && !entry.searched) return;
+    entry.calls = it->second.calls;
+    it->second = std::move(entry);
+    return;
+  }
+  entry.calls = 1;
+  entries_.emplace(key, std::move(entry));
+}
+
+float ConvAlgorithmCache::Entry::fastest_ms() const {
+  float fastest = -1.0f;
+  for (const ConvAlgorithm& algorithm : ranking) {
+    if (algorithm.time_ms >= 0 && (fastest < 0 || algorithm.time_ms < fastest)) fastest = algorithm.time_ms;
+  }
+  return fastest;
 }
 
 void ConvAlgorithmCache::insert(const ConvKey& key, Entry entry) {

@@ -85,8 +85,15 @@ struct ConvAlgorithm {
   ConvMath math = ConvMath::Default;  // the math type it runs in
   size_t workspace_bytes = 0;
   bool deterministic = false;
+  // What a search measured (cudnnFind's time, milliseconds); < 0 when it was not timed
+  // (heuristics, or an entry loaded from a file). A measurement, not part of what the
+  // algorithm is: equality leaves it out.
+  float time_ms = -1.0f;
 
-  friend bool operator==(const ConvAlgorithm&, const ConvAlgorithm&) = default;
+  friend bool operator==(const ConvAlgorithm& a, const ConvAlgorithm& b) {
+    return a.algo == b.algo && a.math == b.math && a.workspace_bytes == b.workspace_bytes &&
+           a.deterministic == b.deterministic;
+  }
 };
 
 // What the cache asks of cuDNN for one convolution (conv_algorithms.cpp).
@@ -169,10 +176,15 @@ std::vector<ConvAlgorithm> usable_ranking(const ConvKey& key, const std::vector<
 
 class ConvAlgorithmCache {
  public:
-  // A cached ranking: usable algorithms, best first, and whether a search made it.
+  // A cached ranking: usable algorithms, best first, and whether a search made it; and
+  // how many convolutions chose from it since the last reset_stats() (Note [A step's
+  // speed of light] in core/cudnn.h).
   struct Entry {
     std::vector<ConvAlgorithm> ranking;
     bool searched = false;
+    int64_t calls = 0;
+    // The least time_ms a search measured among the usable algorithms; < 0 when none was timed.
+    float fastest_ms() const;
   };
   // The algorithm to run now, with its workspace allocated (from the `memory` given to
   // choose(), which must outlive the Choice).
@@ -204,6 +216,10 @@ class ConvAlgorithmCache {
   std::unordered_map<ConvKey, Entry, ConvKeyHash> entries_;
   cudnn::Stats stats_;
 };
+
+// The cache's entries as cudnn::conv_uses reports them: described keys ordered by their
+// description, each with its calls and fastest searched time.
+std::vector<cudnn::ConvUse> conv_uses_of(const std::vector<std::pair<ConvKey, ConvAlgorithmCache::Entry>>& entries);
 
 // "forward float16 math=tensor_op det=0 groups=1 input=[8, 64, 28, 28, 28] ..." for messages.
 std::string describe(const ConvKey& key);

@@ -31,17 +31,19 @@ static_assert(kConvAlgorithmCount[static_cast<int>(ConvPass::BackwardFilter)] ==
 
 namespace {
 
-// The perf results cuDNN ran successfully, as the cache's ConvAlgorithms. The three
-// passes' perf structs have the same fields.
+// The perf results cuDNN ran successfully, as the cache's ConvAlgorithms, with their
+// times when a search measured them (`timed`; heuristics' perf times mean nothing). The
+// three passes' perf structs have the same fields.
 template <typename Perf>
-std::vector<ConvAlgorithm> supported(const std::vector<Perf>& perf, int returned) {
+std::vector<ConvAlgorithm> supported(const std::vector<Perf>& perf, int returned, bool timed) {
   std::vector<ConvAlgorithm> out;
   for (int i = 0; i < returned; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
     out.push_back({.algo = static_cast<int>(perf[i].algo),
                    .math = conv_math_of(perf[i].mathType),
                    .workspace_bytes = perf[i].memory,
-                   .deterministic = perf[i].determinism == CUDNN_DETERMINISTIC});
+                   .deterministic = perf[i].determinism == CUDNN_DETERMINISTIC,
+                   .time_ms = timed ? perf[i].time : -1.0f});
   }
   return out;
 }
@@ -96,7 +98,7 @@ class CudnnAlgorithmSource final : public ConvAlgorithmSource {
         KILN_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
             handle_, d_.x.get(), x, d_.w.get(), w, d_.conv.get(), d_.y.get(), scratch.data_ptr(),
             static_cast<int>(perf.size()), &n, perf.data(), workspace, workspace_bytes));
-        return supported(perf, n);
+        return supported(perf, n, /*timed=*/true);
       }
       case ConvPass::BackwardData: {
         std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
@@ -104,7 +106,7 @@ class CudnnAlgorithmSource final : public ConvAlgorithmSource {
         KILN_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
             handle_, d_.w.get(), w, d_.y.get(), y, d_.conv.get(), d_.x.get(), scratch.data_ptr(),
             static_cast<int>(perf.size()), &n, perf.data(), workspace, workspace_bytes));
-        return supported(perf, n);
+        return supported(perf, n, /*timed=*/true);
       }
       case ConvPass::BackwardFilter: {
         std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
@@ -112,7 +114,7 @@ class CudnnAlgorithmSource final : public ConvAlgorithmSource {
         KILN_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
             handle_, d_.x.get(), x, d_.y.get(), y, d_.conv.get(), d_.w.get(), scratch.data_ptr(),
             static_cast<int>(perf.size()), &n, perf.data(), workspace, workspace_bytes));
-        return supported(perf, n);
+        return supported(perf, n, /*timed=*/true);
       }
     }
     return {};
@@ -158,7 +160,7 @@ class CudnnAlgorithmSource final : public ConvAlgorithmSource {
     KILN_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle_, d_.x.get(), d_.w.get(), d_.conv.get(),
                                                             d_.y.get(), static_cast<int>(perf.size()), &n,
                                                             perf.data()));
-    return supported(perf, n);
+    return supported(perf, n, /*timed=*/false);
   }
 
   std::vector<ConvAlgorithm> backward_data_heuristics() {
@@ -167,7 +169,7 @@ class CudnnAlgorithmSource final : public ConvAlgorithmSource {
     KILN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, d_.w.get(), d_.y.get(), d_.conv.get(),
                                                                  d_.x.get(), static_cast<int>(perf.size()), &n,
                                                                  perf.data()));
-    return supported(perf, n);
+    return supported(perf, n, /*timed=*/false);
   }
 
   std::vector<ConvAlgorithm> backward_filter_heuristics() {
@@ -176,7 +178,7 @@ class CudnnAlgorithmSource final : public ConvAlgorithmSource {
     KILN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle_, d_.x.get(), d_.y.get(),
                                                                    d_.conv.get(), d_.w.get(),
                                                                    static_cast<int>(perf.size()), &n, perf.data()));
-    return supported(perf, n);
+    return supported(perf, n, /*timed=*/false);
   }
 
   cudnnHandle_t handle_;
@@ -250,6 +252,8 @@ ConvAlgorithmCache::Choice choose_conv_algorithm(const ConvKey& key, cudnnHandle
 cudnn::Stats CudaBackend::conv_algorithm_stats() { return conv_algorithm_cache().stats(); }
 
 void CudaBackend::reset_conv_algorithm_stats() { conv_algorithm_cache().reset_stats(); }
+
+std::vector<cudnn::ConvUse> CudaBackend::conv_uses() { return conv_uses_of(conv_algorithm_cache().entries()); }
 
 void CudaBackend::clear_conv_algorithm_cache() { conv_algorithm_cache().clear(); }
 

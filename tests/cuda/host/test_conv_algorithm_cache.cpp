@@ -366,3 +366,90 @@ TEST(ConvAlgorithmCache, ASearchDropsAnAlgorithmNumberCudnnDoesNotDefine) {
 
 }  // namespace
 }  // namespace kiln::cuda
+
+// ---- calls and fastest times (Note [A step's speed of light] in core/cudnn.h) -----------
+
+namespace kiln::cuda {
+namespace {
+
+using testing::algorithm;
+using testing::base_key;
+using testing::FakeSource;
+using testing::FakeWorkspaceMemory;
+
+ConvAlgorithm timed_at(ConvAlgorithm a, float ms) {
+  a.time_ms = ms;
+  return a;
+}
+
+TEST(ConvAlgorithmUses, EveryChoiceCountsAsACallOfItsKeyUntilTheStatsAreReset) {
+  ConvAlgorithmCache cache;
+  FakeSource source;
+  FakeWorkspaceMemory memory;
+  source.ranked = source.timed = {algorithm(1, 0)};
+  ConvKey other = base_key();
+  other.pass = ConvPass::BackwardFilter;
+  for (int call = 0; call < 3; ++call) cache.choose(base_key(), /*benchmark=*/true, source, memory);  // a miss, 2 hits
+  cache.choose(other, /*benchmark=*/false, source, memory);
+  std::vector<cudnn::ConvUse> uses = conv_uses_of(cache.entries());
+  ASSERT_EQ(uses.size(), 2u);
+  EXPECT_EQ(uses[0].key, describe(other));  // "backward_filter ..." sorts before "forward ..."
+  EXPECT_EQ(uses[0].calls, 1);
+  EXPECT_EQ(uses[1].key, describe(base_key()));
+  EXPECT_EQ(uses[1].calls, 3);
+
+  cache.reset_stats();
+  cache.choose(base_key(), true, source, memory);
+  uses = conv_uses_of(cache.entries());
+  ASSERT_EQ(uses.size(), 2u);  // a reset keeps the entries
+  EXPECT_EQ(uses[0].calls, 0);
+  EXPECT_EQ(uses[1].calls, 1);
+}
+
+TEST(ConvAlgorithmUses, ASearchThatReplacesHeuristicsKeepsTheKeysCalls) {
+  ConvAlgorithmCache cache;
+  FakeSource source;
+  FakeWorkspaceMemory memory;
+  source.ranked = {algorithm(1, 0)};
+  source.timed = {timed_at(algorithm(2, 0), 0.25f)};
+  cache.choose(base_key(), /*benchmark=*/false, source, memory);
+  cache.choose(base_key(), /*benchmark=*/true, source, memory);  // replaces the heuristic entry
+  const std::vector<cudnn::ConvUse> uses = conv_uses_of(cache.entries());
+  ASSERT_EQ(uses.size(), 1u);
+  EXPECT_EQ(uses[0].calls, 2);
+  EXPECT_FLOAT_EQ(uses[0].fastest_ms, 0.25);
+}
+
+TEST(ConvAlgorithmUses, TheFastestTimeIsTheLeastAmongUsableAlgorithms) {
+  ConvAlgorithmCache cache;
+  FakeSource source;
+  FakeWorkspaceMemory memory;
+  ConvKey key = base_key();
+  key.deterministic = true;
+  // The fastest one is not deterministic, so the key may not run it: its time is no bound.
+  source.timed = {timed_at(algorithm(5, 0, /*deterministic=*/false), 0.5f), timed_at(algorithm(0, 0), 1.5f),
+                  timed_at(algorithm(2, 0), 1.25f)};
+  cache.choose(key, /*benchmark=*/true, source, memory);
+  const std::vector<cudnn::ConvUse> uses = conv_uses_of(cache.entries());
+  ASSERT_EQ(uses.size(), 1u);
+  EXPECT_FLOAT_EQ(uses[0].fastest_ms, 1.25);
+}
+
+TEST(ConvAlgorithmUses, HeuristicRankingsHaveNoFastestTime) {
+  ConvAlgorithmCache cache;
+  FakeSource source;
+  FakeWorkspaceMemory memory;
+  source.ranked = {algorithm(1, 0)};
+  cache.choose(base_key(), /*benchmark=*/false, source, memory);
+  const std::vector<cudnn::ConvUse> uses = conv_uses_of(cache.entries());
+  ASSERT_EQ(uses.size(), 1u);
+  EXPECT_LT(uses[0].fastest_ms, 0);
+}
+
+TEST(ConvAlgorithmUses, ATimeIsAMeasurementNotPartOfWhatAnAlgorithmIs) {
+  EXPECT_EQ(timed_at(algorithm(3, 64), 1.0f), algorithm(3, 64));
+  EXPECT_NE(algorithm(3, 64), algorithm(3, 128));
+}
+
+}  // namespace
+}  // namespace kiln::cuda
