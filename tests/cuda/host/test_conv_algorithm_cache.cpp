@@ -364,18 +364,7 @@ TEST(ConvAlgorithmCache, ASearchDropsAnAlgorithmNumberCudnnDoesNotDefine) {
   EXPECT_EQ(cache.choose(base_key(), true, source, memory).algorithm.algo, 4);
 }
 
-}  // namespace
-}  // namespace kiln::cuda
-
 // ---- calls and fastest times (Note [A step's speed of light] in core/cudnn.h) -----------
-
-namespace kiln::cuda {
-namespace {
-
-using testing::algorithm;
-using testing::base_key;
-using testing::FakeSource;
-using testing::FakeWorkspaceMemory;
 
 ConvAlgorithm timed_at(ConvAlgorithm a, float ms) {
   a.time_ms = ms;
