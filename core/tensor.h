@@ -19,6 +19,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/host_sync.h"
+#include "core/memory_format.h"
 #include "core/scalar.h"
 #include "core/tensor_impl.h"
 
@@ -61,6 +62,10 @@ class Tensor {
   int64_t storage_offset() const { return checked_impl().storage_offset; }
   size_t element_size() const { return itemsize(dtype()); }
   bool is_contiguous() const { return checked_impl().is_contiguous(); }
+  // Whether the strides are `format`'s dense ones (Note [Memory formats]), and the format
+  // they suggest (channels-last when ordered like it, PyTorch's suggest_memory_format).
+  bool is_contiguous(MemoryFormat format) const;
+  MemoryFormat suggest_memory_format() const;
   bool is_floating_point() const { return is_floating(dtype()); }
   const Storage& storage() const { return checked_impl().storage; }
   TensorImpl* impl() const { return impl_.get(); }
@@ -117,6 +122,7 @@ class Tensor {
   Tensor to(Device device, DType dtype, bool non_blocking = false, bool copy = false) const;
   Tensor clone() const;
   Tensor contiguous() const;
+  Tensor contiguous(MemoryFormat format) const;  // itself when already so laid out
   // A copy in pinned host memory (itself when already pinned); is_pinned() says which.
   Tensor pin_memory() const;
   bool is_pinned() const;

@@ -12,6 +12,11 @@ Tensor Tensor::to(Device d, DType t, bool non_blocking, bool copy) const {
 }
 Tensor Tensor::clone() const { return kiln::clone(*this); }
 Tensor Tensor::contiguous() const { return kiln::contiguous(*this); }
+Tensor Tensor::contiguous(MemoryFormat format) const { return kiln::contiguous(*this, format); }
+bool Tensor::is_contiguous(MemoryFormat format) const {
+  return format == MemoryFormat::Contiguous ? is_contiguous() : is_contiguous_as(sizes(), strides(), format);
+}
+MemoryFormat Tensor::suggest_memory_format() const { return kiln::suggest_memory_format(sizes(), strides()); }
 Tensor Tensor::pin_memory() const { return kiln::pin_memory(*this); }
 bool Tensor::is_pinned() const { return kiln::is_pinned(*this); }
 

@@ -6,6 +6,45 @@
 #include "core/error.h"
 
 namespace kiln {
+namespace {
+
+// Note [Loops in memory order]: an elementwise result does not depend on the order its
+// elements are visited in, but coalescing does: a channels-last tensor's dims, visited
+// as N, C, D, H, W, never merge (C is innermost in memory), and the loop would run
+// strided over every element. So before coalescing, the dims are put in the order the
+// operands lie in memory, outermost first: dim a goes outside dim b when the first
+// operand that tells them apart (output first, then the inputs; an operand broadcast
+// along either, stride 0, does not tell) has the larger stride along a. Dims no operand
+// tells apart keep their order (the insertion sort is stable), so a row-major loop is
+// left as it was. Then channels-last operands coalesce to one dim, as contiguous ones do.
+//
+// -1 when `a` goes outside `b`, 1 when inside, 0 when no operand tells.
+int compare_in_memory(int64_t a, int64_t b, std::initializer_list<const Tensor*> operands) {
+  for (const Tensor* t : operands) {
+    const int64_t sa = t->strides()[a], sb = t->strides()[b];
+    if (sa == 0 || sb == 0 || sa == sb) continue;
+    return sa > sb ? -1 : 1;
+  }
+  return 0;
+}
+
+// An insertion sort that looks past dims it cannot compare with the one moving outwards
+// (a broadcast dim between two others must not stop them from being put in order).
+void order_by_memory(int64_t* dims, int count, std::initializer_list<const Tensor*> operands) {
+  for (int i = 1; i < count; ++i) {
+    int moving = i;
+    for (int j = i - 1; j >= 0; --j) {
+      const int order = compare_in_memory(dims[j], dims[moving], operands);
+      if (order < 0) break;
+      if (order > 0) {
+        std::swap(dims[j], dims[moving]);
+        moving = j;
+      }
+    }
+  }
+}
+
+}  // namespace
 
 StridedLoop make_strided_loop(std::initializer_list<const Tensor*> operands) {
   StridedLoop loop;
@@ -33,6 +72,7 @@ StridedLoop make_strided_loop(std::initializer_list<const Tensor*> operands) {
   KILN_CHECK(ndim <= 64, "elementwise: at most 64 dimensions are supported, got ", ndim);
   for (int64_t d = 0; d < ndim; ++d)
     if (out.sizes()[d] != 1) dims[kept++] = d;
+  order_by_memory(dims.data(), kept, operands);
   // Coalesce from the innermost outwards.
   int nd = 0;
   std::array<int64_t, 64> sizes;

@@ -4,6 +4,8 @@
 // an input is broadcast) and arbitrary strides. make_strided_loop drops size-1 dims and
 // merges neighbouring dims that are contiguous with each other in every operand, so a
 // contiguous tensor becomes one dim of numel elements and a transposed one stays two.
+// Before merging, dims are put in the operands' memory order (Note [Loops in memory
+// order] in strided_loop.cpp), so operands that are all channels-last become one dim too.
 // Strides are in bytes (operands may have different dtypes); dims are outermost first.
 // Built into kiln_cpu; kiln_cuda links it for its host-side launch planning.
 #pragma once

@@ -99,6 +99,18 @@ Tensor contiguous(const Tensor& t) {
   return t.is_contiguous() ? t : clone(t);
 }
 
+Tensor contiguous(const Tensor& t, MemoryFormat format) {
+  KILN_CHECK(t.defined(), "contiguous: undefined tensor");
+  if (format == MemoryFormat::Contiguous) return contiguous(t);
+  KILN_CHECK(t.dim() == memory_format_rank(format), "contiguous: memory format ", format, " is for ",
+             memory_format_rank(format), "-d tensors, got one of shape ", t.sizes());
+  if (t.is_contiguous(format)) return t;
+  Tensor out = empty(t.sizes(), {.dtype = t.dtype(), .device = t.device()}, format);
+  raw_copy(t, out, /*non_blocking=*/false);
+  if (autograd::any_requires_grad({&t})) autograd::record(make_pooled<CloneBackward>(), {t}, {out});
+  return out;
+}
+
 bool is_pinned(const Tensor& t) {
   KILN_CHECK(t.defined(), "is_pinned: undefined tensor");
   if (!t.device().is_cpu() || !cuda_is_available() || t.storage().data() == nullptr) return false;

@@ -13,6 +13,10 @@ namespace kiln {
 Tensor to(const Tensor& t, Device device, DType dtype, bool non_blocking = false, bool copy = false);
 Tensor clone(const Tensor& t);
 Tensor contiguous(const Tensor& t);
+// `t` laid out densely in `format` (Note [Memory formats] in core/memory_format.h): itself
+// when it already is, else a copy with the format's strides, whose gradient is the
+// incoming one as it is. A rank the format is not for is a kiln::Error.
+Tensor contiguous(const Tensor& t, MemoryFormat format);
 // A CPU tensor's values in pinned (page-locked) host memory, laid out contiguously;
 // `t` itself when it is already pinned. Not differentiable through (a data-loading step).
 // Needs a backend with pinned memory (CUDA): a clear error otherwise.

@@ -65,6 +65,11 @@ Tensor empty_strided(const Dims& sizes, const Dims& strides,
   return allocate_strided(sizes, strides, options, "empty_strided");
 }
 
+Tensor empty(const Dims& sizes, TensorOptions options, MemoryFormat format) {
+  if (format == MemoryFormat::Contiguous) return empty(sizes, options);
+  return allocate_strided(sizes, memory_format_strides(sizes, format, "empty"), options, "empty");
+}
+
 // contiguous_strides saturates for sizes whose count overflows; checked_span refuses them.
 // A contiguous tensor spans exactly its elements: its count is checked once, and its
 // strides need no overflow checks past it.

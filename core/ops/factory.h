@@ -33,6 +33,9 @@ inline Tensor empty(std::initializer_list<int64_t> sizes, TensorOptions options,
 }
 Tensor empty_strided(const Dims& sizes, const Dims& strides,
                      TensorOptions options = {});
+// An uninitialised tensor laid out densely in `format` (core/memory_format.h); a rank the
+// format is not for is a kiln::Error.
+Tensor empty(const Dims& sizes, TensorOptions options, MemoryFormat format);
 Tensor zeros(const Dims& sizes, TensorOptions options = {});
 Tensor ones(const Dims& sizes, TensorOptions options = {});
 // dtype defaults to the value's category: bool, int64 or float32.

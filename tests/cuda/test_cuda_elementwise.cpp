@@ -132,6 +132,42 @@ TEST(CudaElementwise, EveryBinaryOpMatchesTheCpu) {
         for (Layout layout : kLayouts) check_binary(static_cast<BinaryOp>(code), dtype, sizes, layout);
 }
 
+// Channels-last operands and outputs (Note [Memory formats], Note [Loops in memory
+// order]): all channels-last (one flat run, the vector path), channels-last beside
+// contiguous, and a per-channel broadcast, into channels-last and contiguous outputs.
+TEST(CudaElementwise, ChannelsLastOperandsAndOutputsMatchTheCpu) {
+  KILN_REQUIRE_CUDA();
+  const std::vector<std::pair<std::vector<int64_t>, MemoryFormat>> shapes = {
+      {{2, 3, 4, 5, 6}, MemoryFormat::ChannelsLast3d}, {{2, 17, 3, 5}, MemoryFormat::ChannelsLast}};
+  for (const auto& [sizes, format] : shapes) {
+    std::vector<int64_t> per_channel(sizes.size(), 1);
+    per_channel[1] = sizes[1];
+    for (int code = 0; code < kNumBinaryOps; ++code) {
+      const auto op = static_cast<BinaryOp>(code);
+      for (DType dtype : kAllDTypes) {
+        const DType out_dtype = op_info(op).bool_result ? DType::Bool : dtype;
+        const Tensor a = on_device(random_for(sizes, dtype, 31), kCuda).contiguous(format);
+        const Tensor b_dense = on_device(random_for(sizes, dtype, 32), kCuda);
+        const Tensor bias = on_device(random_for(per_channel, dtype, 33), kCuda).expand(sizes);
+        for (const Tensor& b : {b_dense.contiguous(format), b_dense, bias}) {
+          const Tensor a_cpu = a.to(Device::cpu()), b_cpu = b.to(Device::cpu());
+          const CpuAnswer expected = cpu_answer(
+              [&](const Tensor& out) { backend(Device::cpu()).binary(op, a_cpu, b_cpu, out, kParams); }, sizes,
+              out_dtype);
+          if (expected.error) continue;  // the dtype's refusal is compared by EveryBinaryOpMatchesTheCpu
+          for (MemoryFormat out_format : {format, MemoryFormat::Contiguous}) {
+            SCOPED_TRACE(describe(op_name(op), dtype, sizes, Layout::Contiguous) + " b strides " +
+                         ::testing::PrintToString(b.strides()) + " out " + memory_format_name(out_format));
+            const Tensor out = poisoned(sizes, out_dtype, kCuda).contiguous(out_format);
+            backend(kCuda).binary(op, a, b, out, kParams);
+            EXPECT_TRUE(matches_cpu(out, expected.out, kSlack));
+          }
+        }
+      }
+    }
+  }
+}
+
 // Integer clamp with infinite bounds saturates them to the dtype's range (no UB).
 TEST(CudaElementwise, IntegerClampWithInfiniteBoundsIsTheIdentity) {
   KILN_REQUIRE_CUDA();

@@ -1,0 +1,109 @@
+// The memory formats' strides and the rules that recognise them (memory_format.h).
+#include "core/memory_format.h"
+
+#include <algorithm>
+#include <array>
+#include <ostream>
+
+#include "core/checked_math.h"
+#include "core/error.h"
+
+namespace kiln {
+namespace {
+
+// The dims of `format` from the innermost in memory outwards: C, then the spatial dims
+// from the last, then N.
+constexpr std::array<int64_t, 4> kChannelsLastOrder = {1, 3, 2, 0};
+constexpr std::array<int64_t, 5> kChannelsLast3dOrder = {1, 4, 3, 2, 0};
+
+IntList innermost_first(MemoryFormat format) {
+  switch (format) {
+    case MemoryFormat::ChannelsLast: return kChannelsLastOrder;
+    case MemoryFormat::ChannelsLast3d: return kChannelsLast3dOrder;
+    case MemoryFormat::Contiguous: break;
+  }
+  return {};
+}
+
+}  // namespace
+
+const char* memory_format_name(MemoryFormat format) {
+  switch (format) {
+    case MemoryFormat::Contiguous: return "contiguous";
+    case MemoryFormat::ChannelsLast: return "channels_last";
+    case MemoryFormat::ChannelsLast3d: return "channels_last_3d";
+  }
+  return "?";
+}
+
+std::ostream& operator<<(std::ostream& os, MemoryFormat format) { return os << memory_format_name(format); }
+
+int memory_format_rank(MemoryFormat format) { return static_cast<int>(innermost_first(format).size()); }
+
+Dims memory_format_strides(IntList sizes, MemoryFormat format, const char* op) {
+  const int rank = memory_format_rank(format);
+  KILN_CHECK(rank == 0 || static_cast<int>(sizes.size()) == rank, op, ": memory format ", format, " is for ",
+             rank, "-d tensors, got one of shape ", Dims(sizes));
+  Dims strides(sizes.size(), 0);
+  int64_t stride = 1;
+  // As in PyTorch, a size-0 dim counts as 1 in contiguous strides, as 0 in channels-last
+  // ones (either is right for a tensor with no elements; the same strides are kept).
+  const int64_t least_size = rank == 0 ? 1 : 0;
+  const auto lay_out = [&](int64_t d) {
+    strides[static_cast<size_t>(d)] = stride;
+    const std::optional<int64_t> next =
+        checked_mul(stride, std::max<int64_t>(sizes[static_cast<size_t>(d)], least_size));
+    KILN_CHECK(next.has_value(), op, ": the strides of shape ", Dims(sizes), " overflow int64");
+    stride = *next;
+  };
+  if (rank == 0) {
+    for (size_t i = sizes.size(); i-- > 0;) lay_out(static_cast<int64_t>(i));
+  } else {
+    for (int64_t d : innermost_first(format)) lay_out(d);
+  }
+  return strides;
+}
+
+bool is_contiguous_as(IntList sizes, IntList strides, MemoryFormat format) {
+  const int rank = memory_format_rank(format);
+  if (sizes.size() != strides.size() || (rank != 0 && static_cast<int>(sizes.size()) != rank)) return false;
+  int64_t expected = 1;
+  bool dense = true;
+  const auto next = [&](size_t d) {  // dims innermost first; a size-1 dim's stride is free
+    if (sizes[d] == 1) return;
+    dense = dense && strides[d] == expected;
+    expected *= sizes[d];
+  };
+  if (rank == 0) {
+    // PyTorch: a tensor with no elements is contiguous, whatever its strides.
+    if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) return true;
+    for (size_t i = sizes.size(); i-- > 0;) next(i);
+  } else {
+    for (int64_t d : innermost_first(format)) next(static_cast<size_t>(d));
+  }
+  return dense;
+}
+
+// PyTorch's "strides like channels-last": walking the format's dims from the innermost,
+// each stride is at least the extent of those inside it; a broadcast channel dim, a dim of
+// size 0, and N no further out than C (the [N, 1, 1, 1] ambiguity) say no.
+MemoryFormat suggest_memory_format(IntList sizes, IntList strides) {
+  const MemoryFormat format = sizes.size() == 4   ? MemoryFormat::ChannelsLast
+                              : sizes.size() == 5 ? MemoryFormat::ChannelsLast3d
+                                                  : MemoryFormat::Contiguous;
+  if (format == MemoryFormat::Contiguous || strides.size() != sizes.size() || strides[1] == 0) {
+    return MemoryFormat::Contiguous;
+  }
+  int64_t least = 0;
+  for (int64_t d : innermost_first(format)) {
+    const int64_t size = sizes[static_cast<size_t>(d)];
+    const int64_t stride = strides[static_cast<size_t>(d)];
+    if (size == 0 || stride < least) return MemoryFormat::Contiguous;
+    if (d == 0 && least == strides[1]) return MemoryFormat::Contiguous;
+    least = stride;
+    if (size > 1) least *= size;
+  }
+  return format;
+}
+
+}  // namespace kiln
