@@ -106,4 +106,76 @@ MemoryFormat suggest_memory_format(IntList sizes, IntList strides) {
   return format;
 }
 
+bool is_non_overlapping_and_dense(IntList sizes, IntList strides) {
+  if (sizes.size() != strides.size()) return false;
+  Dims dims;  // the dims of size > 1, to be sorted by stride (in place up to Dims' inline size)
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) return true;  // no elements: nothing overlaps, nothing is missing
+    if (sizes[d] != 1) dims.push_back(static_cast<int64_t>(d));
+  }
+  std::sort(dims.begin(), dims.end(),
+            [&](int64_t a, int64_t b) { return strides[static_cast<size_t>(a)] < strides[static_cast<size_t>(b)]; });
+  int64_t expected = 1;
+  for (const int64_t dim : dims) {
+    const size_t d = static_cast<size_t>(dim);
+    if (strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+Dims preserved_strides(IntList sizes, IntList strides) {
+  if (is_non_overlapping_and_dense(sizes, strides)) return Dims(strides);
+  return memory_format_strides(sizes, suggest_memory_format(sizes, strides), "preserve_format");
+}
+
+namespace {
+
+// 1 when `inner` (now inside `outer`) belongs outside it, -1 when it is right inside, 0
+// when no operand tells (Note [Memory order of dims]).
+int belongs_outside(int64_t inner, int64_t outer, IntList sizes, std::span<const IntList> operand_strides) {
+  const size_t i = static_cast<size_t>(inner), o = static_cast<size_t>(outer);
+  for (IntList strides : operand_strides) {
+    if (strides[i] == 0 || strides[o] == 0) continue;
+    if (strides[i] != strides[o]) return strides[i] > strides[o] ? 1 : -1;
+    if (sizes[i] > sizes[o]) return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void order_dims_innermost_first(std::span<int64_t> dims, IntList sizes, std::span<const IntList> operand_strides) {
+  for (size_t i = 1; i < dims.size(); ++i) {
+    size_t moving = i;  // where the dim being placed is now; it moves inwards
+    for (size_t j = i; j-- > 0;) {
+      const int order = belongs_outside(dims[j], dims[moving], sizes, operand_strides);
+      if (order < 0) break;
+      if (order > 0) {
+        std::swap(dims[j], dims[moving]);
+        moving = j;
+      }
+    }
+  }
+}
+
+Dims dense_strides_in_order(IntList sizes, IntList innermost_first) {
+  Dims strides(sizes.size(), 0);
+  int64_t stride = 1;
+  for (int64_t d : innermost_first) {
+    strides[static_cast<size_t>(d)] = stride;
+    stride *= std::max<int64_t>(sizes[static_cast<size_t>(d)], 1);  // sizes of an existing tensor: no overflow
+  }
+  return strides;
+}
+
+bool has_dense_strides_in_order(IntList sizes, IntList strides) {
+  int64_t stride = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    if (strides[i] != stride) return false;
+    stride *= std::max<int64_t>(sizes[i], 1);
+  }
+  return true;
+}
+
 }  // namespace kiln

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <span>
 
 #include "core/dims.h"
 
@@ -53,5 +54,33 @@ bool is_contiguous_as(IntList sizes, IntList strides, MemoryFormat format);
 // The format whose dim order the strides follow (Note [Memory formats]): ChannelsLast
 // for 4-d and ChannelsLast3d for 5-d strides ordered like theirs, else Contiguous.
 MemoryFormat suggest_memory_format(IntList sizes, IntList strides);
+
+// Whether the elements are each at their own place and fill their span with no gaps, in
+// some order of the dims (PyTorch's is_non_overlapping_and_dense): a permutation of a
+// contiguous tensor is, a slice with a step or an expanded tensor is not.
+bool is_non_overlapping_and_dense(IntList sizes, IntList strides);
+
+// The strides a copy of a tensor keeps when its layout is preserved (PyTorch's
+// preserve_format, what clone() and to() do): its own when it is non-overlapping and
+// dense, else the dense strides of its suggested format.
+Dims preserved_strides(IntList sizes, IntList strides);
+
+// Note [Memory order of dims]: which dims lie outside which in memory, decided by a list
+// of operands' strides (over the same sizes; a broadcast operand has stride 0 along the
+// dims it repeats over). `dims`, innermost first, is sorted so that each dim is inside
+// those the first operand that tells them apart says it is inside: the operand with the
+// smaller stride along it, or of two equal strides, the smaller size goes inside; an
+// operand with stride 0 along either dim does not tell. Dims no operand tells apart keep
+// their places (an insertion sort that looks past them). This is PyTorch's
+// TensorIterator order, so an elementwise result is laid out as PyTorch lays it out, and
+// both backends' loops visit memory in this order (Note [Loops in memory order]).
+void order_dims_innermost_first(std::span<int64_t> dims, IntList sizes, std::span<const IntList> operand_strides);
+
+// The dense strides of a tensor of `sizes` whose dims lie in memory as `innermost_first`
+// lists them (every dim once).
+Dims dense_strides_in_order(IntList sizes, IntList innermost_first);
+// Whether `strides` are exactly the row-major ones dense_strides_in_order gives (size-1
+// dims' strides included), checked without making them.
+bool has_dense_strides_in_order(IntList sizes, IntList strides);
 
 }  // namespace kiln

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/memory_format.h"
 
 namespace kiln {
 namespace {
@@ -12,36 +13,17 @@ namespace {
 // elements are visited in, but coalescing does: a channels-last tensor's dims, visited
 // as N, C, D, H, W, never merge (C is innermost in memory), and the loop would run
 // strided over every element. So before coalescing, the dims are put in the order the
-// operands lie in memory, outermost first: dim a goes outside dim b when the first
-// operand that tells them apart (output first, then the inputs; an operand broadcast
-// along either, stride 0, does not tell) has the larger stride along a. Dims no operand
-// tells apart keep their order (the insertion sort is stable), so a row-major loop is
-// left as it was. Then channels-last operands coalesce to one dim, as contiguous ones do.
-//
-// -1 when `a` goes outside `b`, 1 when inside, 0 when no operand tells.
-int compare_in_memory(int64_t a, int64_t b, std::initializer_list<const Tensor*> operands) {
-  for (const Tensor* t : operands) {
-    const int64_t sa = t->strides()[a], sb = t->strides()[b];
-    if (sa == 0 || sb == 0 || sa == sb) continue;
-    return sa > sb ? -1 : 1;
-  }
-  return 0;
-}
-
-// An insertion sort that looks past dims it cannot compare with the one moving outwards
-// (a broadcast dim between two others must not stop them from being put in order).
-void order_by_memory(int64_t* dims, int count, std::initializer_list<const Tensor*> operands) {
-  for (int i = 1; i < count; ++i) {
-    int moving = i;
-    for (int j = i - 1; j >= 0; --j) {
-      const int order = compare_in_memory(dims[j], dims[moving], operands);
-      if (order < 0) break;
-      if (order > 0) {
-        std::swap(dims[j], dims[moving]);
-        moving = j;
-      }
-    }
-  }
+// operands lie in memory (Note [Memory order of dims] in core/memory_format.h, the output
+// first, then the inputs). A row-major loop is left as it was, and channels-last operands
+// coalesce to one dim, as contiguous ones do.
+void order_by_memory(int64_t* outermost_first, int count, std::initializer_list<const Tensor*> operands) {
+  std::array<IntList, kMaxOperands> strides;
+  size_t n = 0;
+  for (const Tensor* t : operands) strides[n++] = t->strides();
+  std::reverse(outermost_first, outermost_first + count);
+  order_dims_innermost_first(std::span<int64_t>(outermost_first, static_cast<size_t>(count)),
+                             (*operands.begin())->sizes(), std::span<const IntList>(strides.data(), n));
+  std::reverse(outermost_first, outermost_first + count);
 }
 
 }  // namespace

@@ -6,6 +6,13 @@
 // costs nothing and the first backward after it allocates exactly one tensor per leaf.
 // Order of work: the leaf's tensor hooks (may replace the gradient), accumulate, then its
 // post-accumulate-grad hooks (DDP starts a bucket's all-reduce there).
+//
+// Note [Gradient layout]: a leaf's new .grad is laid out as the leaf is (PyTorch's
+// gradient layout contract): with the leaf's strides when the leaf is non-overlapping and
+// dense (a channels-last weight gets a channels-last gradient, so the fused optimizers
+// walk parameter, gradient and state in one order), row-major otherwise. An incoming
+// gradient in another layout (a permuted view, a broadcast) is copied into it, through
+// differentiable ops, so a create_graph backward still records.
 #pragma once
 
 #include <memory>

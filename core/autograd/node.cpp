@@ -3,6 +3,8 @@
 
 #include "core/autograd/accumulate_grad.h"
 #include "core/autograd/grad_mode.h"
+#include "core/memory_format.h"
+#include "core/ops/factory.h"
 #include "core/ops/elementwise.h"
 #include "core/pooled.h"
 
@@ -109,6 +111,36 @@ void record(const std::shared_ptr<Node>& node, std::span<const Tensor> inputs, s
 
 AccumulateGrad::AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : leaf_(std::move(leaf)) {}
 
+namespace {
+
+// Whether a leaf's dims of size > 1 have these strides (a size-1 dim's never matters).
+bool same_strides(const Tensor& a, const Tensor& b) {
+  for (int64_t d = 0; d < a.dim(); ++d) {
+    if (a.sizes()[d] != 1 && a.strides()[d] != b.strides()[d]) return false;
+  }
+  return true;
+}
+
+// The layout Note [Gradient layout] asks of `leaf`'s gradient: the leaf's own strides, or
+// row-major (contiguous() is true) when the leaf is row-major or not dense.
+bool keeps_own_layout(const Tensor& leaf) {
+  return !leaf.is_contiguous() && is_non_overlapping_and_dense(leaf.sizes(), leaf.strides());
+}
+
+bool laid_out_for(const Tensor& grad, const Tensor& leaf) {
+  return keeps_own_layout(leaf) ? same_strides(leaf, grad) : grad.is_contiguous();
+}
+
+// A new tensor holding `grad` in the layout Note [Gradient layout] asks of `leaf`.
+Tensor copy_laid_out_for(const Tensor& grad, const Tensor& leaf) {
+  if (!keeps_own_layout(leaf)) return grad.is_contiguous() ? grad.clone() : grad.contiguous();
+  Tensor out = empty_strided(leaf.sizes(), leaf.strides(), {.dtype = grad.dtype(), .device = grad.device()});
+  out.copy_(grad);  // differentiable (copy_ records) when a create_graph backward runs
+  return out;
+}
+
+}  // namespace
+
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
   Tensor grad = std::move(grad_outputs[0]);
   Tensor leaf(leaf_);
@@ -118,10 +150,10 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
     if (replaced.defined()) grad = std::move(replaced);
   }
   if (!meta.grad.defined()) {
-    // Note [Gradient set to none]: take the gradient itself when no one else holds it.
-    const bool exclusive = grad.impl_ptr().use_count() == 1 && !grad.impl()->view_base &&
-                           grad.is_contiguous();
-    meta.grad = exclusive ? grad : grad.clone();
+    // Note [Gradient set to none]: take the gradient itself when no one else holds it and
+    // it is laid out as Note [Gradient layout] asks.
+    const bool exclusive = grad.impl_ptr().use_count() == 1 && !grad.impl()->view_base;
+    meta.grad = exclusive && laid_out_for(grad, leaf) ? grad : copy_laid_out_for(grad, leaf);
   } else {
     meta.grad.add_(grad);
   }

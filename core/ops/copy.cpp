@@ -5,6 +5,7 @@
 #include "core/autograd/node.h"
 #include "core/backend.h"
 #include "core/host_sync.h"
+#include "core/memory_format.h"
 #include "core/ops/factory.h"
 #include "core/ops/inplace.h"
 #include "core/ops/view.h"
@@ -64,9 +65,25 @@ struct CopyBackward final : Node {
   std::string name() const override { return "copy_"; }
 };
 
+// A new tensor for a copy of `t` on `device` in `dtype` that keeps its layout (PyTorch's
+// preserve_format: a channels-last or permuted tensor's copy is laid out as it is, a
+// strided one's densely in its suggested format; core/memory_format.h).
+Tensor empty_preserving(const Tensor& t, Device device, DType dtype) {
+  const TensorOptions options{.dtype = dtype, .device = device};
+  if (t.is_contiguous() && has_dense_strides_in_order(t.sizes(), t.strides())) return empty(t.sizes(), options);
+  return empty_strided(t.sizes(), preserved_strides(t.sizes(), t.strides()), options);
+}
+
 Tensor copy_as_new(const Tensor& t, Device device, DType dtype, bool non_blocking) {
-  Tensor out = empty(t.sizes(), {.dtype = dtype, .device = device});
+  Tensor out = empty_preserving(t, device, dtype);
   raw_copy(t, out, non_blocking);
+  return out;
+}
+
+// `t` copied into `out` (which has its sizes), recorded as a clone: the gradient passes through.
+Tensor cloned_into(const Tensor& t, Tensor out) {
+  raw_copy(t, out, /*non_blocking=*/false);
+  if (autograd::any_requires_grad({&t})) autograd::record(make_pooled<CloneBackward>(), {t}, {out});
   return out;
 }
 
@@ -89,14 +106,13 @@ Tensor to(const Tensor& t, Device device, DType dtype, bool non_blocking, bool c
 
 Tensor clone(const Tensor& t) {
   KILN_CHECK(t.defined(), "clone: undefined tensor");
-  Tensor out = copy_as_new(t, t.device(), t.dtype(), false);
-  if (autograd::any_requires_grad({&t})) autograd::record(make_pooled<CloneBackward>(), {t}, {out});
-  return out;
+  return cloned_into(t, empty_preserving(t, t.device(), t.dtype()));
 }
 
 Tensor contiguous(const Tensor& t) {
   KILN_CHECK(t.defined(), "contiguous: undefined tensor");
-  return t.is_contiguous() ? t : clone(t);
+  if (t.is_contiguous()) return t;
+  return cloned_into(t, empty(t.sizes(), {.dtype = t.dtype(), .device = t.device()}));
 }
 
 Tensor contiguous(const Tensor& t, MemoryFormat format) {
@@ -105,10 +121,7 @@ Tensor contiguous(const Tensor& t, MemoryFormat format) {
   KILN_CHECK(t.dim() == memory_format_rank(format), "contiguous: memory format ", format, " is for ",
              memory_format_rank(format), "-d tensors, got one of shape ", t.sizes());
   if (t.is_contiguous(format)) return t;
-  Tensor out = empty(t.sizes(), {.dtype = t.dtype(), .device = t.device()}, format);
-  raw_copy(t, out, /*non_blocking=*/false);
-  if (autograd::any_requires_grad({&t})) autograd::record(make_pooled<CloneBackward>(), {t}, {out});
-  return out;
+  return cloned_into(t, empty(t.sizes(), {.dtype = t.dtype(), .device = t.device()}, format));
 }
 
 bool is_pinned(const Tensor& t) {

@@ -9,6 +9,9 @@
 
 namespace kiln {
 
+// to() and clone() keep the layout (PyTorch's preserve_format: a channels-last or permuted
+// tensor's copy has its strides; a strided one's is dense in its suggested format);
+// contiguous() is row-major.
 // Returns `t` itself when nothing changes and copy is false (as PyTorch's .to()).
 Tensor to(const Tensor& t, Device device, DType dtype, bool non_blocking = false, bool copy = false);
 Tensor clone(const Tensor& t);

@@ -3,12 +3,15 @@
 // float32 ops (core/autocast.h): under autocast float16/bfloat16 inputs become float32.
 #include "core/ops/elementwise.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
 #include "core/autocast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
+#include "core/memory_format.h"
 #include "core/ops/copy.h"
 #include "core/ops/factory.h"
 #include "core/ops/view.h"
@@ -43,6 +46,52 @@ Tensor wrapped(Scalar value, DType dtype, Device device) {
   return t;
 }
 
+// `t`'s strides broadcast to `shape` (right-aligned; 0 along a dim it repeats over).
+Dims broadcast_strides(const Tensor& t, IntList shape) {
+  Dims strides(shape.size(), 0);
+  const size_t lead = shape.size() - static_cast<size_t>(t.dim());
+  for (size_t d = lead; d < shape.size(); ++d) {
+    const size_t k = d - lead;
+    if (t.sizes()[k] == shape[d]) strides[d] = t.strides()[k];
+  }
+  return strides;
+}
+
+// Note [Elementwise result layout]: a result is laid out as its inputs are, by PyTorch's
+// rule (TensorIterator's): row-major when every input is row-major (the common case,
+// decided from the inputs' cached contiguity); when they all have the result's shape,
+// channels-last when all are (4-d), or the inputs' own strides when they are the same
+// non-overlapping, dense ones (a channels-last 3D activation stays so); otherwise dense in the memory order of the inputs
+// broadcast to the result's shape (Note [Memory order of dims]), so a channels-last
+// activation plus a per-channel bias is channels-last, and the first input decides
+// between two that disagree.
+Tensor empty_result(const Dims& shape, const TensorOptions& options, std::initializer_list<const Tensor*> inputs) {
+  const bool row_major = std::all_of(inputs.begin(), inputs.end(), [](const Tensor* t) { return t->is_contiguous(); });
+  if (row_major || shape.size() < 2) return empty(shape, options);
+  const bool same_shape = std::all_of(inputs.begin(), inputs.end(), [&](const Tensor* t) { return t->sizes() == shape; });
+  if (same_shape && shape.size() == 4 && std::all_of(inputs.begin(), inputs.end(), [](const Tensor* t) {
+        return t->is_contiguous(MemoryFormat::ChannelsLast);
+      })) {
+    return empty(shape, options, MemoryFormat::ChannelsLast);  // PyTorch checks only the 4-d format here
+  }
+  const Tensor& first = **inputs.begin();
+  const bool alike = same_shape && std::all_of(inputs.begin(), inputs.end(), [&](const Tensor* t) {
+    return t->strides() == first.strides();
+  });
+  if (alike && is_non_overlapping_and_dense(first.sizes(), first.strides())) {
+    return empty_strided(shape, first.strides(), options);
+  }
+  std::array<Dims, 3> strides;
+  size_t n = 0;
+  for (const Tensor* t : inputs) strides[n++] = broadcast_strides(*t, shape);
+  std::array<IntList, 3> lists;
+  for (size_t i = 0; i < n; ++i) lists[i] = strides[i];
+  Dims order(shape.size(), 0);
+  for (size_t i = 0; i < shape.size(); ++i) order[i] = static_cast<int64_t>(shape.size() - 1 - i);
+  order_dims_innermost_first(order, shape, std::span<const IntList>(lists.data(), n));
+  return empty_strided(shape, dense_strides_in_order(shape, order), options);
+}
+
 // `t` broadcast to `out`'s shape; itself when it has that shape already (no view made).
 Tensor expanded_to(const Tensor& t, const Tensor& out) {
   return t.sizes() == out.sizes() ? t : expand(t, out.sizes());
@@ -66,7 +115,8 @@ Tensor binary_kernel(BinaryOp op, const Tensor& a, const Tensor& b, const Elemen
   NoGradGuard no_grad;
   const Tensor ac = to(a, device, compute);
   const Tensor bc = to(b, device, compute);
-  Tensor out = empty(broadcast_shapes(a.sizes(), b.sizes(), name), {.dtype = out_dtype, .device = device});
+  Tensor out =
+      empty_result(broadcast_shapes(a.sizes(), b.sizes(), name), {.dtype = out_dtype, .device = device}, {&a, &b});
   if (out.numel() > 0) backend(device).binary(op, expanded_to(ac, out), expanded_to(bc, out), out, params);
   return out;
 }
@@ -80,7 +130,7 @@ Tensor unary_kernel(UnaryOp op, const Tensor& x, const ElementwiseParams& params
   const DType out_dtype = result_dtype(op, x.dtype());
   NoGradGuard no_grad;
   const Tensor xc = to(x, x.device(), compute);
-  Tensor out = empty(x.sizes(), {.dtype = out_dtype, .device = x.device()});
+  Tensor out = empty_result(x.sizes(), {.dtype = out_dtype, .device = x.device()}, {&x});
   if (out.numel() > 0) backend(x.device()).unary(op, xc, out, params);
   return out;
 }
@@ -496,7 +546,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
              "where: condition on ", cond.device(), " but values on ", device);
   const Dims shape =
       broadcast_shapes(cond.sizes(), broadcast_shapes(a.sizes(), b.sizes(), "where"), "where");
-  Tensor out = empty(shape, {.dtype = dtype, .device = device});
+  Tensor out = empty_result(shape, {.dtype = dtype, .device = device}, {&cond, &a, &b});
   {
     NoGradGuard no_grad;
     if (out.numel() > 0) {

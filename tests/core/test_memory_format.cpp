@@ -44,12 +44,53 @@ TEST(MemoryFormat, ContiguityAndTheSuggestedFormatAreTheOnesPyTorchGives) {
     EXPECT_EQ(t.is_contiguous(MemoryFormat::ChannelsLast), facts[1] == 1);
     EXPECT_EQ(t.is_contiguous(MemoryFormat::ChannelsLast3d), facts[2] == 1);
     EXPECT_EQ(static_cast<int64_t>(t.suggest_memory_format()), facts[3]);
+    // An elementwise result, a clone and a conversion keep the layout as PyTorch's do
+    // (Note [Elementwise result layout], preserve_format).
+    const Dims expected_exp(fixture.load(name + "_exp_strides").to_vector<int64_t>());
+    EXPECT_EQ(exp(t).strides(), expected_exp);
+    EXPECT_EQ(t.clone().strides(), Dims(fixture.load(name + "_clone_strides").to_vector<int64_t>()));
+    EXPECT_EQ(t.to(DType::Float64).strides(), Dims(fixture.load(name + "_double_strides").to_vector<int64_t>()));
     if (fixture.contains(name + "_cl_strides")) {
       const MemoryFormat format = t.dim() == 4 ? MemoryFormat::ChannelsLast : MemoryFormat::ChannelsLast3d;
       EXPECT_EQ(t.contiguous(format).strides(), Dims(fixture.load(name + "_cl_strides").to_vector<int64_t>()));
     }
   }
   EXPECT_GE(cases, 28);
+}
+
+TEST(MemoryFormat, ElementwiseResultsAreLaidOutAsPyTorchLaysThemOut) {
+  const data::npz::File fixture(std::string(KILN_SOURCE_DIR) + "/tests/core/memory_format/memory_format.npz");
+  int pairs = 0;
+  for (const data::npz::Array& array : fixture.arrays()) {
+    const std::string suffix = "_add_strides";
+    if (!array.key.ends_with(suffix)) continue;
+    const std::string name = array.key.substr(0, array.key.size() - suffix.size());
+    SCOPED_TRACE(name);
+    ++pairs;
+    const auto operand = [&](const std::string& which) {
+      return strided_view(fixture.load(name + which + "_sizes").to_vector<int64_t>(),
+                          fixture.load(name + which + "_strides").to_vector<int64_t>());
+    };
+    const Tensor a = operand("_a"), b = operand("_b");
+    const Dims expected(fixture.load(array.key).to_vector<int64_t>());
+    EXPECT_EQ(add(a, b).strides(), expected);
+    EXPECT_EQ(mul(a, b).strides(), expected);  // one rule for every binary op
+  }
+  EXPECT_GE(pairs, 15);
+}
+
+TEST(MemoryFormat, ElementwiseValuesAndGradientsDoNotDependOnTheLayout) {
+  const Tensor x = testing::random_for({2, 3, 2, 3, 2}, DType::Float64, 21);
+  const Tensor bias = testing::random_for({1, 3, 1, 1, 1}, DType::Float64, 22);
+  const Tensor xl = x.contiguous(MemoryFormat::ChannelsLast3d);
+  const Tensor y = add(mul(xl, xl), bias);
+  EXPECT_TRUE(y.is_contiguous(MemoryFormat::ChannelsLast3d));
+  EXPECT_TRUE(testing::all_close(y, add(mul(x, x), bias), {1e-15, 1e-15}));
+  EXPECT_TRUE(testing::gradcheck(
+      [](const std::vector<Tensor>& in) {
+        return where(gt(in[0], 0.0), exp(in[0]), mul(in[0], in[1]));
+      },
+      {xl.detach().requires_grad_(true), bias.detach().requires_grad_(true)}));
 }
 
 TEST(MemoryFormat, StridesOfEachFormat) {
@@ -119,6 +160,32 @@ TEST(MemoryFormat, ContiguousInAFormatPassesTheGradientThrough) {
   const Tensor y = x.contiguous(MemoryFormat::ChannelsLast3d);
   y.sum().backward();
   EXPECT_TRUE(testing::all_equal(x.grad(), ones_like(x)));
+}
+
+// ---- Note [Gradient layout] (core/autograd/accumulate_grad.h) -----------------------------
+
+TEST(GradientLayout, AChannelsLastLeafGetsAChannelsLastGradient) {
+  const Tensor x = testing::random_for({2, 3, 2, 3, 2}, DType::Float64, 31);
+  const Tensor w = testing::random_for({2, 3, 2, 3, 2}, DType::Float64, 32)
+                       .contiguous(MemoryFormat::ChannelsLast3d)
+                       .requires_grad_(true);
+  mul(x, w).sum().backward();  // the gradient arrives as x times a broadcast one: contiguous
+  EXPECT_TRUE(w.grad().is_contiguous(MemoryFormat::ChannelsLast3d));
+  EXPECT_TRUE(testing::all_equal(w.grad(), x));
+  mul(x, w).sum().backward();  // accumulated in place: still laid out as w
+  EXPECT_TRUE(w.grad().is_contiguous(MemoryFormat::ChannelsLast3d));
+  EXPECT_TRUE(testing::all_close(w.grad(), mul(x, 2.0), {1e-15, 1e-15}));
+}
+
+TEST(GradientLayout, ARowMajorLeafGetsARowMajorGradientWhateverArrives) {
+  const Tensor a = testing::random_for({3, 4}, DType::Float64, 33).requires_grad_(true);
+  const Tensor b = testing::random_for({4, 3}, DType::Float64, 34);
+  mul(a.t(), b).sum().backward();  // the gradient arrives as a transposed view
+  EXPECT_TRUE(a.grad().is_contiguous());
+  EXPECT_TRUE(testing::all_equal(a.grad(), b.t()));
+  const Tensor l = testing::random_for({2, 3, 2, 2}, DType::Float64, 35).requires_grad_(true);
+  mul(l, testing::random_for({2, 3, 2, 2}, DType::Float64, 36).contiguous(MemoryFormat::ChannelsLast)).sum().backward();
+  EXPECT_TRUE(l.grad().is_contiguous());
 }
 
 // ---- Note [Loops in memory order] --------------------------------------------------------

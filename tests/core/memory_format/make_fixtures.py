@@ -9,7 +9,11 @@ strides are kept):
                    suggest_memory_format: 0 contiguous, 1 channels_last, 2 channels_last_3d]
   "<name>_cl_strides"  (4-d and 5-d cases) the strides of
                    x.contiguous(memory_format=channels_last or channels_last_3d)
-suggest_memory_format is torch._prims_common's, PyTorch's Python statement of c10's rule.
+  "<name>_exp_strides", "<name>_clone_strides", "<name>_double_strides"  the strides of
+                   torch.exp(x), x.clone() and x.to(torch.float64) (layouts kept)
+and for each pair of operands in PAIRS, their sizes and strides and torch.add's result's
+strides ("pair_<name>_..."). suggest_memory_format is torch._prims_common's, PyTorch's
+Python statement of c10's rule.
 
 Needs torch and numpy (a virtual environment; Kiln's build never depends on them).
 Run from this folder: python3 make_fixtures.py
@@ -59,6 +63,37 @@ CASES = {
 
 FORMAT_INDEX = {torch.contiguous_format: 0, cl: 1, cl3d: 2}
 
+# Elementwise results' layouts: for each pair <name>, "pair_<name>_{a,b}_{sizes,strides}"
+# (the operands) and "pair_<name>_add_strides" (torch.add(a, b).stride()). For every
+# layout case above, "<name>_exp_strides" (torch.exp) and "<name>_clone_strides"
+# (clone(), preserve_format) and "<name>_double_strides" (.to(torch.float64)).
+c5 = lambda: torch.empty(2, 3, 4, 5, 6)
+l5 = lambda: torch.empty(2, 3, 4, 5, 6).contiguous(memory_format=cl3d)
+l4 = lambda: torch.empty(2, 3, 4, 5).contiguous(memory_format=cl)
+PAIRS = {
+    "channels_last_both": lambda: (l5(), l5()),
+    "channels_last_then_contiguous": lambda: (l5(), c5()),
+    "contiguous_then_channels_last": lambda: (c5(), l5()),
+    "channels_last_plus_bias": lambda: (l5(), torch.empty(1, 3, 1, 1, 1)),
+    "bias_plus_channels_last": lambda: (torch.empty(3, 1, 1, 1), l5()),
+    "channels_last_plus_scalar": lambda: (l5(), torch.tensor(2.0)),
+    "transposed_plus_contiguous": lambda: (c5().transpose(2, 4), torch.empty(2, 3, 6, 5, 4)),
+    "sliced_channels_last_both": lambda: (l5()[:, :, ::2], l5()[:, :, 1::2]),
+    "channels_last_4d_both": lambda: (l4(), l4()),
+    "channels_last_4d_plus_bias": lambda: (l4(), torch.empty(3, 1, 1)),
+    "matrix_transposed_plus_matrix": lambda: (torch.empty(4, 3).t(), torch.empty(3, 4)),
+    "matrix_transposed_plus_row": lambda: (torch.empty(4, 3).t(), torch.empty(4)),
+    "one_channel_channels_last_both": lambda: (torch.empty(2, 1, 4, 5, 6).contiguous(memory_format=cl3d),) * 2,
+    "batch_of_one_channels_last_plus_contiguous": lambda: (
+        torch.empty(1, 3, 4, 5, 6).contiguous(memory_format=cl3d), torch.empty(1, 3, 4, 5, 6)),
+    "broadcast_channel_plus_channels_last": lambda: (torch.empty(2, 1, 4, 5, 6).expand(2, 3, 4, 5, 6), l5()),
+}
+
+
+def layout_of(arrays, key, t):
+    arrays[key + "_sizes"] = np.array(t.shape, dtype=np.int64)
+    arrays[key + "_strides"] = np.array(t.stride(), dtype=np.int64)
+
 if __name__ == "__main__":
     arrays = {}
     for name, make in CASES.items():
@@ -75,5 +110,13 @@ if __name__ == "__main__":
         if x.dim() in (4, 5):
             y = x.contiguous(memory_format=cl if x.dim() == 4 else cl3d)
             arrays[name + "_cl_strides"] = np.array(y.stride(), dtype=np.int64)
+        arrays[name + "_exp_strides"] = np.array(torch.exp(x).stride(), dtype=np.int64)
+        arrays[name + "_clone_strides"] = np.array(x.clone().stride(), dtype=np.int64)
+        arrays[name + "_double_strides"] = np.array(x.to(torch.float64).stride(), dtype=np.int64)
+    for name, make in PAIRS.items():
+        a, b = make()
+        layout_of(arrays, f"pair_{name}_a", a)
+        layout_of(arrays, f"pair_{name}_b", b)
+        arrays[f"pair_{name}_add_strides"] = np.array(torch.add(a, b).stride(), dtype=np.int64)
     np.savez("memory_format.npz", **arrays)
-    print(f"memory_format.npz: {len(CASES)} cases")
+    print(f"memory_format.npz: {len(CASES)} layouts, {len(PAIRS)} pairs")
