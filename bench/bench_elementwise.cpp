@@ -13,6 +13,10 @@
 // log_softmax reads and writes the logits (8), nll reads one value a row; backward writes
 // the one-hot gradient (4) and log_softmax's backward reads it and its output and writes
 // grad_in (12): 24 bytes a logit.
+// Channels-last 3D (Note [Loops in memory order]): [2, 32, s, s, s] activations, operands
+// and result NDHWC, beside the same ops in NCDHW: an add (12 bytes a value) and a
+// per-channel bias add (8: the [C] values stay in cache). Equal speeds mean the NDHWC
+// loop runs flat, as the NCDHW one does.
 #include <cmath>
 
 #include "bench/bench_util.h"
@@ -51,6 +55,26 @@ void BM_CrossEntropy_ForwardBackward(benchmark::State& state) {
     cross_entropy(logits, target).backward();
     logits.set_grad(Tensor());
   });
+}
+
+MemoryFormat format_arg(int64_t channels_last) {
+  return channels_last != 0 ? MemoryFormat::ChannelsLast3d : MemoryFormat::Contiguous;
+}
+
+void BM_ChannelsLast3d_Add(benchmark::State& state) {
+  const int64_t side = state.range(0);
+  const Tensor a = rand({2, 32, side, side, side}).contiguous(format_arg(state.range(1)));
+  const Tensor b = rand({2, 32, side, side, side}).contiguous(format_arg(state.range(1)));
+  run_bandwidth_benchmark(state, 12.0 * static_cast<double>(a.numel()),
+                          [&] { benchmark::DoNotOptimize(add(a, b).data_ptr()); });
+}
+
+void BM_ChannelsLast3d_AddBias(benchmark::State& state) {
+  const int64_t side = state.range(0);
+  const Tensor a = rand({2, 32, side, side, side}).contiguous(format_arg(state.range(1)));
+  const Tensor bias = rand({1, 32, 1, 1, 1});
+  run_bandwidth_benchmark(state, 8.0 * static_cast<double>(a.numel()),
+                          [&] { benchmark::DoNotOptimize(add(a, bias).data_ptr()); });
 }
 
 void BM_Binary_Add(benchmark::State& state) {
@@ -95,6 +119,11 @@ BENCHMARK(BM_Unary_Relu)->RangeMultiplier(16)->Range(kMin, kMax)->UseRealTime();
 BENCHMARK(BM_ReluBackward)->RangeMultiplier(16)->Range(kMin, kMax)->UseRealTime();
 BENCHMARK(BM_CrossEntropy_ForwardBackward)->Arg(int64_t{1} << 20)->Arg(int64_t{1} << 24)->UseRealTime();
 BENCHMARK(BM_Binary_Add)->RangeMultiplier(16)->Range(kMin, kMax)->UseRealTime();
+BENCHMARK(BM_ChannelsLast3d_Add)->ArgsProduct({{16, 28}, {0, 1}})->ArgNames({"side", "channels_last"})->UseRealTime();
+BENCHMARK(BM_ChannelsLast3d_AddBias)
+    ->ArgsProduct({{16, 28}, {0, 1}})
+    ->ArgNames({"side", "channels_last"})
+    ->UseRealTime();
 BENCHMARK(BM_Broadcast_AddRow)->RangeMultiplier(16)->Range(kMin, kMax)->UseRealTime();
 BENCHMARK(BM_Strided_TransposedCopy)->RangeMultiplier(16)->Range(kMin, kMax)->UseRealTime();
 BENCHMARK(BM_Copy_Contiguous)->RangeMultiplier(16)->Range(kMin, kMax)->UseRealTime();

@@ -70,9 +70,10 @@ bool is_contiguous_as(IntList sizes, IntList strides, MemoryFormat format) {
   int64_t expected = 1;
   bool dense = true;
   const auto next = [&](size_t d) {  // dims innermost first; a size-1 dim's stride is free
-    if (sizes[d] == 1) return;
-    dense = dense && strides[d] == expected;
-    expected *= sizes[d];
+    if (sizes[d] == 1 || !dense) return;
+    dense = strides[d] == expected;
+    // Past int64 (sizes of a tensor with no elements may multiply so) no stride can match.
+    if (__builtin_mul_overflow(expected, sizes[d], &expected)) dense = false;
   };
   if (rank == 0) {
     // PyTorch: a tensor with no elements is contiguous, whatever its strides.
@@ -126,7 +127,18 @@ bool is_non_overlapping_and_dense(IntList sizes, IntList strides) {
 
 Dims preserved_strides(IntList sizes, IntList strides) {
   if (is_non_overlapping_and_dense(sizes, strides)) return Dims(strides);
-  return memory_format_strides(sizes, suggest_memory_format(sizes, strides), "preserve_format");
+  Dims order(sizes.size(), 0);
+  for (size_t i = 0; i < sizes.size(); ++i) order[i] = static_cast<int64_t>(sizes.size() - 1 - i);
+  const IntList own[] = {strides};
+  order_dims_innermost_first(order, sizes, own);
+  return dense_strides_in_order(sizes, order);
+}
+
+bool same_strides_where_it_matters(IntList sizes, IntList a, IntList b) {
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] != 1 && a[d] != b[d]) return false;
+  }
+  return true;
 }
 
 namespace {
@@ -164,7 +176,9 @@ Dims dense_strides_in_order(IntList sizes, IntList innermost_first) {
   int64_t stride = 1;
   for (int64_t d : innermost_first) {
     strides[static_cast<size_t>(d)] = stride;
-    stride *= std::max<int64_t>(sizes[static_cast<size_t>(d)], 1);  // sizes of an existing tensor: no overflow
+    const std::optional<int64_t> next = checked_mul(stride, std::max<int64_t>(sizes[static_cast<size_t>(d)], 1));
+    KILN_CHECK(next.has_value(), "dense strides: shape ", Dims(sizes), " has more elements than int64 holds");
+    stride = *next;
   }
   return strides;
 }
@@ -173,7 +187,8 @@ bool has_dense_strides_in_order(IntList sizes, IntList strides) {
   int64_t stride = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     if (strides[i] != stride) return false;
-    stride *= std::max<int64_t>(sizes[i], 1);
+    // Sizes of a tensor with no elements may multiply past int64: no stride matches then.
+    if (i > 0 && __builtin_mul_overflow(stride, std::max<int64_t>(sizes[i], 1), &stride)) return false;
   }
   return true;
 }

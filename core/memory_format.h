@@ -62,8 +62,13 @@ bool is_non_overlapping_and_dense(IntList sizes, IntList strides);
 
 // The strides a copy of a tensor keeps when its layout is preserved (PyTorch's
 // preserve_format, what clone() and to() do): its own when it is non-overlapping and
-// dense, else the dense strides of its suggested format.
+// dense, else dense strides in its own dims' memory order (Note [Memory order of dims],
+// PyTorch's infer_dense_strides), so a permuted and sliced tensor's copy stays permuted.
 Dims preserved_strides(IntList sizes, IntList strides);
+
+// Whether `a` and `b` have the same stride along every dim of size > 1 (a size-1 dim's
+// stride never moves to another element): two tensors of `sizes` with the same layout.
+bool same_strides_where_it_matters(IntList sizes, IntList a, IntList b);
 
 // Note [Memory order of dims]: which dims lie outside which in memory, decided by a list
 // of operands' strides (over the same sizes; a broadcast operand has stride 0 along the

@@ -9,10 +9,11 @@
 //
 // Note [Gradient layout]: a leaf's new .grad is laid out as the leaf is (PyTorch's
 // gradient layout contract): with the leaf's strides when the leaf is non-overlapping and
-// dense (a channels-last weight gets a channels-last gradient, so the fused optimizers
-// walk parameter, gradient and state in one order), row-major otherwise. An incoming
-// gradient in another layout (a permuted view, a broadcast) is copied into it, through
-// differentiable ops, so a create_graph backward still records.
+// dense (a channels-last leaf gets a channels-last gradient), row-major otherwise. An
+// incoming gradient in another layout (a permuted view, a broadcast) is copied into it,
+// through differentiable ops, so a create_graph backward still records. (The optimizers
+// take row-major parameters only, for now: channels-last weights, whose gradient and
+// state would follow this contract, are the next step of the channels-last work.)
 #pragma once
 
 #include <memory>

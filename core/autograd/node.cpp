@@ -113,14 +113,6 @@ AccumulateGrad::AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : leaf_(std::mo
 
 namespace {
 
-// Whether a leaf's dims of size > 1 have these strides (a size-1 dim's never matters).
-bool same_strides(const Tensor& a, const Tensor& b) {
-  for (int64_t d = 0; d < a.dim(); ++d) {
-    if (a.sizes()[d] != 1 && a.strides()[d] != b.strides()[d]) return false;
-  }
-  return true;
-}
-
 // The layout Note [Gradient layout] asks of `leaf`'s gradient: the leaf's own strides, or
 // row-major (contiguous() is true) when the leaf is row-major or not dense.
 bool keeps_own_layout(const Tensor& leaf) {
@@ -128,7 +120,8 @@ bool keeps_own_layout(const Tensor& leaf) {
 }
 
 bool laid_out_for(const Tensor& grad, const Tensor& leaf) {
-  return keeps_own_layout(leaf) ? same_strides(leaf, grad) : grad.is_contiguous();
+  return keeps_own_layout(leaf) ? same_strides_where_it_matters(leaf.sizes(), leaf.strides(), grad.strides())
+                                : grad.is_contiguous();
 }
 
 // A new tensor holding `grad` in the layout Note [Gradient layout] asks of `leaf`.

@@ -121,7 +121,8 @@ Tensor contiguous(const Tensor& t, MemoryFormat format) {
   KILN_CHECK(t.dim() == memory_format_rank(format), "contiguous: memory format ", format, " is for ",
              memory_format_rank(format), "-d tensors, got one of shape ", t.sizes());
   if (t.is_contiguous(format)) return t;
-  return cloned_into(t, empty(t.sizes(), {.dtype = t.dtype(), .device = t.device()}, format));
+  return cloned_into(t, empty_strided(t.sizes(), memory_format_strides(t.sizes(), format, "contiguous"),
+                                      {.dtype = t.dtype(), .device = t.device()}));
 }
 
 bool is_pinned(const Tensor& t) {

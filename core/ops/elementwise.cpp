@@ -64,10 +64,14 @@ Dims broadcast_strides(const Tensor& t, IntList shape) {
 // non-overlapping, dense ones (a channels-last 3D activation stays so); otherwise dense in the memory order of the inputs
 // broadcast to the result's shape (Note [Memory order of dims]), so a channels-last
 // activation plus a per-channel bias is channels-last, and the first input decides
-// between two that disagree.
-Tensor empty_result(const Dims& shape, const TensorOptions& options, std::initializer_list<const Tensor*> inputs) {
+// between two that disagree. One departure: when every input is row-major the result is,
+// where PyTorch, given inputs of different shapes whose size-1 dims have odd strides, may
+// order dims by those strides.
+Tensor empty_result(const Dims& shape, const TensorOptions& options, std::initializer_list<const Tensor*> inputs,
+                    const char* op) {
+  KILN_ASSERT(inputs.size() <= 3, op, ": ", inputs.size(), " inputs");
   const bool row_major = std::all_of(inputs.begin(), inputs.end(), [](const Tensor* t) { return t->is_contiguous(); });
-  if (row_major || shape.size() < 2) return empty(shape, options);
+  if (row_major || shape.size() < 2 || checked_numel(shape, op) == 0) return empty(shape, options, op);
   const bool same_shape = std::all_of(inputs.begin(), inputs.end(), [&](const Tensor* t) { return t->sizes() == shape; });
   if (same_shape && shape.size() == 4 && std::all_of(inputs.begin(), inputs.end(), [](const Tensor* t) {
         return t->is_contiguous(MemoryFormat::ChannelsLast);
@@ -89,6 +93,11 @@ Tensor empty_result(const Dims& shape, const TensorOptions& options, std::initia
   Dims order(shape.size(), 0);
   for (size_t i = 0; i < shape.size(); ++i) order[i] = static_cast<int64_t>(shape.size() - 1 - i);
   order_dims_innermost_first(order, shape, std::span<const IntList>(lists.data(), n));
+  // Still in row-major order (a broadcast of row-major operands, a backward's expanded
+  // gradient): the plain allocation, whose layout needs no computing.
+  bool row_major_order = true;
+  for (size_t i = 0; i < order.size(); ++i) row_major_order &= order[i] == static_cast<int64_t>(order.size() - 1 - i);
+  if (row_major_order) return empty(shape, options);
   return empty_strided(shape, dense_strides_in_order(shape, order), options);
 }
 
@@ -116,7 +125,7 @@ Tensor binary_kernel(BinaryOp op, const Tensor& a, const Tensor& b, const Elemen
   const Tensor ac = to(a, device, compute);
   const Tensor bc = to(b, device, compute);
   Tensor out =
-      empty_result(broadcast_shapes(a.sizes(), b.sizes(), name), {.dtype = out_dtype, .device = device}, {&a, &b});
+      empty_result(broadcast_shapes(a.sizes(), b.sizes(), name), {.dtype = out_dtype, .device = device}, {&a, &b}, name);
   if (out.numel() > 0) backend(device).binary(op, expanded_to(ac, out), expanded_to(bc, out), out, params);
   return out;
 }
@@ -130,7 +139,7 @@ Tensor unary_kernel(UnaryOp op, const Tensor& x, const ElementwiseParams& params
   const DType out_dtype = result_dtype(op, x.dtype());
   NoGradGuard no_grad;
   const Tensor xc = to(x, x.device(), compute);
-  Tensor out = empty_result(x.sizes(), {.dtype = out_dtype, .device = x.device()}, {&x});
+  Tensor out = empty_result(x.sizes(), {.dtype = out_dtype, .device = x.device()}, {&x}, name);
   if (out.numel() > 0) backend(x.device()).unary(op, xc, out, params);
   return out;
 }
@@ -546,7 +555,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
              "where: condition on ", cond.device(), " but values on ", device);
   const Dims shape =
       broadcast_shapes(cond.sizes(), broadcast_shapes(a.sizes(), b.sizes(), "where"), "where");
-  Tensor out = empty_result(shape, {.dtype = dtype, .device = device}, {&cond, &a, &b});
+  Tensor out = empty_result(shape, {.dtype = dtype, .device = device}, {&cond, &a, &b}, "where");
   {
     NoGradGuard no_grad;
     if (out.numel() > 0) {

@@ -41,9 +41,14 @@ namespace {
 
 size_t byte_size(const Tensor& t) { return static_cast<size_t>(t.numel()) * t.element_size(); }
 
-// Whether the bytes of src can be copied as they are into dst.
+// Whether the bytes of src can be copied as they are into dst: one dtype, and both
+// contiguous or both dense in the same layout (a channels-last tensor's to(device), which
+// keeps its layout; data_ptr() is then the lowest address of each).
 bool same_bytes(const Tensor& src, const Tensor& dst) {
-  return src.dtype() == dst.dtype() && src.is_contiguous() && dst.is_contiguous();
+  if (src.dtype() != dst.dtype()) return false;
+  if (src.is_contiguous() && dst.is_contiguous()) return true;
+  return same_strides_where_it_matters(src.sizes(), src.strides(), dst.strides()) &&
+         is_non_overlapping_and_dense(src.sizes(), src.strides());
 }
 
 Tensor host_temporary(const Tensor& like, DType dtype) {

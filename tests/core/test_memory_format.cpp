@@ -55,7 +55,7 @@ TEST(MemoryFormat, ContiguityAndTheSuggestedFormatAreTheOnesPyTorchGives) {
       EXPECT_EQ(t.contiguous(format).strides(), Dims(fixture.load(name + "_cl_strides").to_vector<int64_t>()));
     }
   }
-  EXPECT_GE(cases, 28);
+  EXPECT_GE(cases, 31);
 }
 
 TEST(MemoryFormat, ElementwiseResultsAreLaidOutAsPyTorchLaysThemOut) {
@@ -160,6 +160,19 @@ TEST(MemoryFormat, ContiguousInAFormatPassesTheGradientThrough) {
   const Tensor y = x.contiguous(MemoryFormat::ChannelsLast3d);
   y.sum().backward();
   EXPECT_TRUE(testing::all_equal(x.grad(), ones_like(x)));
+}
+
+TEST(MemoryFormat, HostileSizesAreClearErrorsOrRightAnswersNeverOverflows) {
+  const int64_t big = int64_t{1} << 32;
+  // No elements, sizes whose product overflows: copies keep the layout, checks answer.
+  const Tensor none = empty({0, big, big});
+  EXPECT_EQ(none.clone().sizes(), none.sizes());
+  EXPECT_EQ(empty({big, big, 0}).to(DType::Float64).numel(), 0);
+  EXPECT_FALSE(empty({0, big, big, big}).is_contiguous(MemoryFormat::ChannelsLast));
+  // Its channels-last strides would pass int64 (PyTorch's wrap): a clear error instead.
+  EXPECT_KILN_ERROR(empty({0, big, big, big}).contiguous(MemoryFormat::ChannelsLast), "contiguous", "overflow");
+  // A broadcast to more elements than int64 holds names the op.
+  EXPECT_KILN_ERROR(add(ones({1}).expand({big, 1}), ones({1}).expand({1, big})), "add");
 }
 
 // ---- Note [Gradient layout] (core/autograd/accumulate_grad.h) -----------------------------

@@ -83,6 +83,24 @@ TEST(CudaCopy, PinnedNonBlockingAndPageableCopies) {
   }
 }
 
+// to() keeps a channels-last tensor's layout (preserve_format), so host and device hold
+// the same bytes and one memcpy moves them, both ways (a pinned copy is row-major).
+TEST(CudaCopy, ChannelsLastTensorsMoveAsTheyAreLaidOut) {
+  KILN_REQUIRE_CUDA();
+  for (DType dtype : {DType::Float32, DType::BFloat16, DType::Int64}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Tensor host = random_for({2, 3, 4, 5, 6}, dtype, 41).contiguous(MemoryFormat::ChannelsLast3d);
+    for (const Tensor& source : {host, host.pin_memory()}) {
+      const Tensor device = source.to(kCuda, /*non_blocking=*/source.is_pinned());
+      EXPECT_EQ(device.strides(), source.strides());  // pin_memory() itself is row-major
+      const Tensor back = device.to(Device::cpu());
+      EXPECT_EQ(back.strides(), source.strides());
+      EXPECT_TRUE(all_equal(back, host));
+      EXPECT_TRUE(all_equal(device.contiguous().to(Device::cpu()), host.contiguous()));
+    }
+  }
+}
+
 TEST(CudaCopy, BetweenGpus) {
   KILN_REQUIRE_CUDA();
   if (cuda_device_count() < 2) GTEST_SKIP() << "needs two GPUs";

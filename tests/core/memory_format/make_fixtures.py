@@ -59,6 +59,10 @@ CASES = {
     "rank_3": lambda: torch.empty(2, 3, 4),
     "rank_3_transposed": lambda: torch.empty(2, 3, 4).transpose(0, 2),
     "rank_6": lambda: torch.empty(2, 3, 2, 2, 2, 2),
+    "transposed_then_sliced_2d": lambda: torch.empty(6, 8).t()[::2],
+    "permuted_then_sliced_5d": lambda: torch.empty(2, 3, 4, 5, 6).permute(0, 3, 1, 4, 2)[:, ::2],
+    "channels_last_sliced_transposed_5d": lambda: torch.empty(2, 3, 4, 5, 6).contiguous(
+        memory_format=cl3d)[:, :, 1:].transpose(3, 4),
 }
 
 FORMAT_INDEX = {torch.contiguous_format: 0, cl: 1, cl3d: 2}
