@@ -25,18 +25,30 @@ Tensor strided_view(const std::vector<int64_t>& sizes, const std::vector<int64_t
   return as_strided(zeros({4096}), Dims(sizes), Dims(strides), 0);
 }
 
+const data::npz::File& fixture() {
+  static const data::npz::File file(std::string(KILN_SOURCE_DIR) + "/tests/core/memory_format/memory_format.npz");
+  return file;
+}
+
+// The fixture's cases: the names of its arrays "<name><suffix>", without the suffix.
+std::vector<std::string> cases_with(const std::string& suffix) {
+  std::vector<std::string> names;
+  for (const data::npz::Array& array : fixture().arrays()) {
+    if (array.key.ends_with(suffix)) names.push_back(array.key.substr(0, array.key.size() - suffix.size()));
+  }
+  return names;
+}
+
+Dims dims_of(const std::string& key) { return Dims(fixture().load(key).to_vector<int64_t>()); }
+
 TEST(MemoryFormat, ContiguityAndTheSuggestedFormatAreTheOnesPyTorchGives) {
-  const data::npz::File fixture(std::string(KILN_SOURCE_DIR) + "/tests/core/memory_format/memory_format.npz");
-  int cases = 0;
-  for (const data::npz::Array& array : fixture.arrays()) {
-    const std::string suffix = "_facts";
-    if (!array.key.ends_with(suffix)) continue;
-    const std::string name = array.key.substr(0, array.key.size() - suffix.size());
+  const std::vector<std::string> cases = cases_with("_facts");
+  EXPECT_GE(cases.size(), 31u);
+  for (const std::string& name : cases) {
     SCOPED_TRACE(name);
-    ++cases;
-    const std::vector<int64_t> sizes = fixture.load(name + "_sizes").to_vector<int64_t>();
-    const std::vector<int64_t> strides = fixture.load(name + "_strides").to_vector<int64_t>();
-    const std::vector<int64_t> facts = fixture.load(array.key).to_vector<int64_t>();
+    const std::vector<int64_t> sizes = fixture().load(name + "_sizes").to_vector<int64_t>();
+    const std::vector<int64_t> strides = fixture().load(name + "_strides").to_vector<int64_t>();
+    const std::vector<int64_t> facts = fixture().load(name + "_facts").to_vector<int64_t>();
     ASSERT_EQ(facts.size(), 4u);
     const Tensor t = strided_view(sizes, strides);
     EXPECT_EQ(t.is_contiguous(), facts[0] == 1);
@@ -46,37 +58,30 @@ TEST(MemoryFormat, ContiguityAndTheSuggestedFormatAreTheOnesPyTorchGives) {
     EXPECT_EQ(static_cast<int64_t>(t.suggest_memory_format()), facts[3]);
     // An elementwise result, a clone and a conversion keep the layout as PyTorch's do
     // (Note [Elementwise result layout], preserve_format).
-    const Dims expected_exp(fixture.load(name + "_exp_strides").to_vector<int64_t>());
-    EXPECT_EQ(exp(t).strides(), expected_exp);
-    EXPECT_EQ(t.clone().strides(), Dims(fixture.load(name + "_clone_strides").to_vector<int64_t>()));
-    EXPECT_EQ(t.to(DType::Float64).strides(), Dims(fixture.load(name + "_double_strides").to_vector<int64_t>()));
-    if (fixture.contains(name + "_cl_strides")) {
+    EXPECT_EQ(exp(t).strides(), dims_of(name + "_exp_strides"));
+    EXPECT_EQ(t.clone().strides(), dims_of(name + "_clone_strides"));
+    EXPECT_EQ(t.to(DType::Float64).strides(), dims_of(name + "_double_strides"));
+    if (fixture().contains(name + "_cl_strides")) {
       const MemoryFormat format = t.dim() == 4 ? MemoryFormat::ChannelsLast : MemoryFormat::ChannelsLast3d;
-      EXPECT_EQ(t.contiguous(format).strides(), Dims(fixture.load(name + "_cl_strides").to_vector<int64_t>()));
+      EXPECT_EQ(t.contiguous(format).strides(), dims_of(name + "_cl_strides"));
     }
   }
-  EXPECT_GE(cases, 31);
 }
 
 TEST(MemoryFormat, ElementwiseResultsAreLaidOutAsPyTorchLaysThemOut) {
-  const data::npz::File fixture(std::string(KILN_SOURCE_DIR) + "/tests/core/memory_format/memory_format.npz");
-  int pairs = 0;
-  for (const data::npz::Array& array : fixture.arrays()) {
-    const std::string suffix = "_add_strides";
-    if (!array.key.ends_with(suffix)) continue;
-    const std::string name = array.key.substr(0, array.key.size() - suffix.size());
+  const std::vector<std::string> pairs = cases_with("_add_strides");
+  EXPECT_GE(pairs.size(), 15u);
+  for (const std::string& name : pairs) {
     SCOPED_TRACE(name);
-    ++pairs;
     const auto operand = [&](const std::string& which) {
-      return strided_view(fixture.load(name + which + "_sizes").to_vector<int64_t>(),
-                          fixture.load(name + which + "_strides").to_vector<int64_t>());
+      return strided_view(fixture().load(name + which + "_sizes").to_vector<int64_t>(),
+                          fixture().load(name + which + "_strides").to_vector<int64_t>());
     };
     const Tensor a = operand("_a"), b = operand("_b");
-    const Dims expected(fixture.load(array.key).to_vector<int64_t>());
+    const Dims expected = dims_of(name + "_add_strides");
     EXPECT_EQ(add(a, b).strides(), expected);
     EXPECT_EQ(mul(a, b).strides(), expected);  // one rule for every binary op
   }
-  EXPECT_GE(pairs, 15);
 }
 
 TEST(MemoryFormat, ElementwiseValuesAndGradientsDoNotDependOnTheLayout) {
