@@ -164,11 +164,24 @@ std::string header_bytes(const Spec& spec) {
   return bytes;
 }
 
-// Writes the spec's file (gzip-compressed when asked) into a fresh temporary folder.
+// This process's folder for the files the tests write, removed with everything in it
+// when the process ends.
+const fs::path& scratch_folder() {
+  struct Folder {
+    fs::path path = fs::temp_directory_path() / ("kiln_nifti_" + std::to_string(::getpid()));
+    Folder() { fs::create_directories(path); }
+    ~Folder() {
+      std::error_code ignored;
+      fs::remove_all(path, ignored);
+    }
+  };
+  static const Folder folder;
+  return folder.path;
+}
+
+// Writes the spec's file (gzip-compressed when asked) into this process's scratch folder.
 std::string write_file(const Spec& spec, const std::string& name, size_t keep_bytes = SIZE_MAX) {
-  const fs::path dir = fs::temp_directory_path() / ("kiln_nifti_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string path = (dir / name).string();
+  const std::string path = (scratch_folder() / name).string();
   std::string bytes = header_bytes(spec);
   std::vector<uint8_t> voxels = spec.voxels;
   const size_t width = static_cast<size_t>(bits_of(spec.datatype) / 8);

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -38,6 +39,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)initialised;
   const bool gzip = size >= 2 && data[0] == 0x1f && data[1] == 0x8b;
   const std::string path = input_path(gzip);
+  struct RemovedAtReturn {  // so no input outlives its run in /tmp
+    const std::string& path;
+    ~RemovedAtReturn() { std::remove(path.c_str()); }
+  } const removed{path};
   std::ofstream(path, std::ios::binary | std::ios::trunc)
       .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   const std::string prefix = "NIfTI file '" + path + "': ";
