@@ -7,6 +7,7 @@
 
 #include "core/checked_math.h"
 #include "core/error.h"
+#include "core/tensor_impl.h"
 
 namespace kiln {
 namespace {
@@ -44,22 +45,16 @@ Dims memory_format_strides(IntList sizes, MemoryFormat format, const char* op) {
   const int rank = memory_format_rank(format);
   KILN_CHECK(rank == 0 || static_cast<int>(sizes.size()) == rank, op, ": memory format ", format, " is for ",
              rank, "-d tensors, got one of shape ", Dims(sizes));
+  if (rank == 0) return contiguous_strides(sizes);
+  // As in PyTorch, a size-0 dim counts as 0 here (contiguous strides count it as 1); either
+  // is right for a tensor with no elements.
   Dims strides(sizes.size(), 0);
   int64_t stride = 1;
-  // As in PyTorch, a size-0 dim counts as 1 in contiguous strides, as 0 in channels-last
-  // ones (either is right for a tensor with no elements; the same strides are kept).
-  const int64_t least_size = rank == 0 ? 1 : 0;
-  const auto lay_out = [&](int64_t d) {
+  for (int64_t d : innermost_first(format)) {
     strides[static_cast<size_t>(d)] = stride;
-    const std::optional<int64_t> next =
-        checked_mul(stride, std::max<int64_t>(sizes[static_cast<size_t>(d)], least_size));
+    const std::optional<int64_t> next = checked_mul(stride, sizes[static_cast<size_t>(d)]);
     KILN_CHECK(next.has_value(), op, ": the strides of shape ", Dims(sizes), " overflow int64");
     stride = *next;
-  };
-  if (rank == 0) {
-    for (size_t i = sizes.size(); i-- > 0;) lay_out(static_cast<int64_t>(i));
-  } else {
-    for (int64_t d : innermost_first(format)) lay_out(d);
   }
   return strides;
 }
@@ -67,22 +62,18 @@ Dims memory_format_strides(IntList sizes, MemoryFormat format, const char* op) {
 bool is_contiguous_as(IntList sizes, IntList strides, MemoryFormat format) {
   const int rank = memory_format_rank(format);
   if (sizes.size() != strides.size() || (rank != 0 && static_cast<int>(sizes.size()) != rank)) return false;
-  int64_t expected = 1;
-  bool dense = true;
-  const auto next = [&](size_t d) {  // dims innermost first; a size-1 dim's stride is free
-    if (sizes[d] == 1 || !dense) return;
-    dense = strides[d] == expected;
-    // Past int64 (sizes of a tensor with no elements may multiply so) no stride can match.
-    if (__builtin_mul_overflow(expected, sizes[d], &expected)) dense = false;
-  };
-  if (rank == 0) {
-    // PyTorch: a tensor with no elements is contiguous, whatever its strides.
-    if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) return true;
-    for (size_t i = sizes.size(); i-- > 0;) next(i);
-  } else {
-    for (int64_t d : innermost_first(format)) next(static_cast<size_t>(d));
+  if (rank == 0) {  // the tensor's own rule (it is contiguous whatever its strides when empty)
+    return is_row_major(sizes, strides, std::find(sizes.begin(), sizes.end(), 0) != sizes.end() ? 0 : 1);
   }
-  return dense;
+  int64_t expected = 1;
+  for (int64_t dim : innermost_first(format)) {
+    const size_t d = static_cast<size_t>(dim);
+    if (sizes[d] == 1) continue;  // a size-1 dim's stride never matters
+    if (strides[d] != expected) return false;
+    // Past int64 (sizes of a tensor with no elements may multiply so) no stride can match.
+    if (__builtin_mul_overflow(expected, sizes[d], &expected)) return false;
+  }
+  return true;
 }
 
 // PyTorch's "strides like channels-last": walking the format's dims from the innermost,
@@ -127,11 +118,9 @@ bool is_non_overlapping_and_dense(IntList sizes, IntList strides) {
 
 Dims preserved_strides(IntList sizes, IntList strides) {
   if (is_non_overlapping_and_dense(sizes, strides)) return Dims(strides);
-  Dims order(sizes.size(), 0);
-  for (size_t i = 0; i < sizes.size(); ++i) order[i] = static_cast<int64_t>(sizes.size() - 1 - i);
   const IntList own[] = {strides};
-  order_dims_innermost_first(order, sizes, own);
-  return dense_strides_in_order(sizes, order);
+  Dims dense = dense_strides_in_memory_order(sizes, own);
+  return dense.empty() ? contiguous_strides(sizes) : dense;
 }
 
 bool same_strides_where_it_matters(IntList sizes, IntList a, IntList b) {
@@ -171,26 +160,22 @@ void order_dims_innermost_first(std::span<int64_t> dims, IntList sizes, std::spa
   }
 }
 
-Dims dense_strides_in_order(IntList sizes, IntList innermost_first) {
+Dims dense_strides_in_memory_order(IntList sizes, std::span<const IntList> operand_strides) {
+  Dims order(sizes.size(), 0);  // innermost first: row-major to begin with
+  for (size_t i = 0; i < sizes.size(); ++i) order[i] = static_cast<int64_t>(sizes.size() - 1 - i);
+  order_dims_innermost_first(order, sizes, operand_strides);
+  bool row_major = true;
+  for (size_t i = 0; i < order.size(); ++i) row_major = row_major && order[i] == static_cast<int64_t>(order.size() - 1 - i);
+  if (row_major) return {};
   Dims strides(sizes.size(), 0);
   int64_t stride = 1;
-  for (int64_t d : innermost_first) {
+  for (int64_t d : order) {
     strides[static_cast<size_t>(d)] = stride;
     const std::optional<int64_t> next = checked_mul(stride, std::max<int64_t>(sizes[static_cast<size_t>(d)], 1));
     KILN_CHECK(next.has_value(), "dense strides: shape ", Dims(sizes), " has more elements than int64 holds");
     stride = *next;
   }
   return strides;
-}
-
-bool has_dense_strides_in_order(IntList sizes, IntList strides) {
-  int64_t stride = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
-    if (strides[i] != stride) return false;
-    // Sizes of a tensor with no elements may multiply past int64: no stride matches then.
-    if (i > 0 && __builtin_mul_overflow(stride, std::max<int64_t>(sizes[i], 1), &stride)) return false;
-  }
-  return true;
 }
 
 }  // namespace kiln

@@ -81,11 +81,9 @@ bool same_strides_where_it_matters(IntList sizes, IntList a, IntList b);
 // both backends' loops visit memory in this order (Note [Loops in memory order]).
 void order_dims_innermost_first(std::span<int64_t> dims, IntList sizes, std::span<const IntList> operand_strides);
 
-// The dense strides of a tensor of `sizes` whose dims lie in memory as `innermost_first`
-// lists them (every dim once).
-Dims dense_strides_in_order(IntList sizes, IntList innermost_first);
-// Whether `strides` are exactly the row-major ones dense_strides_in_order gives (size-1
-// dims' strides included), checked without making them.
-bool has_dense_strides_in_order(IntList sizes, IntList strides);
+// The dense strides of a tensor of `sizes` whose dims lie in memory in the operands'
+// order (order_dims_innermost_first over `operand_strides`); empty when that order is
+// row-major, so the caller allocates as usual (contiguous_strides).
+Dims dense_strides_in_memory_order(IntList sizes, std::span<const IntList> operand_strides);
 
 }  // namespace kiln

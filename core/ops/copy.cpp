@@ -67,10 +67,10 @@ struct CopyBackward final : Node {
 
 // A new tensor for a copy of `t` on `device` in `dtype` that keeps its layout (PyTorch's
 // preserve_format: a channels-last or permuted tensor's copy is laid out as it is, a
-// strided one's densely in its suggested format; core/memory_format.h).
+// strided one's densely in its own dims' order; core/memory_format.h).
 Tensor empty_preserving(const Tensor& t, Device device, DType dtype) {
   const TensorOptions options{.dtype = dtype, .device = device};
-  if (t.is_contiguous() && has_dense_strides_in_order(t.sizes(), t.strides())) return empty(t.sizes(), options);
+  if (t.is_contiguous() && t.strides() == contiguous_strides(t.sizes())) return empty(t.sizes(), options);
   return empty_strided(t.sizes(), preserved_strides(t.sizes(), t.strides()), options);
 }
 

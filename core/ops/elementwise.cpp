@@ -90,15 +90,10 @@ Tensor empty_result(const Dims& shape, const TensorOptions& options, std::initia
   for (const Tensor* t : inputs) strides[n++] = broadcast_strides(*t, shape);
   std::array<IntList, 3> lists;
   for (size_t i = 0; i < n; ++i) lists[i] = strides[i];
-  Dims order(shape.size(), 0);
-  for (size_t i = 0; i < shape.size(); ++i) order[i] = static_cast<int64_t>(shape.size() - 1 - i);
-  order_dims_innermost_first(order, shape, std::span<const IntList>(lists.data(), n));
   // Still in row-major order (a broadcast of row-major operands, a backward's expanded
   // gradient): the plain allocation, whose layout needs no computing.
-  bool row_major_order = true;
-  for (size_t i = 0; i < order.size(); ++i) row_major_order &= order[i] == static_cast<int64_t>(order.size() - 1 - i);
-  if (row_major_order) return empty(shape, options);
-  return empty_strided(shape, dense_strides_in_order(shape, order), options);
+  Dims dense = dense_strides_in_memory_order(shape, std::span<const IntList>(lists.data(), n));
+  return dense.empty() ? empty(shape, options) : empty_strided(shape, dense, options);
 }
 
 // `t` broadcast to `out`'s shape; itself when it has that shape already (no view made).
