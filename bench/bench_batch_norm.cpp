@@ -1,5 +1,6 @@
 // CPU batch-norm pieces (kernels/cpu/batch_norm.cpp) on 3D-CNN shapes [N, C, D, H, W],
-// float32: statistics, apply, backward reduce and backward input, through the Backend,
+// float32: statistics, apply, backward reduce and backward input, through the Backend, in
+// NCDHW and in channels-last (NDHWC: kernels/cpu/batch_norm_channels_last.cpp; 5th arg 1),
 // each also with the fused ReLU (Note [Batch norm with ReLU] in core/backend.h), which moves
 // the same bytes (the mask is recomputed from x) and does a compare more per value.
 //
@@ -13,31 +14,44 @@
 namespace kiln::bench {
 namespace {
 
-// args: N, C, spatial edge (D = H = W), relu (0 or 1; the statistics ignore it).
+// args: N, C, spatial edge (D = H = W), relu (0 or 1; the statistics ignore it),
+// channels-last (0 or 1).
 std::vector<int64_t> shape_of(const benchmark::State& state) {
   const int64_t e = state.range(2);
   return {state.range(0), state.range(1), e, e, e};
+}
+MemoryFormat layout_of(const benchmark::State& state) {
+  return state.range(4) != 0 ? MemoryFormat::ChannelsLast3d : MemoryFormat::Contiguous;
 }
 
 struct Operands {
   Tensor x, dy, out, mean, var, invstd, weight, bias, sum_dy, sum_dy_xmu;
   BatchNormCoefficients norm;
   explicit Operands(const benchmark::State& state)
-      : x(rand(shape_of(state))), dy(rand(x.sizes())), out(empty(x.sizes())), mean(full({x.size(1)}, 0.5)),
-        var(ones({x.size(1)})), invstd(ones({x.size(1)})), weight(ones({x.size(1)})), bias(zeros({x.size(1)})),
-        sum_dy(zeros({x.size(1)})), sum_dy_xmu(zeros({x.size(1)})),
-        norm{.mean = mean, .invstd = invstd, .weight = weight, .bias = bias,
-             .relu = state.range(3) != 0} {}
+      : x(rand(shape_of(state)).contiguous(layout_of(state))),
+        dy(rand(x.sizes()).contiguous(layout_of(state))),
+        out(empty_like(x)),
+        mean(full({x.size(1)}, 0.5)),
+        var(ones({x.size(1)})),
+        invstd(ones({x.size(1)})),
+        weight(ones({x.size(1)})),
+        bias(zeros({x.size(1)})),
+        sum_dy(zeros({x.size(1)})),
+        sum_dy_xmu(zeros({x.size(1)})),
+        norm{.mean = mean, .invstd = invstd, .weight = weight, .bias = bias, .relu = state.range(3) != 0} {}
   double bytes(int tensors) const { return static_cast<double>(tensors) * 4.0 * static_cast<double>(x.numel()); }
 };
 
 void label(benchmark::State& state, const Operands& o) {
-  if (o.norm.relu) state.SetLabel("fused relu");
+  const bool cl = state.range(4) != 0;
+  state.SetLabel(std::string(o.norm.relu ? "fused relu" : "") + (o.norm.relu && cl ? ", " : "") +
+                 (cl ? "channels-last" : ""));
 }
 
 void BM_BatchNormStats(benchmark::State& state) {
   const Operands o(state);
   run_bandwidth_benchmark(state, o.bytes(1), [&] { backend(o.x.device()).batch_norm_stats(o.x, o.mean, o.var); });
+  label(state, o);
 }
 
 void BM_BatchNormApply(benchmark::State& state) {
@@ -83,10 +97,17 @@ void BM_BatchNormReluOp(benchmark::State& state) {
   state.SetLabel(fused ? "batch_norm_relu" : "relu(batch_norm)");
 }
 
-// [2, 64, 32^3] (few channels, big volumes: the chunk split), [8, 256, 8^3], [32, 512, 4^3];
-// the elementwise passes also with the fused ReLU (4th arg 1).
-#define KILN_BN_SHAPES ->Args({2, 64, 32, 0})->Args({8, 256, 8, 0})->Args({32, 512, 4, 0})->UseRealTime()
-#define KILN_BN_SHAPES_RELU KILN_BN_SHAPES->Args({2, 64, 32, 1})->Args({8, 256, 8, 1})->Args({32, 512, 4, 1})
+// [2, 64, 32^3] (few channels, big volumes: the chunk split), [8, 256, 8^3], [32, 512, 4^3],
+// each in both layouts; the elementwise passes also with the fused ReLU (4th arg 1).
+#define KILN_BN_SHAPES                               \
+  ->ArgsProduct({{2}, {64}, {32}, {0}, {0, 1}})      \
+      ->ArgsProduct({{8}, {256}, {8}, {0}, {0, 1}})  \
+      ->ArgsProduct({{32}, {512}, {4}, {0}, {0, 1}}) \
+      ->UseRealTime()
+#define KILN_BN_SHAPES_RELU                                   \
+  KILN_BN_SHAPES->ArgsProduct({{2}, {64}, {32}, {1}, {0, 1}}) \
+      ->ArgsProduct({{8}, {256}, {8}, {1}, {0, 1}})           \
+      ->ArgsProduct({{32}, {512}, {4}, {1}, {0, 1}})
 BENCHMARK(BM_BatchNormStats) KILN_BN_SHAPES;
 BENCHMARK(BM_BatchNormApply) KILN_BN_SHAPES_RELU;
 BENCHMARK(BM_BatchNormBackwardReduce) KILN_BN_SHAPES_RELU;

@@ -202,8 +202,10 @@ class Backend {
   // [N, C_in, s...], weight [C_out, C_in / groups, k...], output [N, C_out, o...] with
   // o = (s + 2 padding - dilation (k - 1) - 1) / stride + 1. Group g maps input channels
   // [g C_in/groups, (g+1) C_in/groups) to output channels [g C_out/groups, ...). The op
-  // layer (core/ops/conv.h) validates shapes, passes contiguous tensors of one floating
-  // dtype, and adds the bias itself. Every kernel overwrites its output (=).
+  // layer (core/ops/conv.h) validates shapes, passes tensors of one floating dtype, all
+  // dense in one layout (row-major, or channels-last: Note [Convolution memory format] in
+  // core/ops/conv_arguments.h), and adds the bias itself. Every kernel overwrites its
+  // output (=).
   virtual void conv_forward(const Tensor& input, const Tensor& weight, const ConvParams& params,
                             const Tensor& out) = 0;
   // grad_input [N, C_in, s...] = the gradient of the forward with respect to input.
@@ -231,9 +233,9 @@ class Backend {
   // Note [Batch norm pieces]: training-mode batch norm is three passes, split so that
   // SyncBatchNorm can all-reduce per-channel numbers between them: statistics, apply, and
   // for backward a per-channel reduction then an elementwise pass. input and grad_out are
-  // [N, C, *] contiguous; per-channel tensors are [C] in the statistics dtype (float32 for
-  // float16/bfloat16/float32 input, float64 for float64). Every kernel overwrites its
-  // outputs. The normalisation y = (x - mean[c]) invstd[c] weight[c] + bias[c] comes as
+  // [N, C, *], all big operands contiguous or all channels-last; per-channel tensors are [C] in the
+  // statistics dtype (float32 for float16/bfloat16/float32 input, float64 for float64). Every kernel
+  // overwrites its outputs. The normalisation y = (x - mean[c]) invstd[c] weight[c] + bias[c] comes as
   // BatchNormCoefficients (weight and bias undefined, affine = false: 1 and 0), with
   // `relu` when a ReLU follows it, fused (Note [Batch norm with ReLU]).
   // mean and biased variance of each channel over N and the spatial dims (Welford).
@@ -253,7 +255,9 @@ class Backend {
                                          const BatchNormCoefficients& norm, const Tensor& sum_dy,
                                          const Tensor& sum_dy_xmu, int64_t count, const Tensor& grad_in) = 0;
 
-  // ---- pooling (PoolParams; input [N, C, s...] contiguous, 1-3 spatial dims) ------------
+  // ---- pooling (PoolParams; input [N, C, s...], 1-3 spatial dims) -----------------------
+  // Every operand of a call is contiguous, or every one channels-last (the indices laid out
+  // as the output); an index is a flat offset in the spatial volume in either layout.
   // out = the max of each window; indices (Int64) = where it was, as a flat offset within
   // the input's spatial volume (PyTorch's return_indices). NaN wins; ties keep the first.
   // A window with no tap inside the input (dilation only) gives -inf and index -1.
@@ -295,8 +299,10 @@ class Backend {
   // step costs a few kernel launches instead of a few per parameter (on CUDA the list is
   // cut into chunks whose addresses travel in the kernel's arguments). The op layer
   // (core/ops/multi_tensor.h) validates and groups the lists; a backend may assume:
-  //  - every tensor lies on this backend's device, is contiguous and non-empty;
-  //  - the i-th entries of the parallel lists have the same numel;
+  //  - every tensor lies on this backend's device, is dense (contiguous or another dense
+  //    layout, e.g. channels-last: it is read as one flat run from data_ptr()) and
+  //    non-empty;
+  //  - the i-th entries of the parallel lists have the same numel and are laid out alike;
   //  - in an optimizer step, params, grads and every state list share one floating dtype
   //    (float16/bfloat16 are computed in float32, float64 in float64);
   //  - `steps` entries are Float32 [] tensors holding the step number to use, already
@@ -373,6 +379,8 @@ class Backend {
                                 double min_scale) = 0;
 
   // ---- random numbers (Note [Philox streams] in core/generator.h) ----------------------
+  // out is dense (contiguous or another dense layout); element i in memory order draws
+  // the numbers of index i.
   virtual void uniform(const Tensor& out, double low, double high, PhiloxState state) = 0;
   virtual void normal(const Tensor& out, double mean, double std, PhiloxState state) = 0;
   // Integers uniform in [low, high).

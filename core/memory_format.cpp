@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <ostream>
 
 #include "core/checked_math.h"
@@ -79,6 +80,18 @@ bool is_contiguous_as(IntList sizes, IntList strides, MemoryFormat format) {
 // PyTorch's "strides like channels-last": walking the format's dims from the innermost,
 // each stride is at least the extent of those inside it; a broadcast channel dim, a dim of
 // size 0, and N no further out than C (the [N, 1, 1, 1] ambiguity) say no.
+MemoryFormat channels_last_format(int64_t rank) {
+  return rank == 4   ? MemoryFormat::ChannelsLast
+         : rank == 5 ? MemoryFormat::ChannelsLast3d
+                     : MemoryFormat::Contiguous;
+}
+
+bool is_channels_last_only(IntList sizes, IntList strides) {
+  const MemoryFormat format = channels_last_format(static_cast<int64_t>(sizes.size()));
+  return format != MemoryFormat::Contiguous && is_contiguous_as(sizes, strides, format) &&
+         !is_contiguous_as(sizes, strides, MemoryFormat::Contiguous);
+}
+
 MemoryFormat suggest_memory_format(IntList sizes, IntList strides) {
   const MemoryFormat format = sizes.size() == 4   ? MemoryFormat::ChannelsLast
                               : sizes.size() == 5 ? MemoryFormat::ChannelsLast3d
@@ -176,6 +189,20 @@ Dims dense_strides_in_memory_order(IntList sizes, std::span<const IntList> opera
     stride = *next;
   }
   return strides;
+}
+
+namespace {
+std::atomic<int64_t> layout_conversion_count{0};
+}  // namespace
+
+int64_t layout_conversions() { return layout_conversion_count.load(std::memory_order_relaxed); }
+
+void count_layout_conversion(IntList sizes, IntList src_strides, IntList dst_strides) {
+  if (channels_last_format(static_cast<int64_t>(sizes.size())) == MemoryFormat::Contiguous) return;
+  if (same_strides_where_it_matters(sizes, src_strides, dst_strides)) return;  // the usual case: no work
+  if (is_non_overlapping_and_dense(sizes, src_strides) && is_non_overlapping_and_dense(sizes, dst_strides)) {
+    layout_conversion_count.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace kiln

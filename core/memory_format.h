@@ -55,6 +55,14 @@ bool is_contiguous_as(IntList sizes, IntList strides, MemoryFormat format);
 // for 4-d and ChannelsLast3d for 5-d strides ordered like theirs, else Contiguous.
 MemoryFormat suggest_memory_format(IntList sizes, IntList strides);
 
+// The channels-last format of a rank-`rank` tensor (ChannelsLast for 4, ChannelsLast3d
+// for 5), Contiguous for a rank that has none.
+MemoryFormat channels_last_format(int64_t rank);
+
+// Whether the strides are dense channels-last and not also row-major (an ambiguous tensor,
+// one channel or no spatial extent, is row-major: either view reads the same bytes).
+bool is_channels_last_only(IntList sizes, IntList strides);
+
 // Whether the elements are each at their own place and fill their span with no gaps, in
 // some order of the dims (PyTorch's is_non_overlapping_and_dense): a permutation of a
 // contiguous tensor is, a slice with a step or an expanded tensor is not.
@@ -85,5 +93,19 @@ void order_dims_innermost_first(std::span<int64_t> dims, IntList sizes, std::spa
 // order (order_dims_innermost_first over `operand_strides`); empty when that order is
 // row-major, so the caller allocates as usual (contiguous_strides).
 Dims dense_strides_in_memory_order(IntList sizes, std::span<const IntList> operand_strides);
+
+// Note [Layout conversions]: a copy between two tensors of the same sizes that are each
+// dense in a different layout (a channels-last tensor made row-major, or back) is a layout
+// conversion: a pass over memory that a channels-last model should never need (counted
+// for 4-d and 5-d tensors, the ranks memory formats are for; a matrix's transposed copy
+// inside a matmul is not one). Every
+// op-level copy (contiguous, clone, to, copy_; the backends' own work goes through them)
+// counts the conversions it makes, process-wide, so a test can assert that a
+// channels-last training step makes none. A copy of a strided view into a dense tensor
+// (a gather) is not one.
+int64_t layout_conversions();
+// Counts the copy of a tensor of `sizes` from `src_strides` to `dst_strides` when it is
+// a layout conversion.
+void count_layout_conversion(IntList sizes, IntList src_strides, IntList dst_strides);
 
 }  // namespace kiln

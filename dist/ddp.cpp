@@ -241,7 +241,12 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Layer> modu
     bucket.world_size = scalar_tensor(static_cast<double>(group_->size()), placement);
     for (const size_t i : bucket.params) {
       State::Param& p = s.params[i];
-      p.view = bucket.flat.narrow(0, p.offset, p.tensor.numel()).view(p.tensor.sizes());
+      // Laid out as the parameter (a channels-last weight gets a channels-last view of its
+      // slice), so the optimizer's flat update reads it as it is (Note [Optimizer layouts]).
+      const Tensor slice = bucket.flat.narrow(0, p.offset, p.tensor.numel());
+      p.view = p.tensor.is_contiguous()
+                   ? slice.view(p.tensor.sizes())
+                   : slice.as_strided(p.tensor.sizes(), p.tensor.strides(), slice.storage_offset());
       const Tensor grad = p.tensor.grad();
       if (!grad.defined()) continue;
       p.view.copy_(grad);

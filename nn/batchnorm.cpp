@@ -111,7 +111,7 @@ Tensor BatchNormNd::synchronized_forward(const Tensor& input, const Tensor& mean
   namespace bn = batch_norm_pieces;
   const std::string op = type_name();
   bn::check_arguments(op.c_str(), input, mean, var, weight, bias, /*training=*/false);
-  const Tensor x = input.contiguous();
+  const Tensor x = bn::kernel_layout(input);
   const int64_t count = bn::count_per_channel(x);
   bn::Stats stats;
   if (count > 0) {

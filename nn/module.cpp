@@ -8,6 +8,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/ops/copy.h"
+#include "core/ops/factory.h"
 
 namespace kiln::nn {
 namespace {
@@ -187,6 +188,23 @@ Module& Module::to(Device device, DType dtype) {
   KILN_CHECK(is_floating(dtype), type_name(), ".to: expected a floating-point dtype, got ", dtype);
   convert_tensors([&](const Tensor& t) {
     return t.to(device, t.is_floating_point() ? dtype : t.dtype());
+  });
+  return *this;
+}
+
+Module& Module::to(MemoryFormat format) {
+  const int rank = memory_format_rank(format);
+  convert_tensors([&](const Tensor& t) {
+    if (format == MemoryFormat::Contiguous) return t.contiguous();
+    if (t.dim() != rank) return t;
+    // The format's exact strides, even for a tensor that is both layouts at once (a stem's
+    // [C_out, 1, k...] weight): they mark it as channels-last for the convolutions (Note
+    // [Convolution memory format]), which contiguous(format) leaves as it is.
+    const Dims strides = memory_format_strides(t.sizes(), format, "Module::to");
+    if (t.strides() == strides) return t;
+    Tensor laid_out = empty_strided(t.sizes(), strides, {.dtype = t.dtype(), .device = t.device()});
+    laid_out.copy_(t);
+    return laid_out;
   });
   return *this;
 }

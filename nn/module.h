@@ -103,6 +103,12 @@ class Module : public std::enable_shared_from_this<Module> {
   Module& to(Device device);
   Module& to(DType dtype);
   Module& to(Device device, DType dtype);
+  // Lays out every parameter, buffer and gradient of the format's rank in `format` (PyTorch's
+  // module.to(memory_format=...)): ChannelsLast3d makes 5-d convolution weights
+  // channels-last (4-d ones ChannelsLast), so a channels-last input runs every convolution
+  // without a conversion and the optimizer updates the weights in that layout; Contiguous
+  // makes every tensor row-major again. Other ranks are left as they are.
+  Module& to(MemoryFormat format);
   // Every parameter's .grad becomes None (set_to_none) or is zeroed in place.
   void zero_grad(bool set_to_none = true);
   // fn on every descendant, children first, then on this module (PyTorch's apply).

@@ -13,6 +13,7 @@
 #include "core/device_values.h"
 #include "core/error.h"
 #include "core/host_sync.h"
+#include "core/memory_format.h"
 #include "core/ops/factory.h"
 
 namespace kiln::optim {
@@ -38,10 +39,16 @@ void Optimizer::add_param_group(ParamGroup group) {
                "; only floating-point tensors can be optimized");
     KILN_CHECK(p.is_leaf(), who, ": parameter ", i, " (", p.sizes(),
                ") is not a leaf tensor; optimize the leaves (e.g. x.detach().requires_grad_())");
-    // The fused steps update contiguous memory (Note [Multi-tensor kernels]); a strided
+    // Note [Optimizer layouts]: the fused steps update a parameter, its gradient and its
+    // state as one flat run of memory each (Note [Multi-tensor kernels]), so a parameter
+    // must be dense (contiguous, or another dense layout such as channels-last) and its
+    // gradient and state are kept laid out as it is: state is made by zeros_like, which
+    // keeps the layout; a gradient in another layout is copied into the parameter's
+    // (grad_in_param_layout); a loaded state tensor is copied into it. A strided
     // parameter would fail only inside step(), after its step counter had advanced.
-    KILN_CHECK(p.is_contiguous(), who, ": parameter ", i, " (shape ", p.sizes(), ", strides ", p.strides(),
-               ") is not contiguous; the fused optimizer steps update contiguous tensors (make the "
+    KILN_CHECK(is_non_overlapping_and_dense(p.sizes(), p.strides()), who, ": parameter ", i, " (shape ",
+               p.sizes(), ", strides ", p.strides(),
+               ") is not dense; the fused optimizer steps update dense tensors (make the ",
                "parameter from x.contiguous())");
     KILN_CHECK(seen.insert(p.impl()).second, who, ": parameter ", i, " (", p.sizes(),
                ") appears in more than one parameter group (or twice in one)");
@@ -183,12 +190,24 @@ struct Optimizer::Bucket {
   std::vector<Tensor> model_grads;   // with masters: the model's gradients
 };
 
+namespace {
+// The gradient `grad` of `param` laid out as the parameter (Note [Optimizer layouts]):
+// itself when it is, else a copy.
+Tensor grad_in_param_layout(const Tensor& grad, const Tensor& param) {
+  if (same_strides_where_it_matters(param.sizes(), grad.strides(), param.strides())) return grad;
+  NoGradGuard no_grad;
+  Tensor laid_out = empty_like(param, {.dtype = grad.dtype()});
+  laid_out.copy_(grad);
+  return laid_out;
+}
+}  // namespace
+
 std::vector<Optimizer::Bucket> Optimizer::buckets(const ParamGroup& group) {
   std::vector<Bucket> out;
   for (const Tensor& p : group.params) {
     Tensor grad = p.grad();
     if (!grad.defined()) continue;  // no gradient: skipped, state does not advance
-    if (!grad.is_contiguous()) grad = grad.contiguous();
+    grad = grad_in_param_layout(grad, p);
     const Tensor master = master_of(p);
     const Tensor& written = master.defined() ? master : p;
     auto it = std::find_if(out.begin(), out.end(), [&](const Bucket& b) {
@@ -345,8 +364,8 @@ std::vector<Tensor> Optimizer::scale_grads(const Tensor& inv_scale, bool write) 
       }
       Tensor grad = p.grad();
       if (!grad.defined()) continue;
-      if (!grad.is_contiguous()) {
-        grad = grad.contiguous();
+      if (const Tensor laid_out = grad_in_param_layout(grad, p); !laid_out.is_same(grad)) {
+        grad = laid_out;
         p.set_grad(grad);
       }
       it->src.push_back(grad);

@@ -15,7 +15,9 @@
 #include <string_view>
 #include <utility>
 
+#include "core/autograd/grad_mode.h"
 #include "core/error.h"
+#include "core/ops/factory.h"
 #include "optim/optimizer.h"
 
 namespace kiln::optim {
@@ -175,7 +177,11 @@ Optimizer::StagedTensor Optimizer::stage_tensor(const std::string& name, const T
              index, " (", p.dtype(), ") keeps none in this optimizer (enable_master_weights() for float16/bfloat16 ",
              "parameters)", src);
   const DType dtype = has_master ? DType::Float32 : p.dtype();
-  return {p, key, tensor.to(p.device(), dtype, false, /*copy=*/true)};  // a fresh copy: contiguous
+  // A fresh copy laid out as the parameter (Note [Optimizer layouts] in optimizer.cpp).
+  NoGradGuard no_grad;
+  Tensor value = empty_like(p, {.dtype = dtype});
+  value.copy_(tensor.detach());
+  return {p, key, value};
 }
 
 Optimizer::StagedLoad Optimizer::stage_load(const OptimizerStateDict& state) const {

@@ -180,6 +180,9 @@ const std::vector<ConfigField>& config_fields() {
        "capture each training step as one CUDA graph and replay it (GPU; warm-up steps and other batch shapes run "
        "eagerly)",
        &C::cuda_graphs, false},
+      {"channels-last", "training",
+       "lay out the weights and activations channels-last (NDHWC), as cuDNN's fastest 3D convolutions want them",
+       &C::channels_last, false},
       {"algo-cache", "training", "cuDNN algorithm cache file, loaded at start and saved at the end",
        &C::algo_cache, false},
       {"deterministic", "training", "deterministic algorithms only", &C::deterministic},

@@ -113,6 +113,7 @@ struct TrainConfig {
   std::string amp_dtype = "auto";  // auto (bf16 on the CPU, f16 on a GPU), f16 or bf16
   bool cudnn_benchmark = false;
   bool cuda_graphs = false;  // each step captured as one CUDA graph and replayed (train/graphed_step.h)
+  bool channels_last = false;  // weights and activations laid out NDHWC (Note [Channels-last training])
   std::string algo_cache = "";  // cuDNN's algorithm cache file, loaded at start and saved at the end
   bool deterministic = false;
   int64_t seed = 0;

@@ -81,6 +81,13 @@ Trainer::State::State(RunContext run_in, TrainData data_in, std::shared_ptr<nn::
   batches = make_batches(run, data);
   if (run.config.sync_bn) dist::convert_sync_batchnorm(*model, run.distributed.group);
   model->to(run.device);
+  // Note [Channels-last training]: --channels-last lays the 5-d weights out NDHWC
+  // (Module::to(MemoryFormat)). A convolution with a channels-last weight computes in
+  // channels-last (Note [Convolution memory format]), so the stem converts the row-major
+  // batch once (a one-channel scan's two layouts are the same bytes: not even that) and
+  // every later op keeps the layout: batch norm, pooling, the residual adds, the
+  // gradients and the optimizer's update (Note [Optimizer layouts]).
+  if (run.config.channels_last) model->to(MemoryFormat::ChannelsLast3d);
   check_model_takes(*model, data, run.config, run.device);
   const int64_t steps_per_epoch = (batches.train->size() + run.config.accumulate - 1) / run.config.accumulate;
   optimization = std::make_unique<Optimization>(run, *model, steps_per_epoch, higher_is_better(monitor));

@@ -58,7 +58,9 @@ struct BatchNormBackward final : Node {
                                      .weight = weight.defined() ? weight.unpack(*this) : Tensor(),
                                      .bias = bias.defined() ? bias.unpack(*this) : Tensor(),
                                      .relu = relu};
-    const Tensor dy = g[0].to(x.dtype()).contiguous();
+    // dy in x's layout (a channels-last x gets a channels-last dy from a channels-last
+    // network: no copy; to() keeps the layout, so a dtype change is one copy too).
+    const Tensor dy = g[0].to(x.dtype()).contiguous(x.suggest_memory_format());
     const TensorOptions per_channel{.dtype = m.dtype(), .device = m.device()};
     const int64_t channels = x.sizes()[1];
     Backend& kernels = backend(x.device());
@@ -81,7 +83,7 @@ struct BatchNormBackward final : Node {
         sum_dy = zeros({channels}, per_channel);
         sum_dy_xmu = sum_dy;
       }
-      grad_input = empty(x.sizes(), {.dtype = x.dtype(), .device = x.device()});
+      grad_input = empty_like(x);
       kernels.batch_norm_backward_input(dy, x, norm, sum_dy, sum_dy_xmu, count, grad_input);
     }
     return {grad_input, grad_weight, grad_bias};
@@ -97,6 +99,12 @@ struct BatchNormBackward final : Node {
 };
 
 }  // namespace
+
+Tensor kernel_layout(const Tensor& input) { return input.contiguous(input.suggest_memory_format()); }
+
+bool is_kernel_layout(const Tensor& input) {
+  return input.is_contiguous() || is_channels_last_only(input.sizes(), input.strides());
+}
 
 DType stats_dtype(DType input) { return input == DType::Float64 ? DType::Float64 : DType::Float32; }
 
@@ -126,7 +134,7 @@ int64_t count_per_channel(const Tensor& input) {
 }
 
 Stats local_stats(const Tensor& input) {
-  KILN_ASSERT(input.is_contiguous(), "batch_norm stats: input must be contiguous");
+  KILN_ASSERT(is_kernel_layout(input), "batch_norm stats: input must be contiguous or channels-last");
   const TensorOptions options{.dtype = stats_dtype(input.dtype()), .device = input.device()};
   Stats stats{empty({input.sizes()[1]}, options), empty({input.sizes()[1]}, options)};
   NoGradGuard no_grad;
@@ -151,11 +159,11 @@ void update_running_stats(const Tensor& running_mean, const Tensor& running_var,
 
 Tensor batch_norm_normalize(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias,
                             const Normalization& norm) {
-  KILN_ASSERT(input.is_contiguous() && norm.mean.is_contiguous() && norm.invstd.is_contiguous(), op,
-              ": normalize expects contiguous tensors");
+  KILN_ASSERT(is_kernel_layout(input) && norm.mean.is_contiguous() && norm.invstd.is_contiguous(), op,
+              ": normalize expects a contiguous or channels-last input and contiguous statistics");
   const DType dtype = stats_dtype(input.dtype());
   const Tensor w = kernel_per_channel(weight, dtype), b = kernel_per_channel(bias, dtype);
-  Tensor out = empty(input.sizes(), {.dtype = input.dtype(), .device = input.device()});
+  Tensor out = empty_like(input);  // laid out as the input
   {
     NoGradGuard no_grad;
     const BatchNormCoefficients coefficients{
@@ -191,7 +199,7 @@ Tensor batch_norm_impl(const char* op, const Tensor& input, const Tensor& runnin
   namespace bn = batch_norm_pieces;
   bn::check_arguments(op, input, running_mean, running_var, weight, bias, training);
   KILN_CHECK(eps >= 0 && std::isfinite(eps), op, ": eps must be a finite value >= 0, got ", eps);
-  const Tensor x = input.contiguous();
+  const Tensor x = bn::kernel_layout(input);
   const int64_t count = bn::count_per_channel(x);
   bn::Normalization norm{.count = count, .training = training, .relu = relu};
   if (training) {

@@ -16,6 +16,12 @@
 
 namespace kiln::batch_norm_pieces {
 
+// The input as the kernels take it: contiguous, or channels-last when it is laid out so
+// (its suggested memory format, PyTorch's rule: batch norm keeps a channels-last
+// activation channels-last), and whether a tensor already is.
+Tensor kernel_layout(const Tensor& input);
+bool is_kernel_layout(const Tensor& input);
+
 // The dtype of the per-channel statistics: Float64 for Float64 input, else Float32.
 DType stats_dtype(DType input);
 
@@ -32,7 +38,7 @@ struct Stats {
   Tensor mean;  // [C], stats_dtype
   Tensor var;   // [C], biased
 };
-// The batch's per-channel mean and biased variance of the contiguous input (backend kernel).
+// The batch's per-channel mean and biased variance of an input in kernel_layout (backend kernel).
 Stats local_stats(const Tensor& input);
 
 // 1 / sqrt(var + eps), [C].

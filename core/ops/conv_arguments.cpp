@@ -5,6 +5,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/error.h"
+#include "core/memory_format.h"
 #include "core/ops/factory.h"
 #include "core/pooled.h"
 
@@ -92,6 +93,7 @@ struct ConvolutionBackward final : autograd::Node {
   autograd::SavedTensor input, weight;
   std::vector<int64_t> input_sizes, weight_sizes;
   ConvParams params;
+  MemoryFormat format = MemoryFormat::Contiguous;  // of the forward's operands, and so of the gradients
   bool transposed = false;
   const char* op = "";  // a string literal: the public op's name
 
@@ -104,12 +106,12 @@ struct ConvolutionBackward final : autograd::Node {
 };
 
 std::vector<Tensor> ConvolutionBackward::apply(std::vector<Tensor>&& g) {
-  const Tensor grad_out = g[0].contiguous();
+  const Tensor grad_out = g[0].contiguous(format);
   const TensorOptions options{.dtype = grad_out.dtype(), .device = grad_out.device()};
   Backend& device = backend(grad_out.device());
   Tensor grad_input, grad_weight, grad_bias;
   if (needs_input_grad(0)) {
-    grad_input = empty(input_sizes, options);
+    grad_input = empty(input_sizes, options, format);
     if (grad_input.numel() > 0) {
       const Tensor w = weight.unpack(*this);
       if (transposed) {
@@ -123,7 +125,7 @@ std::vector<Tensor> ConvolutionBackward::apply(std::vector<Tensor>&& g) {
     if (grad_out.numel() == 0) {  // an empty batch adds nothing to the weight
       grad_weight = zeros(weight_sizes, options);
     } else {
-      grad_weight = empty(weight_sizes, options);
+      grad_weight = empty(weight_sizes, options, format);
       const Tensor x = input.unpack(*this);
       if (transposed) {
         device.conv_backward_weight(x, grad_out, params, grad_weight);
@@ -138,14 +140,30 @@ std::vector<Tensor> ConvolutionBackward::apply(std::vector<Tensor>&& g) {
 
 }  // namespace
 
+MemoryFormat conv_memory_format(const Tensor& x, const Tensor& weight) {
+  const MemoryFormat channels_last = channels_last_format(x.dim());
+  if (channels_last == MemoryFormat::Contiguous || weight.dim() != x.dim()) return MemoryFormat::Contiguous;
+  if (x.suggest_memory_format() == channels_last || weight.suggest_memory_format() == channels_last) {
+    return channels_last;
+  }
+  // A weight that is both layouts at once (one input channel, a 1x1x1 kernel) but carries
+  // the channels-last strides exactly (Module::to(format) gives it them) marks a
+  // channels-last model: its stem computes in channels-last too.
+  const Dims strides = memory_format_strides(weight.sizes(), channels_last, "conv");
+  return weight.strides() == strides && weight.strides() != contiguous_strides(weight.sizes())
+             ? channels_last
+             : MemoryFormat::Contiguous;
+}
+
 Tensor convolve(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias,
                 const ConvParams& params, Dims out_sizes, bool transposed) {
-  Tensor out = empty(std::move(out_sizes), {.dtype = x.dtype(), .device = x.device()});
-  Tensor x_contiguous, weight_contiguous;
+  const MemoryFormat format = conv_memory_format(x, weight);
+  Tensor out = empty(out_sizes, {.dtype = x.dtype(), .device = x.device()}, format);
+  Tensor x_contiguous, weight_contiguous;  // dense in `format`
   {
     NoGradGuard no_grad;
-    x_contiguous = x.contiguous();
-    weight_contiguous = weight.contiguous();
+    x_contiguous = x.contiguous(format);
+    weight_contiguous = weight.contiguous(format);
     if (out.numel() > 0) {
       if (transposed) {
         backend(x.device()).conv_backward_input(x_contiguous, weight_contiguous, params, out);
@@ -162,6 +180,7 @@ Tensor convolve(const char* op, const Tensor& x, const Tensor& weight, const Ten
     node->input_sizes = x.sizes();
     node->weight_sizes = weight.sizes();
     node->params = params;
+    node->format = format;
     node->transposed = transposed;
     node->op = op;
     autograd::record(node, {x, weight, bias}, {out});

@@ -41,9 +41,19 @@ void add_channel_bias(Tensor& out, const Tensor& bias);
 // The bias's gradient: grad_out [N, C, s...] summed to [C].
 Tensor channel_bias_grad(const Tensor& grad_out);
 
+// Note [Convolution memory format]: a convolution computes in channels-last when its
+// input or its weight is laid out channels-last (PyTorch's rule for cuDNN and oneDNN), or
+// when its weight is both layouts at once but has exactly the channels-last strides (a
+// converted model's [C_out, 1, k...] stem: PyTorch would run that one in NCDHW and convert
+// back and forth), else row-major. Its operands are made dense in that format (no copy when they already
+// are), its output and every gradient it returns are laid out in it: a channels-last
+// network stays channels-last from layer to layer, forward and backward.
+MemoryFormat conv_memory_format(const Tensor& x, const Tensor& weight);
+
 // out [out_sizes] = conv(x, W) + b, or conv_transpose(x, W) + b, by the backend's pass
 // (forward, or backward-input: Note [Transposed convolution as a convolution's gradient]
-// in core/ops/conv_transpose.h) on contiguous operands, with its backward node recorded:
+// in core/ops/conv_transpose.h) on operands dense in conv_memory_format(x, W), with its
+// backward node recorded:
 //                 convolution                        transposed
 //   dx   backward_input(dy, W)                forward(dy, W)
 //   dW   backward_weight(dy, input = x)       backward_weight(grad_out = x, input = dy)

@@ -94,7 +94,7 @@ Tensor conv_transpose_cropped(const char* op, const Tensor& x, const Tensor& wei
     }
     out = pieces.size() == 1 ? pieces[0] : cat(pieces, d);
   }
-  if (!bias.defined()) return out.contiguous();
+  if (!bias.defined()) return out.contiguous(out.suggest_memory_format());  // keeps a channels-last result so
   std::vector<int64_t> bias_shape(out_sizes.size() - 1, 1);  // [C_out, 1, ...]
   bias_shape[0] = bias.size(0);
   return add(out, bias.reshape(bias_shape));  // differentiable: not add_channel_bias

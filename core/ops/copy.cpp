@@ -35,6 +35,7 @@ void raw_copy(const Tensor& src, const Tensor& dst, bool non_blocking) {
   if (dst.numel() == 0) return;
   check_capturable(src, dst, non_blocking);
   if (!src.device().is_cpu() && dst.device().is_cpu() && !non_blocking) note_host_sync(HostSync::CopyToHost, src.device());
+  if (src.sizes() == dst.sizes()) count_layout_conversion(dst.sizes(), src.strides(), dst.strides());
   copy_backend(src.device(), dst.device()).copy(src, dst, non_blocking);
 }
 
@@ -65,17 +66,8 @@ struct CopyBackward final : Node {
   std::string name() const override { return "copy_"; }
 };
 
-// A new tensor for a copy of `t` on `device` in `dtype` that keeps its layout (PyTorch's
-// preserve_format: a channels-last or permuted tensor's copy is laid out as it is, a
-// strided one's densely in its own dims' order; core/memory_format.h).
-Tensor empty_preserving(const Tensor& t, Device device, DType dtype) {
-  const TensorOptions options{.dtype = dtype, .device = device};
-  if (t.is_contiguous() && t.strides() == contiguous_strides(t.sizes())) return empty(t.sizes(), options);
-  return empty_strided(t.sizes(), preserved_strides(t.sizes(), t.strides()), options);
-}
-
 Tensor copy_as_new(const Tensor& t, Device device, DType dtype, bool non_blocking) {
-  Tensor out = empty_preserving(t, device, dtype);
+  Tensor out = empty_preserving(t, {.dtype = dtype, .device = device});
   raw_copy(t, out, non_blocking);
   return out;
 }
@@ -106,7 +98,7 @@ Tensor to(const Tensor& t, Device device, DType dtype, bool non_blocking, bool c
 
 Tensor clone(const Tensor& t) {
   KILN_CHECK(t.defined(), "clone: undefined tensor");
-  return cloned_into(t, empty_preserving(t, t.device(), t.dtype()));
+  return cloned_into(t, empty_preserving(t, {.dtype = t.dtype(), .device = t.device()}));
 }
 
 Tensor contiguous(const Tensor& t) {

@@ -6,6 +6,7 @@
 
 #include "core/backend.h"
 #include "core/checked_math.h"
+#include "core/memory_format.h"
 #include "core/ops/elementwise.h"
 #include "core/pooled.h"
 
@@ -123,14 +124,26 @@ TensorOptions like_options(const Tensor& like, TensorOptions options) {
 
 // like_options checks `like` first: C++ leaves the order of function arguments unspecified
 // (GCC happened to evaluate like.sizes() last, Clang first, throwing a different error).
+Tensor empty_preserving(const Tensor& like, TensorOptions options) {
+  if (like.is_contiguous() && like.strides() == contiguous_strides(like.sizes())) {
+    return empty(like.sizes(), options);
+  }
+  return empty_strided(like.sizes(), preserved_strides(like.sizes(), like.strides()), options);
+}
+
 Tensor empty_like(const Tensor& like, TensorOptions options) {
   const TensorOptions resolved = like_options(like, options);
-  return empty(like.sizes(), resolved);
+  return empty_preserving(like, resolved);
 }
 
 Tensor full_like(const Tensor& like, Scalar value, TensorOptions options) {
-  const TensorOptions resolved = like_options(like, options);
-  return full(like.sizes(), value, resolved);
+  TensorOptions resolved = like_options(like, options);
+  resolved.dtype = options.dtype.value_or(like.dtype());
+  resolved.requires_grad = false;
+  value.check_representable(*resolved.dtype, "full_like");
+  Tensor t = empty_preserving(like, resolved);
+  if (t.numel() > 0) backend(t.device()).fill(t, value);
+  return finish(t, options);
 }
 
 Tensor zeros_like(const Tensor& like, TensorOptions options) { return full_like(like, 0, options); }

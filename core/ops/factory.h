@@ -43,8 +43,15 @@ Tensor full(const Dims& sizes, Scalar value, TensorOptions options = {});
 // A 0-d tensor holding `value`.
 Tensor scalar_tensor(Scalar value, TensorOptions options = {});
 
-// Same shape, device and dtype as `like` (options.dtype overrides the dtype; use .to() to
-// change device); never requires grad unless options do.
+// An uninitialised tensor of `like`'s sizes in options' dtype and on options' device,
+// laid out as `like` is (PyTorch's preserve_format): a channels-last or permuted tensor's
+// twin has its strides, a strided one's is dense in its own dims' order, a row-major
+// one's is row-major (preserved_strides in core/memory_format.h).
+Tensor empty_preserving(const Tensor& like, TensorOptions options);
+
+// Same shape, device, dtype and layout as `like` (options.dtype overrides the dtype; use
+// .to() to change device; the layout as empty_preserving); never requires grad unless
+// options do.
 Tensor empty_like(const Tensor& like, TensorOptions options = {});
 Tensor zeros_like(const Tensor& like, TensorOptions options = {});
 Tensor ones_like(const Tensor& like, TensorOptions options = {});

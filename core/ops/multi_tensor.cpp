@@ -2,8 +2,9 @@
 // make one backend call with autograd off.
 //
 // The checks give the backend what Note [Multi-tensor kernels] (core/backend.h) lets it
-// assume: every tensor defined, floating point, contiguous and on the lead list's device
-// (params, src, tensors, steps); the i-th entries of the parallel lists of equal numel;
+// assume: every tensor defined, floating point, dense and on the lead list's device
+// (params, src, tensors, steps); the i-th entries of the parallel lists of equal numel and
+// laid out alike (Note [Optimizer layouts] in optim/optimizer.cpp);
 // one dtype across an optimizer step's lists; step counters Float32 []; AMP tensors
 // Float32 [1]. A failure names the op, the list and the index. Entries whose lead tensor
 // is empty are dropped from every parallel list at once, so indices stay aligned. Every
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "core/autograd/grad_mode.h"
+#include "core/memory_format.h"
 #include "core/ops/factory.h"
 
 namespace kiln {
@@ -21,13 +23,14 @@ namespace {
 
 using TensorList = std::vector<Tensor>;
 
-// One entry of a list: defined, floating point, contiguous, on `device`.
+// One entry of a list: defined, floating point, dense (contiguous, or another dense
+// layout such as channels-last: the kernels read it as one flat run), on `device`.
 void check_entry(const char* op, const char* list, size_t i, const Tensor& t, Device device) {
   KILN_CHECK(t.defined(), op, ": ", list, "[", i, "] is undefined");
   KILN_CHECK(t.is_floating_point(), op, ": ", list, "[", i, "] has dtype ", t.dtype(),
              "; only floating point tensors are supported");
-  KILN_CHECK(t.is_contiguous(), op, ": ", list, "[", i, "] (shape ", t.sizes(), ", strides ", t.strides(),
-             ") is not contiguous; call contiguous() first");
+  KILN_CHECK(is_non_overlapping_and_dense(t.sizes(), t.strides()), op, ": ", list, "[", i, "] (shape ",
+             t.sizes(), ", strides ", t.strides(), ") is not dense; call contiguous() first");
   KILN_CHECK(t.device() == device, op, ": ", list, "[", i, "] is on ", t.device(),
              " but the first tensor is on ", device, "; group the tensors by device first");
 }
@@ -62,6 +65,14 @@ void check_parallel(const char* op, const char* lead_name, const TensorList& lea
                lead[i].numel(), " elements)");
     KILN_CHECK(!same_dtype || list[i].dtype() == lead[i].dtype(), op, ": ", name, "[", i, "] has dtype ",
                list[i].dtype(), " but ", lead_name, "[", i, "] has ", lead[i].dtype());
+    // Element k of one flat run is element k of the other only when both are laid out alike.
+    const bool same_layout =
+        list[i].sizes() == lead[i].sizes()
+            ? same_strides_where_it_matters(lead[i].sizes(), list[i].strides(), lead[i].strides())
+            : list[i].is_contiguous() && lead[i].is_contiguous();
+    KILN_CHECK(same_layout, op, ": ", name, "[", i, "] (strides ", list[i].strides(), ") is not laid out as ",
+               lead_name, "[", i, "] (strides ", lead[i].strides(),
+               "); the kernels pair their elements in memory order");
   }
 }
 

@@ -1,6 +1,7 @@
 // Max, average and adaptive average pooling (pool.h): PyTorch's validation, the expansion
-// of single values to one per spatial dim, then the Backend kernels on a contiguous,
-// batched input [N, C, s...]; unbatched inputs [C, s...] get N = 1 and lose it again.
+// of single values to one per spatial dim, then the Backend kernels on a batched input
+// [N, C, s...], contiguous or channels-last as it comes (outputs and gradients keep its
+// layout); unbatched inputs [C, s...] get N = 1 and lose it again.
 // Backward nodes call the backward kernels: max saves its indices, average only numbers.
 #include "core/ops/pool.h"
 
@@ -11,6 +12,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/backend.h"
+#include "core/memory_format.h"
 #include "core/ops/factory.h"
 #include "core/pool_geometry.h"
 #include "core/pooled.h"
@@ -52,9 +54,17 @@ void check_input(const Tensor& x, int64_t spatial, const char* op) {
   }
 }
 
-// The input as a contiguous [N, C, s...] tensor.
+// The input as an [N, C, s...] tensor the kernels take: contiguous, or channels-last when
+// it is laid out so (pooling keeps a channels-last activation channels-last, as PyTorch).
 Tensor batched(const Tensor& x, int64_t spatial) {
-  return (x.dim() == spatial + 1 ? x.unsqueeze(0) : x).contiguous();
+  const Tensor in = x.dim() == spatial + 1 ? x.unsqueeze(0) : x;
+  return in.contiguous(in.suggest_memory_format());
+}
+
+// The layout the kernels run in for `in` (from batched): its outputs and gradients take it.
+MemoryFormat kernel_format(const Tensor& in) {
+  return is_channels_last_only(in.sizes(), in.strides()) ? channels_last_format(in.dim())
+                                                         : MemoryFormat::Contiguous;
 }
 
 // `t` [N, C, ...] shaped as the caller's input was: without N when that was unbatched.
@@ -113,16 +123,17 @@ std::vector<int64_t> output_sizes(const Tensor& in, const PoolParams& p, const c
 // grad_in gets each grad_out element at the index its window's max came from; saves the
 // indices (not the input) and the shapes.
 struct MaxPoolBackward final : Node {
-  SavedTensor indices;  // [N, C, o...]
+  SavedTensor indices;            // [N, C, o...], in `format`
   std::vector<int64_t> in_sizes;  // [N, C, s...]
+  MemoryFormat format = MemoryFormat::Contiguous;  // the forward's layout
   std::vector<int64_t> x_sizes;   // the caller's input (maybe unbatched)
   PoolParams params;
   const char* op = "";  // a string literal: the public op's name
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
     const Tensor idx = indices.unpack(*this);
     const DType dtype = output_meta[0].dtype;
-    Tensor grad_in = empty(in_sizes, {.dtype = dtype, .device = idx.device()});
-    const Tensor grad_out = g[0].to(dtype).reshape(idx.sizes()).contiguous();
+    Tensor grad_in = empty(in_sizes, {.dtype = dtype, .device = idx.device()}, format);
+    const Tensor grad_out = g[0].to(dtype).reshape(idx.sizes()).contiguous(format);
     if (grad_in.numel() > 0) backend(idx.device()).max_pool_backward(grad_out, idx, params, grad_in);
     return {grad_in.view(x_sizes)};
   }
@@ -138,13 +149,15 @@ std::tuple<Tensor, Tensor> max_pool_impl(const Tensor& x, int64_t spatial, const
   const PoolParams params = make_params(kernel_size, stride, padding, dilation, ceil_mode, spatial, op);
   Tensor out, indices;
   std::vector<int64_t> in_sizes;
+  MemoryFormat format = MemoryFormat::Contiguous;
   {
     NoGradGuard no_grad;
     const Tensor in = batched(x, spatial);
     in_sizes = in.sizes();
+    format = kernel_format(in);
     const std::vector<int64_t> sizes = output_sizes(in, params, op);
-    out = empty(sizes, {.dtype = x.dtype(), .device = x.device()});
-    indices = empty(sizes, {.dtype = DType::Int64, .device = x.device()});
+    out = empty(sizes, {.dtype = x.dtype(), .device = x.device()}, format);
+    indices = empty(sizes, {.dtype = DType::Int64, .device = x.device()}, format);
     if (out.numel() > 0) backend(x.device()).max_pool_forward(in, params, out, indices);
     out = unbatched_like(out, x, spatial);
   }
@@ -152,6 +165,7 @@ std::tuple<Tensor, Tensor> max_pool_impl(const Tensor& x, int64_t spatial, const
     auto node = make_pooled<MaxPoolBackward>();
     node->indices = SavedTensor(indices);
     node->in_sizes = in_sizes;
+    node->format = format;
     node->x_sizes = x.sizes();
     node->params = params;
     node->op = op;
@@ -166,12 +180,13 @@ std::tuple<Tensor, Tensor> max_pool_impl(const Tensor& x, int64_t spatial, const
 // parameters and the shapes.
 struct AvgPoolBackward final : Node {
   std::vector<int64_t> in_sizes, out_sizes, x_sizes;
+  MemoryFormat format = MemoryFormat::Contiguous;  // the forward's layout
   PoolParams params;  // kernel empty: adaptive
   const char* op = "";  // a string literal: the public op's name
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
     const autograd::TensorMeta& meta = output_meta[0];
-    Tensor grad_in = empty(in_sizes, {.dtype = meta.dtype, .device = meta.device});
-    const Tensor grad_out = g[0].to(meta.dtype).reshape(out_sizes).contiguous();
+    Tensor grad_in = empty(in_sizes, {.dtype = meta.dtype, .device = meta.device}, format);
+    const Tensor grad_out = g[0].to(meta.dtype).reshape(out_sizes).contiguous(format);
     if (grad_in.numel() > 0 && params.kernel.empty()) {
       backend(meta.device).adaptive_avg_pool_backward(grad_out, grad_in);
     } else if (grad_in.numel() > 0) {
@@ -183,10 +198,12 @@ struct AvgPoolBackward final : Node {
 };
 
 void record_avg_backward(const Tensor& x, const Tensor& out, const std::vector<int64_t>& in_sizes,
-                         const std::vector<int64_t>& out_sizes, const PoolParams& params, const char* op) {
+                         const std::vector<int64_t>& out_sizes, MemoryFormat format, const PoolParams& params,
+                         const char* op) {
   if (!autograd::any_requires_grad({&x})) return;
   auto node = make_pooled<AvgPoolBackward>();
   node->in_sizes = in_sizes;
+  node->format = format;
   node->out_sizes = out_sizes;
   node->x_sizes = x.sizes();
   node->params = params;
@@ -209,16 +226,18 @@ Tensor avg_pool_impl(const Tensor& x, int64_t spatial, const std::vector<int64_t
   }
   Tensor out;
   std::vector<int64_t> in_sizes, out_sizes;
+  MemoryFormat format = MemoryFormat::Contiguous;
   {
     NoGradGuard no_grad;
     const Tensor in = batched(x, spatial);
     in_sizes = in.sizes();
+    format = kernel_format(in);
     out_sizes = output_sizes(in, params, op);
-    out = empty(out_sizes, {.dtype = x.dtype(), .device = x.device()});
+    out = empty(out_sizes, {.dtype = x.dtype(), .device = x.device()}, format);
     if (out.numel() > 0) backend(x.device()).avg_pool_forward(in, params, out);
     out = unbatched_like(out, x, spatial);
   }
-  record_avg_backward(x, out, in_sizes, out_sizes, params, op);
+  record_avg_backward(x, out, in_sizes, out_sizes, format, params, op);
   return out;
 }
 
@@ -229,17 +248,19 @@ Tensor adaptive_avg_pool_impl(const Tensor& x, int64_t spatial, const std::vecto
   for (int64_t v : o) KILN_CHECK(v > 0, op, ": output_size must be positive, got ", output_size);
   Tensor out;
   std::vector<int64_t> in_sizes, out_sizes;
+  MemoryFormat format = MemoryFormat::Contiguous;
   {
     NoGradGuard no_grad;
     const Tensor in = batched(x, spatial);
     in_sizes = in.sizes();
+    format = kernel_format(in);
     out_sizes = {in_sizes[0], in_sizes[1]};
     out_sizes.insert(out_sizes.end(), o.begin(), o.end());
-    out = empty(out_sizes, {.dtype = x.dtype(), .device = x.device()});
+    out = empty(out_sizes, {.dtype = x.dtype(), .device = x.device()}, format);
     if (out.numel() > 0) backend(x.device()).adaptive_avg_pool_forward(in, out);
     out = unbatched_like(out, x, spatial);
   }
-  record_avg_backward(x, out, in_sizes, out_sizes, PoolParams{}, op);
+  record_avg_backward(x, out, in_sizes, out_sizes, format, PoolParams{}, op);
   return out;
 }
 

@@ -107,17 +107,26 @@ Tensor randn_like(const Tensor& like, Generator* generator) {
   return randn(like.sizes(), {.dtype = like.dtype(), .device = like.device()}, generator);
 }
 
-Tensor bernoulli(const std::vector<int64_t>& sizes, double p, TensorOptions options, Generator* generator) {
+namespace {
+// Fills the new tensor `out` with 0/1 draws of P(1) = p, in its memory order.
+void draw_bernoulli(const Tensor& out, double p, Generator* generator) {
   KILN_CHECK(p >= 0.0 && p <= 1.0, "bernoulli: p must be in [0, 1], got ", p);
-  const DType dtype = options.dtype.value_or(kDefaultFloat);
-  Tensor out = empty(sizes, {.dtype = dtype, .device = options.device}, "bernoulli");
   const PhiloxState state = reserve(generator, out.device(), static_cast<uint64_t>(out.numel()), "bernoulli");
   if (out.numel() > 0) backend(out.device()).bernoulli(out, p, state);
+}
+}  // namespace
+
+Tensor bernoulli(const std::vector<int64_t>& sizes, double p, TensorOptions options, Generator* generator) {
+  const DType dtype = options.dtype.value_or(kDefaultFloat);
+  Tensor out = empty(sizes, {.dtype = dtype, .device = options.device}, "bernoulli");
+  draw_bernoulli(out, p, generator);
   return finish(out, options);
 }
 
 // Inverted dropout as x * mask with mask = bernoulli(1 - p) / (1 - p): one differentiable
 // mul (its backward multiplies g by the same saved mask), so no dedicated node is needed.
+// The mask is laid out as x (a channels-last x gets a channels-last mask), its numbers
+// drawn in memory order, as PyTorch's bernoulli_ on empty_like(x).
 Tensor dropout(const Tensor& x, double p, bool training, Generator* generator) {
   KILN_CHECK(x.defined(), "dropout: undefined tensor");
   KILN_CHECK(p >= 0.0 && p <= 1.0, "dropout: probability has to be between 0 and 1, but got ", p);
@@ -129,7 +138,8 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* generator) {
     if (p == 1.0) {
       mask = zeros_like(x);
     } else {
-      mask = bernoulli(x.sizes(), 1.0 - p, {.dtype = x.dtype(), .device = x.device()}, generator);
+      mask = empty_like(x);  // laid out as x: x * mask then runs in one memory order
+      draw_bernoulli(mask, 1.0 - p, generator);
       mask.mul_(Scalar(1.0 / (1.0 - p)));
     }
   }

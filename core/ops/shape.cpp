@@ -92,6 +92,23 @@ DType cat_dtype(const std::vector<Tensor>& tensors) {
 
 }  // namespace
 
+namespace {
+// PyTorch's rule for cat's result: laid out in the inputs' memory format when they all
+// suggest the same one (channels-last feature maps concatenated along C stay
+// channels-last, as in a DenseNet block), else row-major.
+MemoryFormat cat_memory_format(const std::vector<Tensor>& tensors,
+                               const std::vector<CatBackward::Piece>& pieces) {
+  std::optional<MemoryFormat> format;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (pieces[i].skipped) continue;
+    const MemoryFormat suggested = tensors[i].suggest_memory_format();
+    if (format && *format != suggested) return MemoryFormat::Contiguous;
+    format = suggested;
+  }
+  return format.value_or(MemoryFormat::Contiguous);
+}
+}  // namespace
+
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   KILN_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors");
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -114,7 +131,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     out_sizes[dim] = *total;
   }
 
-  Tensor out = empty(out_sizes, {.dtype = cat_dtype(tensors), .device = tensors[ref].device()});
+  Tensor out = empty(out_sizes, {.dtype = cat_dtype(tensors), .device = tensors[ref].device()},
+                     cat_memory_format(tensors, pieces));
   {
     NoGradGuard no_grad;  // the narrow views of `out` are plumbing, not graph
     for (size_t i = 0; i < tensors.size(); ++i) {

@@ -12,7 +12,9 @@
 // Every kernel overwrites its outputs.
 //
 // Layout: input, grad_out, out, grad_in contiguous [N, C, *], seen as [N, C, S]: channel
-// c is N runs of S contiguous values, C * S apart. Per-channel tensors are contiguous [C]
+// c is N runs of S contiguous values, C * S apart. Channels-last operands (all of them,
+// kernels/channel_layout.h) go to batch_norm_channels_last.cpp, which loops over rows of
+// C values instead. Per-channel tensors are contiguous [C]
 // in the statistics type (float for float/half/bfloat16 input, double for double).
 //
 // Parallelism and accuracy. The reductions split each channel's N * S values into chunks
@@ -32,8 +34,10 @@
 #include <vector>
 
 #include "core/dispatch.h"
-#include "kernels/cpu/cpu_backend.h"
 #include "kernels/batch_norm_math.h"
+#include "kernels/channel_layout.h"
+#include "kernels/cpu/batch_norm_channels_last.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/elementwise_engine.h"  // parallel_for, kGrain
 #include "kernels/reduce_ops.h"              // WelfordState, WelfordOp::combine
 
@@ -171,13 +175,18 @@ const S* data_or_null(const Tensor& t) {
   return t.defined() ? static_cast<const S*>(t.data_ptr()) : nullptr;
 }
 
-void check_layout(const char* op, const Tensor& input, std::initializer_list<const Tensor*> same_shape,
-                  std::initializer_list<const Tensor*> per_channel) {
-  KILN_ASSERT(input.dim() >= 2 && input.is_contiguous(), op, ": input ", input.sizes(), " must be contiguous [N, C, *]");
+// Checks the operands and returns the input's channel order (kernels/channel_layout.h):
+// the big operands must share it.
+ChannelOrder check_layout(const char* op, const Tensor& input,
+                          std::initializer_list<const Tensor*> same_shape,
+                          std::initializer_list<const Tensor*> per_channel) {
+  KILN_ASSERT(input.dim() >= 2, op, ": input ", input.sizes(), " must be [N, C, *]");
+  const ChannelOrder order = channel_order(input, op);
   const DType stats = input.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
   for (const Tensor* t : same_shape) {
-    KILN_ASSERT(t->sizes() == input.sizes() && t->dtype() == input.dtype() && t->is_contiguous(), op,
-                ": operand ", t->sizes(), " ", t->dtype(), " does not match input ", input.sizes(), " ", input.dtype());
+    KILN_ASSERT(t->sizes() == input.sizes() && t->dtype() == input.dtype() && has_channel_order(*t, order),
+                op, ": operand ", t->sizes(), " ", t->dtype(), " strides ", t->strides(),
+                " does not match input ", input.sizes(), " ", input.dtype(), " strides ", input.strides());
   }
   for (const Tensor* t : per_channel) {
     if (!t->defined()) continue;
@@ -185,6 +194,7 @@ void check_layout(const char* op, const Tensor& input, std::initializer_list<con
                 ": per-channel operand ", t->sizes(), " ", t->dtype(), " for input ", input.sizes(), " ",
                 input.dtype());
   }
+  return order;
 }
 
 }  // namespace
@@ -192,7 +202,9 @@ void check_layout(const char* op, const Tensor& input, std::initializer_list<con
 // ---- launchers --------------------------------------------------------------------------------
 
 void CpuBackend::batch_norm_stats(const Tensor& input, const Tensor& mean, const Tensor& var) {
-  check_layout("batch_norm_stats", input, {}, {&mean, &var});
+  if (check_layout("batch_norm_stats", input, {}, {&mean, &var}) == ChannelOrder::Last) {
+    return batch_norm_channels_last::stats(input, mean, var);
+  }
   const ChannelLayout l = layout_of(input);
   if (l.c == 0) return;
   visit_dtype<kFloatingTypes>(input.dtype(), "batch_norm_stats", [&]<typename T>() {
@@ -212,7 +224,10 @@ void CpuBackend::batch_norm_stats(const Tensor& input, const Tensor& mean, const
 }
 
 void CpuBackend::batch_norm_apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor& out) {
-  check_layout("batch_norm_apply", input, {&out}, {&norm.mean, &norm.invstd, &norm.weight, &norm.bias});
+  if (check_layout("batch_norm_apply", input, {&out}, {&norm.mean, &norm.invstd, &norm.weight, &norm.bias}) ==
+      ChannelOrder::Last) {
+    return batch_norm_channels_last::apply(input, norm, out);
+  }
   const ChannelLayout l = layout_of(input);
   visit_dtype<kFloatingTypes>(input.dtype(), "batch_norm_apply", [&]<typename T>() {
     using S = opmath_t<T>;
@@ -235,9 +250,13 @@ void CpuBackend::batch_norm_apply(const Tensor& input, const BatchNormCoefficien
 void CpuBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& input,
                                             const BatchNormCoefficients& norm, const Tensor& sum_dy,
                                             const Tensor& sum_dy_xmu) {
-  check_layout("batch_norm_backward_reduce", input, {&grad_out},
-               {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
+  const ChannelOrder order =
+      check_layout("batch_norm_backward_reduce", input, {&grad_out},
+                   {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
   KILN_ASSERT(!norm.relu || norm.invstd.defined(), "batch_norm_backward_reduce: relu needs invstd");
+  if (order == ChannelOrder::Last) {
+    return batch_norm_channels_last::backward_reduce(grad_out, input, norm, sum_dy, sum_dy_xmu);
+  }
   const ChannelLayout l = layout_of(input);
   if (l.c == 0) return;
   visit_dtype<kFloatingTypes>(input.dtype(), "batch_norm_backward_reduce", [&]<typename T>() {
@@ -272,9 +291,14 @@ void CpuBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tensor
 void CpuBackend::batch_norm_backward_input(const Tensor& grad_out, const Tensor& input,
                                            const BatchNormCoefficients& norm, const Tensor& sum_dy,
                                            const Tensor& sum_dy_xmu, int64_t count, const Tensor& grad_in) {
-  check_layout("batch_norm_backward_input", input, {&grad_out, &grad_in},
-               {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
+  const ChannelOrder order =
+      check_layout("batch_norm_backward_input", input, {&grad_out, &grad_in},
+                   {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
   KILN_ASSERT(count > 0, "batch_norm_backward_input: count ", count);
+  if (order == ChannelOrder::Last) {
+    return batch_norm_channels_last::backward_input(grad_out, input, norm, sum_dy, sum_dy_xmu, count,
+                                                    grad_in);
+  }
   const ChannelLayout l = layout_of(input);
   visit_dtype<kFloatingTypes>(input.dtype(), "batch_norm_backward_input", [&]<typename T>() {
     using S = opmath_t<T>;

@@ -10,9 +10,11 @@
 //   backward weight  dW[g]    [C_out/G, R]      = sum_n dy[n, g] x col(x[n, g])^T
 // where R = C_in/G x prod(k) (rows ordered like the weight's [C_in/G, k...]) and O = prod(o).
 //
-// Layout: every tensor is contiguous NC<spatial> (the op layer makes it so), 1-3 spatial
-// dims, all handled as 3-d (vol2col.h). The channels of group g are contiguous in x, y and
-// W, so each (sample, group) block is a plain row-major matrix and Eigen maps it in place.
+// Layout: the kernels here take contiguous NC<spatial> tensors, 1-3 spatial dims, all
+// handled as 3-d (vol2col.h); channels-last operands are converted for them (Note
+// [Reference convolution layout]) or, in float32, go to oneDNN as they are. The channels
+// of group g are contiguous in x, y and W, so each (sample, group) block is a plain
+// row-major matrix and Eigen maps it in place.
 // Every kernel overwrites its output (=): backward-input zeroes dx before col2vol adds into
 // it, backward-weight zeroes dW before summing the batch into it.
 //
@@ -51,6 +53,8 @@
 
 #include "core/dispatch.h"
 #include "core/kernel_memory.h"
+#include "core/memory_format.h"
+#include "core/ops/factory.h"
 #include "kernels/cpu/conv_onednn.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/vol2col.h"
@@ -341,18 +345,44 @@ void backward_weight(const ConvProblem& pb, const T* dy, const T* x, T* dw) {
 
 bool is_half_type(DType dtype) { return dtype == DType::Float16 || dtype == DType::BFloat16; }
 
-// Note [Opmath]: half types run the float32 kernel on float32 copies of the operands;
-// the result is rounded into `out` on the way back.
+// A copy of `t` in `dtype`, laid out as `t` (keep_layout) or row-major (a counted layout
+// conversion when t is not), through the backend's own copy.
+Tensor copy_for_kernel(Backend& cpu, const Tensor& t, DType dtype, bool keep_layout) {
+  Tensor copy = keep_layout ? empty_preserving(t, {.dtype = dtype, .device = Device::cpu()})
+                            : allocate_tensor(t.sizes(), dtype, Device::cpu());
+  if (!keep_layout) count_layout_conversion(t.sizes(), t.strides(), copy.strides());
+  cpu.copy(t, copy, /*non_blocking=*/false);
+  return copy;
+}
+
+// Note [Opmath]: half types run the float32 kernel on float32 copies of the operands (in
+// their own layouts); the result is rounded into `out` on the way back.
 template <typename Kernel>
 void run_in_float32(Backend& cpu, const Tensor& a, const Tensor& b, const Tensor& out, const Kernel& kernel) {
-  const auto widen = [&](const Tensor& t) {
-    Tensor wide = allocate_tensor(t.sizes(), DType::Float32, Device::cpu());
-    cpu.copy(t, wide, /*non_blocking=*/false);
-    return wide;
-  };
-  const Tensor out32 = allocate_tensor(out.sizes(), DType::Float32, Device::cpu());
-  kernel(widen(a), widen(b), out32);
+  const Tensor out32 = empty_preserving(out, {.dtype = DType::Float32, .device = Device::cpu()});
+  kernel(copy_for_kernel(cpu, a, DType::Float32, true), copy_for_kernel(cpu, b, DType::Float32, true), out32);
   cpu.copy(out32, out, /*non_blocking=*/false);
+}
+
+// Note [Reference convolution layout]: the vol2col + Eigen path computes in row-major
+// NC<spatial> only. Channels-last operands that reach it (float64, as in the gradient
+// checks, and every dtype in a build without oneDNN) are copied to row-major and the
+// result copied back into `out`: layout conversions, counted as such (Note [Layout
+// conversions] in core/memory_format.h), which a float32 channels-last model on oneDNN
+// never makes.
+template <typename Kernel>
+void run_row_major(Backend& cpu, const Tensor& a, const Tensor& b, const Tensor& out, const Kernel& kernel) {
+  if (a.is_contiguous() && b.is_contiguous() && out.is_contiguous()) return kernel(a, b, out);
+  const auto row_major = [&](const Tensor& t) {
+    return t.is_contiguous() ? t : copy_for_kernel(cpu, t, t.dtype(), false);
+  };
+  const Tensor out_row_major =
+      out.is_contiguous() ? out : allocate_tensor(out.sizes(), out.dtype(), Device::cpu());
+  kernel(row_major(a), row_major(b), out_row_major);
+  if (out_row_major.data_ptr() != out.data_ptr()) {
+    count_layout_conversion(out.sizes(), out_row_major.strides(), out.strides());
+    cpu.copy(out_row_major, out, /*non_blocking=*/false);
+  }
 }
 
 }  // namespace
@@ -365,9 +395,11 @@ void CpuBackend::conv_forward(const Tensor& input, const Tensor& weight, const C
     return;
   }
   if (onednn::handles(input, weight, out)) return onednn::conv_forward(input, weight, params, out);
-  const ConvProblem problem = make_problem(input.sizes(), weight.sizes(), params);
-  visit_dtype<kGemmTypes>(input.dtype(), "conv_forward", [&]<typename T>() {
-    forward(problem, input.data_ptr<T>(), weight.data_ptr<T>(), out.data_ptr<T>());
+  run_row_major(*this, input, weight, out, [&](const Tensor& x, const Tensor& w, const Tensor& y) {
+    const ConvProblem problem = make_problem(x.sizes(), w.sizes(), params);
+    visit_dtype<kGemmTypes>(x.dtype(), "conv_forward", [&]<typename T>() {
+      forward(problem, x.data_ptr<T>(), w.data_ptr<T>(), y.data_ptr<T>());
+    });
   });
 }
 
@@ -382,10 +414,13 @@ void CpuBackend::conv_backward_input(const Tensor& grad_out, const Tensor& weigh
   if (onednn::handles(grad_out, weight, grad_input)) {
     return onednn::conv_backward_input(grad_out, weight, params, grad_input);
   }
-  const ConvProblem problem = make_problem(grad_input.sizes(), weight.sizes(), params);
-  visit_dtype<kGemmTypes>(grad_out.dtype(), "conv_backward_input", [&]<typename T>() {
-    backward_input(problem, grad_out.data_ptr<T>(), weight.data_ptr<T>(), grad_input.data_ptr<T>());
-  });
+  run_row_major(*this, grad_out, weight, grad_input,
+                [&](const Tensor& dy, const Tensor& w, const Tensor& dx) {
+                  const ConvProblem problem = make_problem(dx.sizes(), w.sizes(), params);
+                  visit_dtype<kGemmTypes>(dy.dtype(), "conv_backward_input", [&]<typename T>() {
+                    backward_input(problem, dy.data_ptr<T>(), w.data_ptr<T>(), dx.data_ptr<T>());
+                  });
+                });
 }
 
 void CpuBackend::conv_backward_weight(const Tensor& grad_out, const Tensor& input, const ConvParams& params,
@@ -400,10 +435,13 @@ void CpuBackend::conv_backward_weight(const Tensor& grad_out, const Tensor& inpu
   if (onednn::handles(grad_out, input, grad_weight)) {
     return onednn::conv_backward_weight(grad_out, input, params, grad_weight);
   }
-  const ConvProblem problem = make_problem(input.sizes(), grad_weight.sizes(), params);
-  visit_dtype<kGemmTypes>(grad_out.dtype(), "conv_backward_weight", [&]<typename T>() {
-    backward_weight(problem, grad_out.data_ptr<T>(), input.data_ptr<T>(), grad_weight.data_ptr<T>());
-  });
+  run_row_major(*this, grad_out, input, grad_weight,
+                [&](const Tensor& dy, const Tensor& x, const Tensor& dw) {
+                  const ConvProblem problem = make_problem(x.sizes(), dw.sizes(), params);
+                  visit_dtype<kGemmTypes>(dy.dtype(), "conv_backward_weight", [&]<typename T>() {
+                    backward_weight(problem, dy.data_ptr<T>(), x.data_ptr<T>(), dw.data_ptr<T>());
+                  });
+                });
 }
 
 }  // namespace kiln::cpu

@@ -16,21 +16,25 @@
 // Max backward scatters one plane serially into a zeroed accumulator, in output order;
 // average backward gathers (Note [Row-wise average pooling]); both are deterministic.
 //
-// Layout: input, output, indices and gradients contiguous [N, C, s...] (the op layer
-// makes them so). Planes are split over OpenMP threads (about kGrain elements of work a
+// Layout: input, output, indices and gradients contiguous [N, C, s...], or all
+// channels-last, which go to pool_channels_last.cpp (the op layer makes them one or the
+// other). Planes are split over OpenMP threads (about kGrain elements of work a
 // chunk). Float16/BFloat16 compute in float32 and round once on store (Note [Opmath]).
 #include <algorithm>
 #include <bit>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
 #include "core/dispatch.h"
 #include "core/pool_geometry.h"
+#include "kernels/channel_layout.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/elementwise_engine.h"  // parallel_for, kGrain
+#include "kernels/cpu/pool_channels_last.h"
+#include "kernels/cpu/pool_windows.h"
 
 namespace kiln::cpu {
 namespace {
@@ -44,43 +48,6 @@ namespace {
 // costs 3 + 3 + 3 comparisons per output instead of 27, each input read about 3 times
 // instead of 27 / (stride^3). The stages go through two per-thread buffers of candidates
 // (value, flat input index): along w for every input row, then along h.
-template <typename V>
-struct MaxCandidate {
-  V value;
-  int64_t index;  // -1: no tap (a window entirely in padding or dilation gaps)
-};
-
-// Branch-free (selects, not jumps): on real data whether a tap beats the best so far is a
-// coin toss, and a mispredicted branch per tap cost more than the whole comparison.
-template <typename V>
-void offer(MaxCandidate<V>& best, V value, int64_t index) {
-  const bool take = (index >= 0) & ((best.index < 0) | (value > best.value) |
-                                    ((value != value) & (best.value == best.value)));
-  const int64_t mask = -static_cast<int64_t>(take);  // all ones when taken
-  best.index = (index & mask) | (best.index & ~mask);
-  using Bits = std::conditional_t<sizeof(V) == 4, uint32_t, uint64_t>;
-  const Bits value_mask = static_cast<Bits>(mask);
-  best.value = std::bit_cast<V>(static_cast<Bits>((std::bit_cast<Bits>(value) & value_mask) |
-                                                  (std::bit_cast<Bits>(best.value) & ~value_mask)));
-}
-
-// The taps of every output position along dim k: start and [first, last) (valid_taps).
-struct AxisTaps {
-  std::vector<int64_t> start, first, last;
-  int64_t dilation;
-  AxisTaps(const PoolGeometry& g, int k) : dilation(g.dilation[k]) {
-    for (int64_t o = 0; o < g.out[k]; ++o) {
-      int64_t f = 0, l = 0;
-      valid_taps(o * g.stride[k] - g.pad[k], g.kernel[k], g.dilation[k], g.in[k], &f, &l);
-      start.push_back(o * g.stride[k] - g.pad[k]);
-      first.push_back(f);
-      last.push_back(l);
-    }
-  }
-  // Input position of output o's tap t.
-  int64_t at(int64_t o, int64_t t) const { return start[o] + t * dilation; }
-};
-
 template <typename T>
 void max_pool_fwd(const T* x, T* y, int64_t* indices, const PoolGeometry& g, const AxisTaps (&taps)[3],
                   std::vector<MaxCandidate<opmath_t<T>>>& along_w, std::vector<MaxCandidate<opmath_t<T>>>& along_h) {
@@ -151,26 +118,8 @@ void max_pool_bwd(const T* gy, const int64_t* indices, T* gx, std::vector<opmath
 // where the row-wise kernels' per-row work dominates, and the direct scatter also wins
 // for wide windows (global pooling), whose innermost loop then vectorises.
 // row_wise_forward/backward choose by measurement (bench/results/2026-11-26-cpu-memory-bound.md).
-// Both take the per-dim windows, divisor factors and covering ranges from AvgAxis,
-// computed once per call instead of once per output.
-struct AvgAxis {
-  std::vector<PoolRange> window;     // per output: the summed range and the padded count
-  std::vector<int64_t> count;        // per output: its factor of the divisor
-  std::vector<int64_t> first, last;  // per input position: the outputs [first, last) whose window holds it
-
-  AvgAxis(const PoolGeometry& g, int k, bool adaptive)
-      : first(static_cast<size_t>(g.in[k]), 0), last(static_cast<size_t>(g.in[k]), 0) {
-    for (int64_t o = 0; o < g.out[k]; ++o) {
-      const PoolRange r = adaptive ? adaptive_pool_range(g, k, o) : avg_pool_range(g, k, o);
-      window.push_back(r);
-      count.push_back(g.count_include_pad ? r.padded : r.end - r.begin);
-      for (int64_t x = r.begin; x < r.end; ++x) {
-        if (last[x] == 0) first[x] = o;  // the first window holding x
-        last[x] = o + 1;
-      }
-    }
-  }
-};
+// Both take the per-dim windows, divisor factors and covering ranges from AvgAxis
+// (pool_windows.h), computed once per call instead of once per output.
 
 // Which kernels a call takes, measured on [8, C, s^3] for s = 4 to 32 with 2x2x2 and
 // global windows. Forward: row-wise unless rows are shorter than 8, where per-row work
@@ -180,16 +129,6 @@ struct AvgAxis {
 // windows about 4 wide or less.
 bool row_wise_forward(const PoolGeometry& g) { return g.in[2] >= 8; }
 bool row_wise_backward(const PoolGeometry& g) { return g.in[2] >= 16 && g.in[2] <= 4 * g.out[2]; }
-
-// Output (od, oh, ow)'s divisor, 0 for an empty window (whose value is 0).
-inline int64_t avg_divisor(const PoolGeometry& g, const AvgAxis (&axes)[3], int64_t od, int64_t oh, int64_t ow) {
-  const PoolRange& rd = axes[0].window[od];
-  const PoolRange& rh = axes[1].window[oh];
-  const PoolRange& rw = axes[2].window[ow];
-  if (rd.end <= rd.begin || rh.end <= rh.begin || rw.end <= rw.begin) return 0;
-  if (g.divisor_override > 0) return g.divisor_override;
-  return axes[0].count[od] * axes[1].count[oh] * axes[2].count[ow];
-}
 
 // Calls fn(flat, od, oh, ow) for every output of a plane, in order.
 template <typename Fn>
@@ -311,15 +250,9 @@ void avg_pool_bwd(const T* gy, T* gx, const PoolGeometry& g, const AvgAxis (&axe
 
 // ---- shared launch code -----------------------------------------------------------------------
 
-void check_geometry(const Tensor& in, const Tensor& out, const char* op) {
-  KILN_ASSERT(in.is_contiguous() && out.is_contiguous() && in.dtype() == out.dtype() && in.dim() == out.dim() &&
-                  in.dim() >= 3 && in.dim() <= 5,
-              op, ": expected contiguous [N, C, s...] tensors of one dtype, got ", in.sizes(), " ", in.dtype(),
-              " and ", out.sizes(), " ", out.dtype());
-}
-
 void avg_forward(const Tensor& input, const Tensor& out, const PoolGeometry& g, bool adaptive, const char* op) {
-  check_geometry(input, out, op);
+  if (check_pool_operands(input, out, nullptr, op))
+    return pool_channels_last::avg_forward(input, out, g, adaptive);
   const AvgAxis axes[3] = {AvgAxis(g, 0, adaptive), AvgAxis(g, 1, adaptive), AvgAxis(g, 2, adaptive)};
   const bool row_wise = row_wise_forward(g);
   visit_dtype<kFloatingTypes>(input.dtype(), op, [&]<typename T>() {
@@ -342,7 +275,8 @@ void avg_forward(const Tensor& input, const Tensor& out, const PoolGeometry& g, 
 
 void avg_backward(const Tensor& grad_out, const Tensor& grad_in, const PoolGeometry& g, bool adaptive,
                   const char* op) {
-  check_geometry(grad_in, grad_out, op);
+  if (check_pool_operands(grad_in, grad_out, nullptr, op))
+    return pool_channels_last::avg_backward(grad_out, grad_in, g, adaptive);
   const AvgAxis axes[3] = {AvgAxis(g, 0, adaptive), AvgAxis(g, 1, adaptive), AvgAxis(g, 2, adaptive)};
   const bool row_wise = row_wise_backward(g);
   visit_dtype<kFloatingTypes>(grad_in.dtype(), op, [&]<typename T>() {
@@ -369,10 +303,9 @@ void avg_backward(const Tensor& grad_out, const Tensor& grad_in, const PoolGeome
 
 void CpuBackend::max_pool_forward(const Tensor& input, const PoolParams& params, const Tensor& out,
                                   const Tensor& indices) {
-  check_geometry(input, out, "max_pool_forward");
-  KILN_ASSERT(indices.dtype() == DType::Int64 && indices.is_contiguous() && indices.sizes() == out.sizes(),
-              "max_pool_forward: indices ", indices.sizes(), " ", indices.dtype());
+  const bool channels_last = check_pool_operands(input, out, &indices, "max_pool_forward");
   const PoolGeometry g = pool_geometry(input.sizes(), out.sizes(), params);
+  if (channels_last) return pool_channels_last::max_forward(input, g, out, indices);
   visit_dtype<kFloatingTypes>(input.dtype(), "max_pool_forward", [&]<typename T>() {
     const T* x = static_cast<const T*>(input.data_ptr());
     T* y = static_cast<T*>(out.data_ptr());
@@ -391,10 +324,9 @@ void CpuBackend::max_pool_forward(const Tensor& input, const PoolParams& params,
 
 void CpuBackend::max_pool_backward(const Tensor& grad_out, const Tensor& indices, const PoolParams& params,
                                    const Tensor& grad_in) {
-  check_geometry(grad_in, grad_out, "max_pool_backward");
-  KILN_ASSERT(indices.dtype() == DType::Int64 && indices.is_contiguous() && indices.sizes() == grad_out.sizes(),
-              "max_pool_backward: indices ", indices.sizes(), " ", indices.dtype());
+  const bool channels_last = check_pool_operands(grad_in, grad_out, &indices, "max_pool_backward");
   const PoolGeometry g = pool_geometry(grad_in.sizes(), grad_out.sizes(), params);
+  if (channels_last) return pool_channels_last::max_backward(grad_out, indices, g, grad_in);
   visit_dtype<kFloatingTypes>(grad_in.dtype(), "max_pool_backward", [&]<typename T>() {
     const T* gy = static_cast<const T*>(grad_out.data_ptr());
     const int64_t* idx = static_cast<const int64_t*>(indices.data_ptr());

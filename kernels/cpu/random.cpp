@@ -1,4 +1,5 @@
-// CpuBackend's random kernels: element i of the (contiguous) output draws the Philox
+// CpuBackend's random kernels: element i of the output, in memory order (a contiguous or
+// any dense layout, e.g. channels-last), draws the Philox
 // words of Note [Philox streams] (core/generator.h), in parallel, exactly as the CUDA
 // kernels do, so the same seed gives the same tensor on both devices.
 #include <algorithm>
@@ -6,18 +7,19 @@
 #include <vector>
 
 #include "core/dispatch.h"
+#include "core/memory_format.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/elementwise_engine.h"
 
 namespace kiln::cpu {
 namespace {
 
-// Calls fill(i, r0, r1) for every element of the contiguous `out`, in parallel. A state
-// relative to a base in memory (Note [Philox under capture]) is resolved first: on the CPU
-// the kernel runs now, so now is when the base is read.
+// Calls fill(i, r0, r1) for every element of the dense `out` (i in memory order), in
+// parallel. A state relative to a base in memory (Note [Philox under capture]) is
+// resolved first: on the CPU the kernel runs now, so now is when the base is read.
 template <typename Fill>
 void for_each_philox(const Tensor& out, PhiloxState unresolved, const Fill& fill) {
-  KILN_ASSERT(out.is_contiguous(), "random kernels write contiguous outputs");
+  KILN_ASSERT(is_non_overlapping_and_dense(out.sizes(), out.strides()), "random kernels write dense outputs");
   const PhiloxState state = philox_resolve(unresolved);
   parallel_for(out.numel(), kGrain / 8, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {

@@ -16,7 +16,8 @@
 // the statistics type (float, or double for double input); so are the accumulators.
 //
 // Layout: input, grad_out, out, grad_in contiguous [N, C, *], seen as [N, C, S]: N * C
-// rows of S contiguous values, row r = n * C + c. Per-channel tensors contiguous [C].
+// rows of S contiguous values, row r = n * C + c. Channels-last operands (all of them,
+// kernels/channel_layout.h) go to batch_norm_channels_last.cu. Per-channel tensors contiguous [C].
 // Offsets are 64-bit. When S is a multiple of the 16-byte vector width and every big
 // operand starts 16-byte aligned, rows are read and written as 16-byte vectors (kVec
 // values); otherwise one value at a time.
@@ -28,7 +29,7 @@
 //     rows n of channel c in its split's row range and column range; each thread keeps a
 //     state (Welford: a 16-byte vector's own mean and M2, merged into the thread's state
 //     by Chan et al.'s formula, one division per vector; backward: two sums), merged
-//     across the warp by shuffles and across warps in shared memory, in a fixed order.
+//     across the block in a fixed order (block_reduce, block_reduce.cuh).
 //     With C alone the grid would be too small for few channels and big volumes ([8, 64,
 //     32^3] is 64 blocks on 132 SMs), so channels are split until the grid has about
 //     4 blocks per SM (each keeping >= kMinBlockWork values); the split blocks write
@@ -45,7 +46,11 @@
 #include "core/dispatch.h"
 #include "core/kernel_memory.h"
 #include "kernels/batch_norm_math.h"
+#include "kernels/channel_layout.h"
 #include "kernels/cuda/aligned_vector.cuh"
+#include "kernels/cuda/batch_norm_channels_last.h"
+#include "kernels/cuda/block_reduce.cuh"
+#include "kernels/cuda/channel_finalize.cuh"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_types.cuh"
@@ -73,23 +78,6 @@ struct RowTiles {
 // ==== device helpers ===========================================================================
 
 __device__ __forceinline__ int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
-
-// Thread 0 of the block gets the combination of every thread's state: a tree of shuffles
-// within each warp, then warp 0 combines the warps' states in order.
-template <typename R>
-__device__ typename R::State block_reduce(const R& r, typename R::State state) {
-  using State = typename R::State;
-  __shared__ State warp_states[kBlockThreads / kWarpSize];
-  const int tid = threadIdx.y * blockDim.x + threadIdx.x, lane = tid % 32, warp = tid / 32;
-#pragma unroll
-  for (int delta = 16; delta > 0; delta /= 2) state = r.combine(state, shuffle_down(state, delta));
-  if (lane == 0) warp_states[warp] = state;
-  __syncthreads();
-  if (tid == 0) {
-    for (int w = 1; w < kBlockThreads / kWarpSize; ++w) state = r.combine(state, warp_states[w]);
-  }
-  return state;
-}
 
 // ==== reducers: what a channel reduction computes ==============================================
 // State identity(); State add(State, i) folds in vector i (kVec values) of the big operands;
@@ -186,7 +174,8 @@ __global__ void __launch_bounds__(kBlockThreads) channel_reduce(R r, RowTiles t,
     const int64_t row = (n * t.c + c) * t.vectors;  // in vectors
     for (int64_t v = v_begin + threadIdx.x; v < v_end; v += blockDim.x) state = r.add(state, row + v);
   }
-  state = block_reduce(r, state);
+  state = block_reduce(
+      state, [&](const typename R::State& a, const typename R::State& b) { return r.combine(a, b); });
   if (threadIdx.x == 0 && threadIdx.y == 0) {
     if (gridDim.y == 1) {
       r.write(state, c);
@@ -194,16 +183,6 @@ __global__ void __launch_bounds__(kBlockThreads) channel_reduce(R r, RowTiles t,
       partials[c * gridDim.y + split] = state;
     }
   }
-}
-
-// One thread per channel merges its `splits` partial states in split order.
-template <typename R>
-__global__ void channel_finalize(R r, const typename R::State* partials, int64_t channels, int64_t splits) {
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= channels) return;
-  typename R::State state = partials[c * splits];
-  for (int64_t s = 1; s < splits; ++s) state = r.combine(state, partials[c * splits + s]);
-  r.write(state, c);
 }
 
 // ==== kernels: elementwise =====================================================================
@@ -337,7 +316,6 @@ void launch_channel_reduce(const R& r, const RowTiles& t, int device, cudaStream
   channel_reduce<R><<<grid, dim3(t.tx, t.ty), 0, stream>>>(r, t, partials);
   KILN_CUDA_CHECK_LAUNCH();
   if (splits > 1) {
-    constexpr int kFinalizeThreads = 128;
     channel_finalize<R><<<grid_size(ceil_div(t.c, kFinalizeThreads), INT32_MAX), kFinalizeThreads, 0, stream>>>(
         r, partials, t.c, splits);
     KILN_CUDA_CHECK_LAUNCH();
@@ -358,15 +336,19 @@ const V* data_or_null(const Tensor& t) {
   return t.defined() ? static_cast<const V*>(t.data_ptr()) : nullptr;
 }
 
-void check_layout(const char* op, const Tensor& input, std::initializer_list<const Tensor*> same_shape,
-                  std::initializer_list<const Tensor*> per_channel) {
-  KILN_ASSERT(input.dim() >= 2 && input.is_contiguous(), op, ": input ", input.sizes(), " must be contiguous [N, C, *]");
+// Checks the operands and returns the input's channel order (kernels/channel_layout.h):
+// the big operands must share it.
+ChannelOrder check_layout(const char* op, const Tensor& input,
+                          std::initializer_list<const Tensor*> same_shape,
+                          std::initializer_list<const Tensor*> per_channel) {
+  KILN_ASSERT(input.dim() >= 2, op, ": input ", input.sizes(), " must be [N, C, *]");
+  const ChannelOrder order = channel_order(input, op);
   const DType stats = input.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
   for (const Tensor* t : same_shape) {
-    KILN_ASSERT(t->sizes() == input.sizes() && t->dtype() == input.dtype() && t->is_contiguous() &&
+    KILN_ASSERT(t->sizes() == input.sizes() && t->dtype() == input.dtype() && has_channel_order(*t, order) &&
                     t->device() == input.device(),
-                op, ": operand ", t->sizes(), " ", t->dtype(), " does not match input ", input.sizes(), " ",
-                input.dtype());
+                op, ": operand ", t->sizes(), " ", t->dtype(), " strides ", t->strides(),
+                " does not match input ", input.sizes(), " ", input.dtype(), " strides ", input.strides());
   }
   for (const Tensor* t : per_channel) {
     if (!t->defined()) continue;
@@ -375,6 +357,7 @@ void check_layout(const char* op, const Tensor& input, std::initializer_list<con
                 op, ": per-channel operand ", t->sizes(), " ", t->dtype(), " for input ", input.sizes(), " ",
                 input.dtype());
   }
+  return order;
 }
 
 // Calls fn.template operator()<T, kVec>() for the input's dtype and vector width.
@@ -394,10 +377,12 @@ void visit_vectorized(const Tensor& input, std::initializer_list<const Tensor*> 
 
 void CudaBackend::batch_norm_stats(const Tensor& input, const Tensor& mean, const Tensor& var) {
   constexpr const char* kOp = "batch_norm_stats";
-  check_layout(kOp, input, {}, {&mean, &var});
+  const ChannelOrder order = check_layout(kOp, input, {}, {&mean, &var});
   if (input.sizes()[1] == 0) return;
   const int device = input.device().index;
   const OnDevice on(device);
+  if (order == ChannelOrder::Last)
+    return batch_norm_channels_last::stats(input, mean, var, device, on.stream.handle());
   visit_vectorized(input, {&input}, kOp, [&]<typename T, int kVec>() {
     using V = opmath_t<T>;
     RowTiles t = row_tiles(input, kVec);
@@ -410,10 +395,13 @@ void CudaBackend::batch_norm_stats(const Tensor& input, const Tensor& mean, cons
 
 void CudaBackend::batch_norm_apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor& out) {
   constexpr const char* kOp = "batch_norm_apply";
-  check_layout(kOp, input, {&out}, {&norm.mean, &norm.invstd, &norm.weight, &norm.bias});
+  const ChannelOrder order =
+      check_layout(kOp, input, {&out}, {&norm.mean, &norm.invstd, &norm.weight, &norm.bias});
   if (input.numel() == 0) return;
   const int device = input.device().index;
   const OnDevice on(device);
+  if (order == ChannelOrder::Last)
+    return batch_norm_channels_last::apply(input, norm, out, device, on.stream.handle());
   visit_vectorized(input, {&input, &out}, kOp, [&]<typename T, int kVec>() {
     using V = opmath_t<T>;
     const RowTiles t = row_tiles(input, kVec);
@@ -431,11 +419,16 @@ void CudaBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tenso
                                              const BatchNormCoefficients& norm, const Tensor& sum_dy,
                                              const Tensor& sum_dy_xmu) {
   constexpr const char* kOp = "batch_norm_backward_reduce";
-  check_layout(kOp, input, {&grad_out}, {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
+  const ChannelOrder order = check_layout(
+      kOp, input, {&grad_out}, {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
   KILN_ASSERT(!norm.relu || norm.invstd.defined(), kOp, ": relu needs invstd");
   if (input.sizes()[1] == 0) return;
   const int device = input.device().index;
   const OnDevice on(device);
+  if (order == ChannelOrder::Last) {
+    return batch_norm_channels_last::backward_reduce(grad_out, input, norm, sum_dy, sum_dy_xmu, device,
+                                                     on.stream.handle());
+  }
   visit_vectorized(input, {&input, &grad_out}, kOp, [&]<typename T, int kVec>() {
     using V = opmath_t<T>;
     RowTiles t = row_tiles(input, kVec);
@@ -459,12 +452,17 @@ void CudaBackend::batch_norm_backward_input(const Tensor& grad_out, const Tensor
                                             const BatchNormCoefficients& norm, const Tensor& sum_dy,
                                             const Tensor& sum_dy_xmu, int64_t count, const Tensor& grad_in) {
   constexpr const char* kOp = "batch_norm_backward_input";
-  check_layout(kOp, input, {&grad_out, &grad_in},
-               {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
+  const ChannelOrder order =
+      check_layout(kOp, input, {&grad_out, &grad_in},
+                   {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
   KILN_ASSERT(count > 0, kOp, ": count ", count);
   if (input.numel() == 0) return;
   const int device = input.device().index;
   const OnDevice on(device);
+  if (order == ChannelOrder::Last) {
+    return batch_norm_channels_last::backward_input(grad_out, input, norm, sum_dy, sum_dy_xmu, count, grad_in,
+                                                    device, on.stream.handle());
+  }
   visit_vectorized(input, {&input, &grad_out, &grad_in}, kOp, [&]<typename T, int kVec>() {
     using V = opmath_t<T>;
     const RowTiles t = row_tiles(input, kVec);

@@ -22,10 +22,10 @@
 
 #include "core/dispatch.h"
 #include "core/kernel_memory.h"
+#include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/multi_tensor_apply.cuh"
-#include "kernels/cuda/warp_shuffle.cuh"
 #include "kernels/reduce_ops.h"  // NormKind
 
 namespace kiln::cuda {
@@ -66,24 +66,6 @@ struct NormFold {
   }
 };
 
-// Every thread of the (kThreads, 1, 1) block passes its value; thread 0 gets the
-// combination, in a fixed order: a shuffle tree in each warp, then warp 0 reads the warps
-// in order. Identity 0 (a sum, or a max of absolute values).
-template <typename A>
-__device__ A block_combine(const NormFold<A>& fold, A value) {
-  constexpr int kWarps = kThreads / 32;
-  __shared__ A warp_values[kWarps];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-#pragma unroll
-  for (int delta = 16; delta > 0; delta /= 2) value = fold.combine(value, shuffle_down(value, delta));
-  if (lane == 0) warp_values[warp] = value;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < kWarps; ++w) value = fold.combine(value, warp_values[w]);
-  }
-  return value;
-}
-
 // ==== kernels ===================================================================================
 
 // List 0: the tensors. Block b writes its chunk's partial to partials[b].
@@ -101,7 +83,7 @@ struct NormPartialFunctor {
 #pragma unroll
       for (int k = 0; k < kIlp; ++k) acc = fold.combine(acc, fold.term(r[k]));
     });
-    acc = block_combine(fold, acc);
+    acc = block_reduce(acc, [&](A a, A b) { return fold.combine(a, b); });
     if (threadIdx.x == 0) partials[c.block] = acc;
   }
 };
@@ -111,7 +93,7 @@ template <typename A>
 __global__ void __launch_bounds__(kThreads) norm_finalize(NormFold<A> fold, const A* partials, int64_t count, A* out) {
   A acc = A(0);
   for (int64_t i = threadIdx.x; i < count; i += blockDim.x) acc = fold.combine(acc, partials[i]);
-  acc = block_combine(fold, acc);
+  acc = block_reduce(acc, [&](A a, A b) { return fold.combine(a, b); });
   if (threadIdx.x == 0) *out = fold.root(acc);
 }
 

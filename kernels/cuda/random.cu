@@ -2,14 +2,15 @@
 //
 // Math: Note [Philox streams] (core/generator.h), exactly as kernels/cpu/random.cpp
 // (a state captured in a CUDA graph is resolved in the kernel, Note [Philox under capture]):
-// element i of the contiguous output uses the words (r0, r1) of Philox block
-// offset + i / 2, lane i % 2, turned into a value by the shared helpers (philox_uniform_*,
-// philox_normal, philox_u64) in the same types as the CPU (float for the uniform of
-// float32/16/bf16, double for float64 and for normal). So a seed gives the same tensor
-// on both devices, bit for bit, except normal: its log/cos are CUDA's double-precision
-// functions (max 1-2 ulp, not glibc's), so a float64 normal may differ from the CPU's in
-// the last bit or two; rounded to float32/16/bf16 it is equal unless the double lands
-// within those ulps of a rounding boundary (about 2^-28 of float32 draws).
+// element i of the output in memory order (any dense layout: contiguous, channels-last)
+// uses the words (r0, r1) of Philox block offset + i / 2, lane i % 2, turned into a value
+// by the shared helpers (philox_uniform_*, philox_normal, philox_u64) in the same types
+// as the CPU (float for the uniform of float32/16/bf16, double for float64 and normal).
+// So a seed gives the same tensor on both devices, bit for bit, except normal: its
+// log/cos are CUDA's double-precision functions (max 1-2 ulp, not glibc's), so a float64
+// normal may differ from the CPU's in the last bit or two; rounded to float32/16/bf16 it
+// is equal unless the double lands within those ulps of a rounding boundary (about
+// 2^-28 of float32 draws).
 // Note [No contraction]: nvcc fuses `a + b * c` into one fma (one rounding) by default,
 // while the CPU backend rounds twice (kernels/cpu/random.cpp is built with
 // -ffp-contract=off, so also on hosts with FMA instructions); the kernels spell the CPU's
@@ -23,14 +24,14 @@
 // pairs (cub::DeviceRadixSort::SortPairs, all 64 key bits). LSD radix sort is stable, so
 // equal keys keep their index order, and the result equals the CPU's std::stable_sort.
 // Keys, values and CUB's temporary storage are device tensors (the caching allocator).
-#include <cub/device/device_radix_sort.cuh>
-
 #include <algorithm>
+#include <cub/device/device_radix_sort.cuh>
 #include <limits>
 #include <type_traits>
 
 #include "core/dispatch.h"
 #include "core/kernel_memory.h"
+#include "core/memory_format.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_types.cuh"
@@ -132,7 +133,8 @@ void philox_fill(T* data, int64_t n, int device, cudaStream_t stream, PhiloxStat
 // Runs fill<T>(data, n, device, stream) for out's dtype (in `kSet`) on out's device.
 template <DTypeSet kSet, typename Fill>
 void fill_random(const Tensor& out, const char* op, const Fill& fill) {
-  KILN_ASSERT(out.is_contiguous(), op, ": random kernels write contiguous outputs");
+  KILN_ASSERT(is_non_overlapping_and_dense(out.sizes(), out.strides()), op,
+              ": random kernels write dense outputs");
   const int device = out.device().index;
   const OnDevice on(device);
   visit_dtype<kSet>(out.dtype(), op, [&]<typename T>() {

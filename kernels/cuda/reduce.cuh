@@ -37,6 +37,7 @@
 #include "core/error.h"
 #include "core/kernel_memory.h"
 #include "kernels/cuda/aligned_vector.cuh"
+#include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_types.cuh"
 #include "kernels/cuda/launch.h"
@@ -174,17 +175,9 @@ __global__ void reduce_outer_kernel(Op op, const typename Op::In* __restrict__ i
   const auto [begin, end] = block_slice(args);
   Acc acc = op.identity();
   if (valid) acc = fold_row<Op, 1>(op, acc, in + offsets_at(args.kept, output)[0], args.reduced, begin, end, lane, lanes);
-  Acc* shared = shared_states<Acc>();
-  shared[lane * blockDim.x + threadIdx.x] = acc;
-  __syncthreads();
-  for (int half = lanes / 2; half > 0; half /= 2) {
-    if (lane < half) {
-      Acc& mine = shared[lane * blockDim.x + threadIdx.x];
-      mine = op.combine(mine, shared[(lane + half) * blockDim.x + threadIdx.x]);
-    }
-    __syncthreads();
-  }
-  if (valid && lane == 0) finish_output(op, shared[threadIdx.x], args, output, workspace);
+  acc = block_reduce_columns(acc, shared_states<Acc>(),
+                             [&](const Acc& a, const Acc& b) { return op.combine(a, b); });
+  if (valid && lane == 0) finish_output(op, acc, args, output, workspace);
 }
 
 // After a split: one warp per output combines the output's slices and writes it.

@@ -35,6 +35,7 @@
 
 #include "core/dispatch.h"
 #include "kernels/cuda/aligned_vector.cuh"
+#include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/reduce.cuh"  // offsets_at, offset_calculator_of, ReduceDim
@@ -100,21 +101,6 @@ __device__ __forceinline__ OnlineState<V> merge(OnlineState<V> a, OnlineState<V>
   a = rescale(a, m);
   b = rescale(b, m);
   return {m, a.sum + b.sum};
-}
-
-// Every thread of the block (blockDim.x a multiple of 32, at most 1024) gets the
-// combination of all threads' values; warps are combined in a fixed order.
-template <typename S, typename F>
-__device__ __forceinline__ S block_allreduce(S v, const F& combine) {
-  __shared__ S warp_values[32];
-  v = warp_allreduce(v, combine);
-  const int warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  if (threadIdx.x % 32 == 0) warp_values[warp] = v;
-  __syncthreads();
-  v = warp_values[0];
-  for (int w = 1; w < warps; ++w) v = combine(v, warp_values[w]);
-  __syncthreads();  // warp_values may be reused by the next call
-  return v;
 }
 
 template <typename V>

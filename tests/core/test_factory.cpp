@@ -92,10 +92,18 @@ TEST(Factory, LikeFactoriesCopyShapeDTypeAndDeviceButNotRequiresGrad) {
   EXPECT_EQ(full_like(like, 9).to_vector<double>(), std::vector<double>(6, 9.0));
   EXPECT_EQ(zeros_like(like, {.dtype = DType::Int32}).dtype(), DType::Int32);
   EXPECT_TRUE(ones_like(like, {.dtype = std::nullopt, .requires_grad = true}).requires_grad());
-  // A non-contiguous `like` gives a contiguous result of the same shape.
+  // A dense non-contiguous `like` gives a result laid out as it (PyTorch's preserve_format):
+  // a transpose's twin is a transpose; a strided slice's is dense in its dims' order.
   const Tensor t = zeros_like(like.t());
   EXPECT_EQ(t.sizes(), (std::vector<int64_t>{2, 3}));
-  EXPECT_TRUE(t.is_contiguous());
+  EXPECT_EQ(t.strides(), like.t().strides());
+  EXPECT_EQ(t.to_vector<double>(), std::vector<double>(6, 0.0));
+  const Tensor strided = empty_like(like.slice(1, 0, 2, 2));
+  EXPECT_TRUE(strided.is_contiguous());
+  EXPECT_EQ(strided.sizes(), (std::vector<int64_t>{3, 1}));
+  const Tensor cl = full_like(zeros({2, 3, 4, 5, 6}).contiguous(MemoryFormat::ChannelsLast3d), 2.5);
+  EXPECT_TRUE(cl.is_contiguous(MemoryFormat::ChannelsLast3d));
+  EXPECT_EQ(cl.sum().item<double>(), 2.5 * 720);
 }
 
 TEST(Factory, ArangeIntegers) {

@@ -24,7 +24,7 @@ const std::vector<std::pair<std::string, std::string>> kNotDifferentiable = {
     {"empty", "factory"}, {"empty_strided", "factory"}, {"zeros", "factory"}, {"ones", "factory"},
     {"full", "factory"}, {"scalar_tensor", "factory"}, {"empty_like", "factory"}, {"zeros_like", "factory"},
     {"ones_like", "factory"}, {"full_like", "factory"}, {"arange", "factory"}, {"linspace", "factory"},
-    {"eye", "factory"}, {"from_blob", "factory"}, {"tensor", "factory"},
+    {"eye", "factory"}, {"from_blob", "factory"}, {"tensor", "factory"}, {"empty_preserving", "factory"},
     {"rand", "random factory"}, {"randn", "random factory"}, {"randint", "random factory"},
     {"randperm", "random factory"}, {"rand_like", "random factory"}, {"randn_like", "random factory"},
     {"bernoulli", "random factory"},
@@ -41,6 +41,8 @@ const std::vector<std::pair<std::string, std::string>> kNotDifferentiable = {
     {"binary_kernel", "engine entry point without autograd"},
     {"wrap_scalar", "makes a constant"},
     {"apply_inplace", "mechanism, checked through add_/mul_ in test_inplace"},
+    {"kernel_layout", "batch-norm piece (batch_norm_pieces.h): contiguous(format) of the input, whose gradient "
+                      "is gradchecked with contiguous and through batch_norm's channels-last gradchecks"},
     {"invstd_of", "batch-norm piece (batch_norm_pieces.h): arithmetic on statistics inside batch_norm"},
     {"multi_tensor_norm", "optimizer and clipping kernel (multi_tensor.h), runs with autograd off"},
     {"channel_bias_grad", "conv piece (conv_arguments.h): the bias gradient inside conv's and conv_transpose's "

@@ -231,10 +231,15 @@ TEST(MultiTensorValidation, ListsMustAgree) {
   EXPECT_KILN_ERROR(multi_tensor_scale_(p, {zeros({3})}), "multi_tensor_scale_", "dst has 1 tensors");
 }
 
-TEST(MultiTensorValidation, TensorsMustBeContiguousFloatingAndDefined) {
-  const Tensor strided = zeros({4, 6}).t();
-  EXPECT_KILN_ERROR(sgd_step_({zeros({3}), strided}, {zeros({3}), zeros({6, 4})}, {}, {.lr = 1}), "params[1]",
-                    "not contiguous");
+TEST(MultiTensorValidation, TensorsMustBeDenseFloatingAndDefined) {
+  const Tensor strided = zeros({4, 12}).slice(1, 0, 12, 2);
+  EXPECT_KILN_ERROR(sgd_step_({zeros({3}), strided}, {zeros({3}), zeros({4, 6})}, {}, {.lr = 1}), "params[1]",
+                    "not dense");
+  // A dense parameter of another layout is fine, with its gradient laid out alike.
+  const Tensor transposed = zeros({4, 6}).t();
+  EXPECT_NO_THROW(sgd_step_({transposed}, {zeros({4, 6}).t()}, {}, {.lr = 1}));
+  EXPECT_KILN_ERROR(sgd_step_({transposed}, {zeros({6, 4})}, {}, {.lr = 1}), "grads[0]",
+                    "is not laid out as params[0]");
   EXPECT_KILN_ERROR(multi_tensor_norm({zeros({2}), zeros({2}, {.dtype = DType::Int64})}), "multi_tensor_norm",
                     "tensors[1] has dtype int64", "floating point");
   EXPECT_KILN_ERROR(sgd_step_({zeros({3})}, {Tensor()}, {}, {.lr = 1}), "grads[0] is undefined");

@@ -147,10 +147,11 @@ TEST(Optimizer, AddParamGroupChecksItsParameters) {
                     "SGD", "int64", "floating-point");
   const Tensor non_leaf = params[1] * 2.0;
   EXPECT_KILN_ERROR(sgd.add_param_group(ParamGroup{.params = {non_leaf}, .options = {}}), "SGD", "not a leaf");
-  // A strided leaf is refused up front, not in the middle of a step.
-  const Tensor strided = testing::random_nonzero({3, 4}, DType::Float32, 5).t().detach().requires_grad_(true);
-  EXPECT_KILN_ERROR(sgd.add_param_group(ParamGroup{.params = {strided}, .options = {}}), "SGD", "not contiguous",
-                    "strides [1, 4]");
+  // A strided (not dense) leaf is refused up front, not in the middle of a step.
+  const Tensor strided =
+      testing::random_nonzero({3, 8}, DType::Float32, 5).slice(1, 0, 8, 2).detach().requires_grad_(true);
+  EXPECT_KILN_ERROR(sgd.add_param_group(ParamGroup{.params = {strided}, .options = {}}), "SGD", "not dense",
+                    "strides [8, 2]");
   EXPECT_KILN_ERROR(sgd.add_param_group(ParamGroup{.params = {params[1]}, .options = {{"lr", -2}}}), "SGD", "lr");
   EXPECT_KILN_ERROR(sgd.add_param_group(ParamGroup{.params = {params[1]}, .options = {{"betas", 0.9}}}), "SGD",
                     "unknown option", "betas");
@@ -158,6 +159,33 @@ TEST(Optimizer, AddParamGroupChecksItsParameters) {
   sgd.add_param_group(ParamGroup{.params = {params[1]}, .options = {{"lr", 0.01}, {"initial_lr", 0.01}}});
   EXPECT_EQ(sgd.param_groups()[1].lr(), 0.01);
   EXPECT_KILN_ERROR(sgd.param_groups()[1].get("beta1"), "no option", "beta1");
+}
+
+// Note [Optimizer layouts]: a dense parameter of another layout (a channels-last weight, a
+// transpose) is updated in its layout, its state made in it, a gradient in another
+// layout (or a loaded state tensor) copied into it: the same numbers as a row-major twin.
+TEST(Optimizer, UpdatesDenseParametersOfAnyLayoutAsRowMajorOnes) {
+  const Tensor values = testing::random_nonzero({2, 3, 2, 3, 4}, DType::Float32, 7);
+  const Tensor grad = testing::random_nonzero({2, 3, 2, 3, 4}, DType::Float32, 8);
+  const Tensor row_major = values.clone().requires_grad_(true);
+  const Tensor cl = values.contiguous(MemoryFormat::ChannelsLast3d).detach().requires_grad_(true);
+  Adam row_adam({row_major}, AdamOptions{.lr = 0.1});
+  Adam cl_adam({cl}, AdamOptions{.lr = 0.1});
+  for (int step = 0; step < 3; ++step) {
+    row_major.set_grad(grad.clone());
+    cl.set_grad(step == 1 ? grad.clone() : grad.contiguous(MemoryFormat::ChannelsLast3d));  // row-major once
+    row_adam.step();
+    cl_adam.step();
+  }
+  EXPECT_TRUE(cl.is_contiguous(MemoryFormat::ChannelsLast3d));
+  EXPECT_TRUE(all_close(cl.detach().contiguous(), row_major.detach()));
+  const Tensor& exp_avg = cl_adam.state(cl).at("exp_avg");
+  EXPECT_TRUE(exp_avg.is_contiguous(MemoryFormat::ChannelsLast3d)) << "state laid out as the parameter";
+  // A loaded state (row-major, as a file gives it) is laid out as the parameter too.
+  Adam loaded({cl}, AdamOptions{.lr = 0.1});
+  loaded.load_state_dict(cl_adam.state_dict());
+  EXPECT_TRUE(loaded.state(cl).at("exp_avg").is_contiguous(MemoryFormat::ChannelsLast3d));
+  EXPECT_TRUE(testing::all_equal(loaded.state(cl).at("exp_avg").contiguous(), exp_avg.contiguous()));
 }
 
 }  // namespace

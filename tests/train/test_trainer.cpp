@@ -209,6 +209,23 @@ TEST(Trainer, CudaGraphsOnTheCpuSayTheyAreIgnoredAndChangeNothing) {
             metric_columns(read_text_file(folder.file("graphed/epochs.csv"))));
 }
 
+// --channels-last (Note [Channels-last training]): the same training as NCDHW, to float32
+// tolerance (the sums run in other orders).
+TEST(Trainer, ChannelsLastTrainsAsNcdhwDoes) {
+  TempFolder folder;
+  TrainConfig plain = tiny_config(folder.file("plain"));
+  plain.epochs = 2;
+  TrainConfig cl = plain;
+  cl.out = folder.file("cl");
+  cl.channels_last = true;
+  const RunResult a = run(plain), b = run(cl);
+  ASSERT_EQ(a.weights.size(), b.weights.size());
+  for (size_t i = 0; i < a.weights.size(); ++i) {
+    EXPECT_TRUE(testing::all_close(b.weights[i].second, a.weights[i].second, {.atol = 1e-5, .rtol = 1e-3}))
+        << a.weights[i].first;
+  }
+}
+
 // 4 epochs in one run = 2 epochs, then a run resumed from their checkpoint for 2 more.
 TEST(Trainer, ResumingGivesBitIdenticalWeights) {
   TempFolder folder;

@@ -6,8 +6,8 @@
 // are never read). Each call:
 //   1. returns at once for an empty output, and fills zeros when the product is an empty
 //      sum (no input channels, or a batch of 0 for the weight gradient);
-//   2. makes its operands contiguous (the op layer already passes them so; a strided
-//      output receives the result through a contiguous temporary and a copy);
+//   2. puts its operands in one layout, row-major or channels-last (Note [cuDNN layouts];
+//      the op layer already passes them so);
 //   3. takes the descriptors this thread made for the key (Note [Conv descriptors per
 //      key]; a 1-d conv runs as 2-d, Note [1-d convolution in cuDNN]);
 //   4. picks the algorithm and its workspace (Note [Choosing a conv algorithm]);
@@ -18,6 +18,8 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/kernel_memory.h"
+#include "core/memory_format.h"
+#include "core/ops/factory.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cudnn/conv_algorithms.h"
 #include "kernels/cuda/cudnn/cudnn_check.h"
@@ -38,13 +40,35 @@ struct Scaling {
   double one_d = 1.0, zero_d = 0.0;
 };
 
-Tensor contiguous_operand(const Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
+// Note [cuDNN layouts]: a pass runs with its three operands in one layout, as cuDNN wants
+// them (a filter's format must match): channels-last when any of them is laid out
+// channels-last only (the op layer passes all three in the convolution's memory format,
+// core/ops/conv_arguments.cpp), else row-major. cuDNN's tensor descriptors take the
+// strides as they are and the filter descriptor the matching format (NHWC: K<spatial>C),
+// so a channels-last convolution runs without a conversion. An operand in the other
+// layout is converted (a counted layout conversion, Note [Layout conversions]) and an
+// output that is not in the pass's layout receives the result through a temporary.
+MemoryFormat pass_format(const Tensor& a, const Tensor& b, const Tensor& out) {
+  for (const Tensor* t : {&a, &b, &out}) {
+    if (is_channels_last_only(t->sizes(), t->strides())) return channels_last_format(t->dim());
+  }
+  return MemoryFormat::Contiguous;
+}
+
+// `t` dense in `format`; one that is both layouts at once (one channel, 1x1x1 space) is
+// given the format's exact strides as a view (the same bytes), so cuDNN sees one layout.
+Tensor operand_in(const Tensor& t, MemoryFormat format) {
+  if (!t.is_contiguous(format)) return t.contiguous(format);
+  if (format == MemoryFormat::Contiguous) return t;
+  const Dims strides = memory_format_strides(t.sizes(), format, "conv");
+  return t.strides() == strides ? t : t.as_strided(t.sizes(), strides, t.storage_offset());
+}
 
 // Runs `pass` (which writes x, w or y as ConvOperands says) with the chosen algorithm.
 void run_pass(ConvPass pass, const ConvOperands& o, const ConvParams& params) {
   const int device = o.x.device().index;
   const OnDevice on(device);
-  const ConvKey key = conv_key(pass, o.x, o.w, params);
+  const ConvKey key = conv_key(pass, o, params);
   ConvDescriptors& d = conv_descriptors(key, o.x, o.w, o.y, params);
   const cudnnHandle_t handle = cudnn_handle(on.stream);
   CachingWorkspaceMemory memory(on.stream);  // declared before `choice`, whose workspace it frees
@@ -77,15 +101,17 @@ void run_pass(ConvPass pass, const ConvOperands& o, const ConvParams& params) {
   // reused only by later work on this stream, which runs after this convolution.
 }
 
-// Calls `compute` with `out` itself when it is contiguous, else with a contiguous
-// temporary whose result is then copied into `out`.
-void into_output(CudaBackend& backend, const Tensor& out, const std::function<void(const Tensor&)>& compute) {
-  if (out.is_contiguous()) {
+// Calls `compute` with `out` itself when it is dense in `format`, else with a temporary
+// in `format` whose result is then copied into `out`.
+void into_output(CudaBackend& backend, const Tensor& out, MemoryFormat format,
+                 const std::function<void(const Tensor&)>& compute) {
+  if (out.is_contiguous(format)) {
     compute(out);
     return;
   }
-  const Tensor temp = allocate_tensor(out.sizes(), out.dtype(), out.device());
+  const Tensor temp = empty(out.sizes(), {.dtype = out.dtype(), .device = out.device()}, format);
   compute(temp);
+  count_layout_conversion(out.sizes(), temp.strides(), out.strides());
   backend.copy(temp, out, /*non_blocking=*/false);
 }
 
@@ -107,8 +133,11 @@ void CudaBackend::conv_forward(const Tensor& input, const Tensor& weight, const 
     return;
   }
   const NoGradGuard no_grad;  // temporaries below are plumbing, not part of any graph
-  const Tensor x = contiguous_operand(input), w = contiguous_operand(weight);
-  into_output(*this, out, [&](const Tensor& y) { run_pass(ConvPass::Forward, {x, w, y}, params); });
+  const MemoryFormat format = pass_format(input, weight, out);
+  const Tensor x = operand_in(input, format), w = operand_in(weight, format);
+  into_output(*this, out, format, [&](const Tensor& y) {
+    run_pass(ConvPass::Forward, {x, w, y, format != MemoryFormat::Contiguous}, params);
+  });
 }
 
 void CudaBackend::conv_backward_input(const Tensor& grad_out, const Tensor& weight, const ConvParams& params,
@@ -120,8 +149,11 @@ void CudaBackend::conv_backward_input(const Tensor& grad_out, const Tensor& weig
     return;
   }
   const NoGradGuard no_grad;
-  const Tensor dy = contiguous_operand(grad_out), w = contiguous_operand(weight);
-  into_output(*this, grad_input, [&](const Tensor& dx) { run_pass(ConvPass::BackwardData, {dx, w, dy}, params); });
+  const MemoryFormat format = pass_format(grad_out, weight, grad_input);
+  const Tensor dy = operand_in(grad_out, format), w = operand_in(weight, format);
+  into_output(*this, grad_input, format, [&](const Tensor& dx) {
+    run_pass(ConvPass::BackwardData, {dx, w, dy, format != MemoryFormat::Contiguous}, params);
+  });
 }
 
 void CudaBackend::conv_backward_weight(const Tensor& grad_out, const Tensor& input, const ConvParams& params,
@@ -133,8 +165,11 @@ void CudaBackend::conv_backward_weight(const Tensor& grad_out, const Tensor& inp
     return;
   }
   const NoGradGuard no_grad;
-  const Tensor dy = contiguous_operand(grad_out), x = contiguous_operand(input);
-  into_output(*this, grad_weight, [&](const Tensor& dw) { run_pass(ConvPass::BackwardFilter, {x, dw, dy}, params); });
+  const MemoryFormat format = pass_format(grad_out, input, grad_weight);
+  const Tensor dy = operand_in(grad_out, format), x = operand_in(input, format);
+  into_output(*this, grad_weight, format, [&](const Tensor& dw) {
+    run_pass(ConvPass::BackwardFilter, {x, dw, dy, format != MemoryFormat::Contiguous}, params);
+  });
 }
 
 }  // namespace kiln::cuda

@@ -49,6 +49,7 @@ size_t ConvKeyHash::operator()(const ConvKey& key) const {
   mix(seed, static_cast<size_t>(key.math));
   mix(seed, key.deterministic ? 1 : 0);
   mix(seed, static_cast<size_t>(key.groups));
+  mix(seed, key.channels_last_filter ? 1 : 0);
   for (const auto* list : {&key.input_sizes, &key.input_strides, &key.weight_sizes, &key.stride, &key.padding,
                            &key.dilation}) {
     mix_list(seed, *list);
@@ -58,10 +59,11 @@ size_t ConvKeyHash::operator()(const ConvKey& key) const {
 
 std::string describe(const ConvKey& key) {
   std::ostringstream os;
-  os << conv_pass_name(key.pass) << " on cuda:" << key.device << ", " << dtype_name(key.dtype)
-     << ", math " << conv_math_name(key.math) << (key.deterministic ? ", deterministic" : "") << ", input "
-     << key.input_sizes << " (strides " << key.input_strides << "), weight " << key.weight_sizes << ", stride "
-     << key.stride << ", padding " << key.padding << ", dilation " << key.dilation << ", groups " << key.groups;
+  os << conv_pass_name(key.pass) << " on cuda:" << key.device << ", " << dtype_name(key.dtype) << ", math "
+     << conv_math_name(key.math) << (key.deterministic ? ", deterministic" : "") << ", input "
+     << key.input_sizes << " (strides " << key.input_strides << "), weight " << key.weight_sizes
+     << (key.channels_last_filter ? " (channels-last)" : "") << ", stride " << key.stride << ", padding "
+     << key.padding << ", dilation " << key.dilation << ", groups " << key.groups;
   return os.str();
 }
 

@@ -68,6 +68,10 @@ struct ConvKey {
   Dims input_sizes;    // [N, C_in, s...]
   Dims input_strides;  // memory layout of the input
   Dims weight_sizes;   // [C_out, C_in / groups, k...]
+  // The filter's layout: KC<spatial> (false) or channels-last K<spatial>C (true). An input
+  // that is both layouts at once (1x1x1 spatial, one channel) meets either filter, and
+  // cuDNN's algorithms for the two differ: the input's strides alone do not tell.
+  bool channels_last_filter = false;
   Dims stride;
   Dims padding;
   Dims dilation;

@@ -17,7 +17,7 @@ namespace kiln::cuda {
 namespace {
 
 constexpr std::string_view kMagic = "kiln-cudnn-algorithms";
-constexpr int kFormatVersion = 1;
+constexpr int kFormatVersion = 2;  // 2: the filter's layout (filter=nchw|nhwc)
 constexpr int kHeaderLines = 4;
 
 // ---- writing ------------------------------------------------------------------------------
@@ -37,7 +37,8 @@ std::string entry_line(const ConvKey& key, const ConvAlgorithmCache::Entry& entr
      << " math=" << conv_math_name(key.math) << " deterministic=" << int{key.deterministic}
      << " groups=" << key.groups << " input=" << join(key.input_sizes)
      << " input_strides=" << join(key.input_strides) << " weight=" << join(key.weight_sizes)
-     << " stride=" << join(key.stride) << " padding=" << join(key.padding) << " dilation=" << join(key.dilation)
+     << " filter=" << (key.channels_last_filter ? "nhwc" : "nchw") << " stride=" << join(key.stride)
+     << " padding=" << join(key.padding) << " dilation=" << join(key.dilation)
      << " searched=" << int{entry.searched} << " algos=";
   for (size_t i = 0; i < entry.ranking.size(); ++i) {
     const ConvAlgorithm& a = entry.ranking[i];
@@ -175,6 +176,10 @@ std::pair<ConvKey, ConvAlgorithmCache::Entry> parse_entry(LineParser& p) {
   key.input_sizes = p.list("input", 0, kMaxSize);
   key.input_strides = p.list("input_strides", 0, kMaxSize);
   key.weight_sizes = p.list("weight", 0, kMaxSize);
+  const std::string_view filter = p.field("filter");
+  if (filter != "nchw" && filter != "nhwc")
+    p.fail("filter must be nchw or nhwc, got '" + std::string(filter) + "'");
+  key.channels_last_filter = filter == "nhwc";
   key.stride = p.list("stride", 1, kMaxSize);
   key.padding = p.list("padding", 0, kMaxSize);
   key.dilation = p.list("dilation", 1, kMaxSize);

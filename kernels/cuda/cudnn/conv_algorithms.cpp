@@ -228,7 +228,8 @@ ConvMath conv_math(DType dtype) {
   }
 }
 
-ConvKey conv_key(ConvPass pass, const Tensor& x, const Tensor& w, const ConvParams& params) {
+ConvKey conv_key(ConvPass pass, const ConvOperands& operands, const ConvParams& params) {
+  const Tensor &x = operands.x, &w = operands.w;
   return {.pass = pass,
           .device = x.device().index,
           .dtype = x.dtype(),
@@ -238,6 +239,7 @@ ConvKey conv_key(ConvPass pass, const Tensor& x, const Tensor& w, const ConvPara
           .input_sizes = x.sizes(),
           .input_strides = x.strides(),
           .weight_sizes = w.sizes(),
+          .channels_last_filter = operands.channels_last,
           .stride = params.stride,
           .padding = params.padding,
           .dilation = params.dilation};

@@ -22,16 +22,19 @@ ConvAlgorithmCache& conv_algorithm_cache();
 // math (no TF32) otherwise; the default for float64.
 ConvMath conv_math(DType dtype);
 
-// The key of one pass: x is the input (or its gradient), w the weight (or its gradient).
-ConvKey conv_key(ConvPass pass, const Tensor& x, const Tensor& w, const ConvParams& params);
-
 // The tensors of one pass (x, w, y as in ConvDescriptors); the pass writes one of them:
 // y for forward, x for backward-data, w for backward-filter.
+// All three are in one layout (Note [cuDNN layouts] in conv.cpp): channels_last says which.
 struct ConvOperands {
   const Tensor& x;
   const Tensor& w;
   const Tensor& y;
+  bool channels_last = false;
 };
+
+// The key of one pass: x is the input (or its gradient), w the weight (or its gradient),
+// the filter's layout from channels_last.
+ConvKey conv_key(ConvPass pass, const ConvOperands& operands, const ConvParams& params);
 
 // Workspaces from the caching allocator on `stream`: null, not an error, when a request
 // cannot be met. Must outlive the Choices whose workspaces it handed out.

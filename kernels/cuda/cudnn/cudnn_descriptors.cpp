@@ -85,11 +85,13 @@ void TensorDescriptor::set(const Tensor& t) {
 FilterDescriptor::FilterDescriptor() { KILN_CUDNN_CHECK(cudnnCreateFilterDescriptor(&desc_)); }
 FilterDescriptor::~FilterDescriptor() { cudnnDestroyFilterDescriptor(desc_); }
 
-void FilterDescriptor::set(const Tensor& weight) {
+void FilterDescriptor::set(const Tensor& weight, bool channels_last) {
   std::vector<int64_t> sizes = weight.sizes(), strides = weight.strides();
   lift_1d(sizes, strides);
   const std::vector<int> dims = as_ints(sizes, "weight sizes");
-  KILN_CUDNN_CHECK(cudnnSetFilterNdDescriptor(desc_, cudnn_data_type(weight.dtype()), CUDNN_TENSOR_NCHW,
+  // The dims stay in [K, C, spatial...] order in both formats; the format says the layout.
+  const cudnnTensorFormat_t format = channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  KILN_CUDNN_CHECK(cudnnSetFilterNdDescriptor(desc_, cudnn_data_type(weight.dtype()), format,
                                               static_cast<int>(dims.size()), dims.data()));
 }
 
@@ -115,9 +117,9 @@ void ConvolutionDescriptor::set_math_if_changed(ConvMath math) {
 }
 
 ConvDescriptors::ConvDescriptors(const Tensor& x_tensor, const Tensor& w_tensor, const Tensor& y_tensor,
-                                 const ConvParams& params) {
+                                 const ConvParams& params, bool channels_last) {
   x.set(x_tensor);
-  w.set(w_tensor);
+  w.set(w_tensor, channels_last);
   y.set(y_tensor);
   conv.set(params, x_tensor.dtype());
 }
@@ -127,7 +129,7 @@ ConvDescriptors& conv_descriptors(const ConvKey& key, const Tensor& x, const Ten
   thread_local std::unordered_map<ConvKey, std::unique_ptr<ConvDescriptors>, ConvKeyHash> cache;
   if (auto it = cache.find(key); it != cache.end()) return *it->second;
   if (cache.size() >= kMaxCachedConvDescriptors) cache.clear();
-  auto made = std::make_unique<ConvDescriptors>(x, w, y, params);
+  auto made = std::make_unique<ConvDescriptors>(x, w, y, params, key.channels_last_filter);
   return *cache.emplace(key, std::move(made)).first->second;
 }
 

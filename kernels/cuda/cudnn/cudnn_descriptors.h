@@ -50,8 +50,9 @@ class FilterDescriptor {
   ~FilterDescriptor();
   FilterDescriptor(const FilterDescriptor&) = delete;
   FilterDescriptor& operator=(const FilterDescriptor&) = delete;
-  // A contiguous weight [C_out, C_in / groups, k...] (NCHW-style packed filter).
-  void set(const Tensor& weight);
+  // A dense weight [C_out, C_in / groups, k...]: packed KC<spatial> (cuDNN's NCHW filter
+  // format) or, with channels_last, K<spatial>C (its NHWC format).
+  void set(const Tensor& weight, bool channels_last);
   cudnnFilterDescriptor_t get() const { return desc_; }
 
  private:
@@ -77,9 +78,11 @@ class ConvolutionDescriptor {
 };
 
 // The descriptors of one convolution: x is the input (or its gradient), w the weight (or
-// its gradient), y the output (or its gradient). Every tensor must be contiguous.
+// its gradient), y the output (or its gradient), all three dense in one layout
+// (row-major, or channels-last with channels_last).
 struct ConvDescriptors {
-  ConvDescriptors(const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& params);
+  ConvDescriptors(const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& params,
+                  bool channels_last);
   TensorDescriptor x;
   FilterDescriptor w;
   TensorDescriptor y;

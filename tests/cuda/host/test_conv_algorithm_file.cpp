@@ -48,7 +48,9 @@ class ConvAlgorithmFile : public ::testing::Test {
     key.pass = ConvPass::BackwardData;
     key.dtype = DType::BFloat16;
     key.math = ConvMath::TensorOp;
+    key.channels_last_filter = true;  // a channels-last convolution's key (Note [cuDNN layouts])
     cache.insert(key, {.ranking = {algorithm(4, 0, true, ConvMath::Default)}, .searched = false});
+    key.channels_last_filter = false;
     key.pass = ConvPass::BackwardFilter;
     key.deterministic = true;
     key.input_sizes = {1, 3, 17};  // a 1-d conv keeps its rank
@@ -183,20 +185,27 @@ TEST_F(ConvAlgorithmFile, CorruptAndTruncatedFilesAreClearErrors) {
       {"bad cudnn version", with_line(2, "cudnn nine"), ":3: cuDNN version 'nine'"},
       {"negative count", with_line(3, "entries -1"), ":4: entry count '-1'"},
       {"cut mid-line", whole.substr(0, whole.size() - 5), "truncated: its last line has no end"},
-      {"missing entries", whole.substr(0, whole.find('\n', whole.find("pass=")) + 1), "truncated: the header promises 3"},
+      {"missing entries", whole.substr(0, whole.find('\n', whole.find("pass=")) + 1),
+       "truncated: the header promises 3"},
       {"extra line", whole + "pass=forward\n", "1 lines after the 3 entries"},
       {"header only, cut", lines[0] + "\n" + lines[1] + "\n", ":3: the file is truncated"},
       {"unknown pass", with_line(4, "pass=sideways device=0"), ":5: unknown pass 'sideways'"},
       {"fields out of order", with_line(4, "device=0 pass=forward"), ":5: expected the field 'pass=...'"},
       {"bad dtype", with_line(4, lines[4].substr(0, lines[4].find("dtype=")) + "dtype=int64 math=fma"),
        "dtype 'int64' is not a floating dtype"},
-      {"huge number", with_line(4, lines[4].substr(0, lines[4].find("groups=")) + "groups=99999999999999999999"),
+      {"huge number",
+       with_line(4, lines[4].substr(0, lines[4].find("groups=")) + "groups=99999999999999999999"),
        "groups '99999999999999999999' is not an integer"},
       {"too many dims", with_line(4, lines[4].substr(0, lines[4].find("input=")) + "input=1,2,3,4,5,6"),
        "input has more than 5 values"},
       {"dims disagree",
-       with_line(4, lines[4].substr(0, lines[4].find("stride=")) + "stride=1,1 padding=1,1,1 dilation=1,1,1 searched=1 algos=0:fma:0:1"),
+       with_line(4, lines[4].substr(0, lines[4].find("stride=")) +
+                        "stride=1,1 padding=1,1,1 dilation=1,1,1 searched=1 algos=0:fma:0:1"),
        "disagree on the number of dims"},
+      {"bad filter layout",
+       with_line(4, lines[4].substr(0, lines[4].find("filter=")) +
+                        lines[4].substr(lines[4].find("filter=")).replace(7, 4, "ncdhw")),
+       "filter must be nchw or nhwc, got 'ncdhw'"},
       {"bad algorithm", with_line(4, lines[4].substr(0, lines[4].find("algos=")) + "algos=1:fma:0"),
        "not algo:math:workspace:deterministic"},
       {"unknown math", with_line(4, lines[4].substr(0, lines[4].find("algos=")) + "algos=1:magic:0:1"),
