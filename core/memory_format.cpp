@@ -106,7 +106,8 @@ MemoryFormat suggest_memory_format(IntList sizes, IntList strides) {
     if (size == 0 || stride < least) return MemoryFormat::Contiguous;
     if (d == 0 && least == strides[1]) return MemoryFormat::Contiguous;
     least = stride;
-    if (size > 1) least *= size;
+    // Past int64 (a hostile view's strides) no later stride can reach it: saturate.
+    if (size > 1 && __builtin_mul_overflow(least, size, &least)) least = INT64_MAX;
   }
   return format;
 }

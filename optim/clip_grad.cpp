@@ -12,15 +12,16 @@
 // The gradients are always multiplied, by exactly 1 when no clipping is needed, so no
 // branch has to look at the value. Two kinds of gradient take an ordinary in-place
 // multiply instead of the fused scale: float64 ones, which PyTorch scales by the float64
-// coefficient (the fused kernel's scale is a float32), and non-contiguous ones (rare: a
-// gradient is normally allocated contiguous), which join the norm through a contiguous
-// copy.
+// coefficient (the fused kernel's scale is a float32), and strided ones (rare: a gradient
+// is normally allocated dense, row-major or laid out as its parameter, e.g.
+// channels-last), which join the norm through a contiguous copy.
 #include "optim/clip_grad.h"
 
 #include <cmath>
 #include <optional>
 
 #include "core/autograd/grad_mode.h"
+#include "core/memory_format.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
 #include "core/ops/multi_tensor.h"
@@ -28,10 +29,13 @@
 namespace kiln::optim {
 namespace {
 
+// Dense in any layout: the multi-tensor kernels read it as one flat run.
+bool is_dense(const Tensor& t) { return is_non_overlapping_and_dense(t.sizes(), t.strides()); }
+
 struct DeviceGrads {
   Device device;
-  std::vector<Tensor> fused;       // contiguous, not float64: scaled by the fused kernel
-  std::vector<Tensor> one_by_one;  // float64 or non-contiguous: scaled by mul_
+  std::vector<Tensor> fused;       // dense, not float64: scaled by the fused kernel
+  std::vector<Tensor> one_by_one;  // float64 or strided: scaled by mul_
 };
 
 // The gradients of `params` that exist, grouped by device in order of first appearance.
@@ -45,7 +49,7 @@ std::vector<DeviceGrads> group_grads_by_device(const std::vector<Tensor>& params
       if (g.device == grad.device()) group = &g;
     }
     if (group == nullptr) group = &groups.emplace_back(DeviceGrads{.device = grad.device(), .fused = {}, .one_by_one = {}});
-    const bool fused = grad.is_contiguous() && grad.dtype() != DType::Float64;
+    const bool fused = is_dense(grad) && grad.dtype() != DType::Float64;
     (fused ? group->fused : group->one_by_one).push_back(grad);
   }
   return groups;
@@ -53,7 +57,7 @@ std::vector<DeviceGrads> group_grads_by_device(const std::vector<Tensor>& params
 
 Tensor device_norm(const DeviceGrads& group, double norm_type) {
   std::vector<Tensor> grads = group.fused;
-  for (const Tensor& g : group.one_by_one) grads.push_back(g.contiguous());  // no copy unless strided
+  for (const Tensor& g : group.one_by_one) grads.push_back(is_dense(g) ? g : g.contiguous());
   return multi_tensor_norm(grads, norm_type);
 }
 

@@ -194,7 +194,10 @@ struct IndexSelectBackward final : Node {
     std::vector<int64_t> along_dim(g[0].dim(), 1);
     along_dim[dim] = g[0].sizes()[dim];
     const Tensor spread = index.unpack(*this).reshape(along_dim).expand(g[0].sizes());
-    const Tensor zero = zeros(input_sizes, {.dtype = g[0].dtype(), .device = g[0].device()});
+    // Laid out as the incoming gradient (a channels-last one stays so, as the forward's output).
+    Tensor zero =
+        empty(input_sizes, {.dtype = g[0].dtype(), .device = g[0].device()}, g[0].suggest_memory_format());
+    zero.zero_();
     return {scatter_add_with(zero, dim, spread, g[0], IndexBounds::Checked), Tensor()};
   }
   void release_saved() override { index.release(); }
@@ -215,7 +218,10 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   }
   std::vector<int64_t> out_sizes = x.sizes();
   out_sizes[dim] = flat_index.numel();
-  Tensor out = empty(out_sizes, {.dtype = x.dtype(), .device = x.device()});
+  // In the input's suggested memory format (row-major unless it is channels-last; PyTorch
+  // returns row-major always): interpolate is index_selects and blends, and a
+  // channels-last feature map resampled stays channels-last.
+  Tensor out = empty(out_sizes, {.dtype = x.dtype(), .device = x.device()}, x.suggest_memory_format());
   if (out.numel() > 0) backend(x.device()).index_select(x, dim, flat_index, out);
   if (autograd::any_requires_grad({&x})) {
     auto node = make_pooled<IndexSelectBackward>();

@@ -81,6 +81,12 @@ std::vector<OpCase> op_cases() {
        [](const auto& t) {
          return cat({t[0], mul(t[0], 2.0)}, 1);
        }},
+      {"interpolate_trilinear",
+       {x},
+       [](const auto& t) {
+         return interpolate(t[0], {.size = {7, 9, 8}, .mode = InterpolateMode::Linear});
+       }},
+      {"interpolate_nearest", {x}, [](const auto& t) { return interpolate(t[0], {.scale_factor = {2.0}}); }},
   };
 }
 

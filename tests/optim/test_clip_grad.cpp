@@ -98,6 +98,21 @@ TEST(ClipGradNorm, NonContiguousGradientsAreClippedToo) {
   EXPECT_TRUE(all_close(b.grad(), want_b.to(DType::Float64).mul(scalar_tensor(coef, {.dtype = DType::Float64}))));
 }
 
+// Channels-last gradients (a converted model's weights) take the fused path as they are:
+// the same result as row-major ones, and no layout conversion.
+TEST(ClipGradNorm, ChannelsLastGradientsAreClippedWithoutAConversion) {
+  const Tensor values = random_uniform({2, 3, 2, 3, 4}, -1, 1, DType::Float32, 3);
+  Tensor a = zeros({2, 3, 2, 3, 4}).requires_grad_(true), b = zeros({2, 3, 2, 3, 4}).requires_grad_(true);
+  a.set_grad(values.clone());
+  b.set_grad(values.contiguous(MemoryFormat::ChannelsLast3d));
+  const int64_t before = layout_conversions();
+  optim::clip_grad_norm_({b}, 0.5);
+  EXPECT_EQ(layout_conversions(), before);
+  optim::clip_grad_norm_({a}, 0.5);
+  EXPECT_TRUE(b.grad().is_contiguous(MemoryFormat::ChannelsLast3d));
+  EXPECT_TRUE(all_close(b.grad(), a.grad()));
+}
+
 TEST(ClipGradNorm, NoGradientsGiveZero) {
   const Tensor total = optim::clip_grad_norm_({zeros({3}).requires_grad_(true)}, 1.0);
   EXPECT_EQ(total.dtype(), DType::Float32);
