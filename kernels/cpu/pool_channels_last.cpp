@@ -7,7 +7,8 @@
 // values, and every kernel loops over an output (or input) position with the C channels
 // innermost: contiguous loads and stores beside per-channel accumulators.
 //   max forward:  per output position, the taps in window order (d, h, w), each offered to
-//                 the C running maxima (offer, pool_windows.h: NaN wins, ties keep the first).
+//                 the C running maxima (offer's rule, pool_windows.h: NaN wins, ties keep
+//                 the first), kept as a values and an indices array so the update vectorises.
 //   max backward: per (sample, block of channels), a zeroed accumulator of the block's
 //                 input values; the outputs scatter into it in output order, as pool.cpp.
 //   avg forward:  per output position, the C sums over the window, divided once.
@@ -62,15 +63,18 @@ void max_forward(const Tensor& input, const PoolGeometry& g, const Tensor& out, 
     const T* x = static_cast<const T*>(input.data_ptr());
     T* y = static_cast<T*>(out.data_ptr());
     int64_t* idx = static_cast<int64_t*>(indices.data_ptr());
-    const MaxCandidate<V> none{-std::numeric_limits<V>::infinity(), -1};
     const int64_t work = channels * g.kernel[0] * g.kernel[1] * g.kernel[2];
     parallel_for(p.batch * out_volume, grain_for(work), [&](int64_t begin, int64_t end) {
-      std::vector<MaxCandidate<V>> best(static_cast<size_t>(channels));
+      // The C running maxima as two arrays, so the per-tap update over C vectorises
+      // (an array of (value, index) pairs measured 1.5x slower than NCDHW).
+      std::vector<V> best(static_cast<size_t>(channels));
+      std::vector<int64_t> where(static_cast<size_t>(channels));
       for (int64_t u = begin; u < end; ++u) {
         const int64_t n = u / out_volume;
         int64_t o[3];
         split(u % out_volume, g.out, o);
-        std::fill(best.begin(), best.end(), none);
+        std::fill(best.begin(), best.end(), -std::numeric_limits<V>::infinity());
+        std::fill(where.begin(), where.end(), int64_t{-1});  // -1: no tap yet
         for (int64_t a = taps[0].first[o[0]]; a < taps[0].last[o[0]]; ++a) {
           const int64_t d = taps[0].at(o[0], a);
           for (int64_t b = taps[1].first[o[1]]; b < taps[1].last[o[1]]; ++b) {
@@ -78,13 +82,21 @@ void max_forward(const Tensor& input, const PoolGeometry& g, const Tensor& out, 
             for (int64_t k = taps[2].first[o[2]]; k < taps[2].last[o[2]]; ++k) {
               const int64_t pos = (d * g.in[1] + h) * g.in[2] + taps[2].at(o[2], k);
               const T* row = x + (n * in_volume + pos) * channels;
-              for (int64_t c = 0; c < channels; ++c) offer(best[c], static_cast<V>(row[c]), pos);
+              for (int64_t c = 0; c < channels; ++c) {
+                // offer()'s rule (pool_windows.h): the first tap, a larger value, or the
+                // first NaN takes the place; ties keep the earlier tap.
+                const V v = static_cast<V>(row[c]), b = best[c];
+                const int64_t w = where[c];
+                const bool take = (w < 0) | (v > b) | ((v != v) & (b == b));
+                best[c] = take ? v : b;
+                where[c] = take ? pos : w;
+              }
             }
           }
         }
         for (int64_t c = 0; c < channels; ++c) {
-          y[u * channels + c] = static_cast<T>(best[c].value);
-          idx[u * channels + c] = best[c].index;
+          y[u * channels + c] = static_cast<T>(best[c]);
+          idx[u * channels + c] = where[c];
         }
       }
     });
