@@ -45,11 +45,4 @@ inline bool check_pool_operands(const Tensor& in, const Tensor& out, const Tenso
   return order == ChannelOrder::Last;
 }
 
-// The spatial volume S of [N, C, *].
-inline int64_t spatial_volume(const Tensor& t) {
-  int64_t s = 1;
-  for (int64_t d = 2; d < t.dim(); ++d) s *= t.sizes()[d];
-  return s;
-}
-
 }  // namespace kiln

@@ -148,7 +148,9 @@ MemoryFormat conv_memory_format(const Tensor& x, const Tensor& weight) {
   }
   // A weight that is both layouts at once (one input channel, a 1x1x1 kernel) but carries
   // the channels-last strides exactly (Module::to(format) gives it them) marks a
-  // channels-last model: its stem computes in channels-last too.
+  // channels-last model: its stem computes in channels-last too. An ordinary row-major
+  // weight has C's stride > 1 and is told apart without computing any strides.
+  if (weight.strides()[1] != 1) return MemoryFormat::Contiguous;
   const Dims strides = memory_format_strides(weight.sizes(), channels_last, "conv");
   return weight.strides() == strides && weight.strides() != contiguous_strides(weight.sizes())
              ? channels_last
