@@ -2,7 +2,8 @@
 // float32: statistics, apply, backward reduce and backward input, through the Backend, in
 // NCDHW and in channels-last (NDHWC: kernels/cpu/batch_norm_channels_last.cpp; 5th arg 1),
 // each also with the fused ReLU (Note [Batch norm with ReLU] in core/backend.h), which moves
-// the same bytes (the mask is recomputed from x) and does a compare more per value.
+// the same bytes (the mask is recomputed from x) and does a compare more per value; and the
+// ops with their fused tails against the unfused compositions.
 //
 // Roofline: memory-bound (a few flops per value): stats reads x once (4 bytes a value);
 // apply reads x and writes y (8); backward reduce reads x and dy (8); backward input
@@ -63,7 +64,7 @@ void BM_BatchNormApply(benchmark::State& state) {
 void BM_BatchNormBackwardReduce(benchmark::State& state) {
   const Operands o(state);
   run_bandwidth_benchmark(state, o.bytes(2), [&] {
-    backend(o.x.device()).batch_norm_backward_reduce(o.dy, o.x, o.norm, o.sum_dy, o.sum_dy_xmu);
+    backend(o.x.device()).batch_norm_backward_reduce(o.dy, o.x, o.norm, o.sum_dy, o.sum_dy_xmu, Tensor());
   });
   label(state, o);
 }
@@ -97,6 +98,32 @@ void BM_BatchNormReluOp(benchmark::State& state) {
   state.SetLabel(fused ? "batch_norm_relu" : "relu(batch_norm)");
 }
 
+// A residual block's tail, training-mode forward and backward: batch_norm_add_relu (arg 0
+// = 1) against relu(batch_norm(x) + r) (arg 0 = 0), on [8, 64, 28^3] in NCDHW or
+// channels-last (arg 1). Bytes: the fused op's compulsory traffic (Note [Batch norm, add
+// and ReLU]: stats 1, apply 3, backward reduce 4, backward input 3 activations) for both,
+// so the rates compare as times do; the composition moves 16 (stats 1, apply 2, add 3,
+// relu 2; relu backward 3, batch-norm backward 5), so the fused op's roofline gain is
+// 16 / 11 = 1.45x.
+void BM_BatchNormAddReluOp(benchmark::State& state) {
+  const bool fused = state.range(0) != 0;
+  const MemoryFormat format = state.range(1) != 0 ? MemoryFormat::ChannelsLast3d : MemoryFormat::Contiguous;
+  const Tensor x = rand({8, 64, 28, 28, 28}).contiguous(format).requires_grad_(true);
+  const Tensor residual = sub(rand(x.sizes()), 0.5).contiguous(format).requires_grad_(true);
+  const Tensor weight = ones({64}).requires_grad_(true), bias = zeros({64}).requires_grad_(true);
+  const Tensor running_mean = zeros({64}), running_var = ones({64});
+  const Tensor upstream = rand(x.sizes()).contiguous(format);
+  run_bandwidth_benchmark(state, 11.0 * 4.0 * static_cast<double>(x.numel()), [&] {
+    const Tensor y = fused
+                         ? batch_norm_add_relu(x, residual, running_mean, running_var, weight, bias, true)
+                         : relu(add(batch_norm(x, running_mean, running_var, weight, bias, true), residual));
+    y.backward(upstream);
+    for (const Tensor* t : {&x, &residual, &weight, &bias}) t->set_grad(Tensor());  // to None, as zero_grad
+  });
+  state.SetLabel(std::string(fused ? "batch_norm_add_relu" : "relu(batch_norm + r)") +
+                 (state.range(1) != 0 ? ", channels-last" : ""));
+}
+
 // [2, 64, 32^3] (few channels, big volumes: the chunk split), [8, 256, 8^3], [32, 512, 4^3],
 // each in both layouts; the elementwise passes also with the fused ReLU (4th arg 1).
 #define KILN_BN_SHAPES                               \
@@ -113,6 +140,7 @@ BENCHMARK(BM_BatchNormApply) KILN_BN_SHAPES_RELU;
 BENCHMARK(BM_BatchNormBackwardReduce) KILN_BN_SHAPES_RELU;
 BENCHMARK(BM_BatchNormBackwardInput) KILN_BN_SHAPES_RELU;
 BENCHMARK(BM_BatchNormReluOp)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_BatchNormAddReluOp)->ArgsProduct({{0, 1}, {0, 1}})->UseRealTime()->Unit(benchmark::kMillisecond);
 #undef KILN_BN_SHAPES_RELU
 #undef KILN_BN_SHAPES
 

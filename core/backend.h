@@ -80,9 +80,24 @@ struct PoolParams {
 // would not. Outputs equal relu(batch_norm(...))'s; gradients too, up to the order in
 // which the CPU adds up the per-channel sums of long runs (a fixed order either way:
 // the fused reduction keeps 16 partial sums where the plain one keeps 32).
+//
+// Note [Batch norm, add and ReLU]: the tail of a residual block, relu(bn(x) + residual),
+// fused the same way. apply takes `residual` (relu must be on) and writes max(y + r, 0),
+// y and the sum in the opmath type, rounded once. Its backward masks by the forward's
+// output (saved: it is the next block's input, kept anyway, where the residual of a
+// downsampling block would be kept only for this), so backward_reduce takes `output`
+// instead of `residual`, and also writes the masked gradient to `grad_y`: that is the
+// residual's gradient (the fork) and the dy that backward_input then reads, without a
+// mask. Forward: stats + apply (4 passes over memory, against 8 for bn, add and relu
+// apart); backward: reduce (reads grad_out, x, output, writes grad_y) + input (reads
+// grad_y and x, writes grad_in): 7 passes against 8. Outputs equal relu(bn(x) +
+// residual)'s where bn's output is not rounded (float64), and otherwise differ only by
+// that one rounding fewer.
 struct BatchNormCoefficients {
   Tensor mean{}, invstd{}, weight{}, bias{};
   bool relu = false;
+  Tensor residual{};  // apply only: added before the ReLU (Note [Batch norm, add and ReLU])
+  Tensor output{};    // backward_reduce only: the fused add's output, whose sign is the mask
 };
 
 // The most 64-bit words one Backend::write_words call writes (they travel in a kernel's
@@ -240,16 +255,19 @@ class Backend {
   // `relu` when a ReLU follows it, fused (Note [Batch norm with ReLU]).
   // mean and biased variance of each channel over N and the spatial dims (Welford).
   virtual void batch_norm_stats(const Tensor& input, const Tensor& mean, const Tensor& var) = 0;
-  // out = y, or max(y, 0) with relu (a NaN stays NaN, as relu).
+  // out = y, or max(y, 0) with relu (a NaN stays NaN, as relu), or max(y + norm.residual, 0)
+  // when the residual is given (relu on; Note [Batch norm, add and ReLU]).
   virtual void batch_norm_apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor& out) = 0;
   // sum_dy[c] = sum dy, sum_dy_xmu[c] = sum dy (x - mean[c]) over N and the spatial dims;
   // with relu, dy is grad_out where y > 0 and 0 elsewhere (norm.invstd, weight and bias
-  // are read only then).
+  // are read only then); with norm.output (relu on), grad_out where output > 0, and dy is
+  // also written to grad_y (defined exactly then; laid out as the input).
   virtual void batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& input,
                                           const BatchNormCoefficients& norm, const Tensor& sum_dy,
-                                          const Tensor& sum_dy_xmu) = 0;
+                                          const Tensor& sum_dy_xmu, const Tensor& grad_y) = 0;
   // grad_in = (dy - sum_dy/count - (x - mean) invstd^2 sum_dy_xmu/count) invstd weight, dy
-  // as in backward_reduce, where count is the number of elements per channel (over every
+  // as in backward_reduce (the fused add's backward passes grad_y, relu off: norm.output is
+  // never read here), where count is the number of elements per channel (over every
   // rank for SyncBatchNorm).
   virtual void batch_norm_backward_input(const Tensor& grad_out, const Tensor& input,
                                          const BatchNormCoefficients& norm, const Tensor& sum_dy,

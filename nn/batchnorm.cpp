@@ -1,5 +1,6 @@
 // BatchNormNd: parameters and buffers, the rank check per 1d/2d/3d, and the training /
-// eval logic of Note [Batch norm modes] around kiln::batch_norm.
+// eval logic of Note [Batch norm modes] around kiln::batch_norm (and its fused forms,
+// batch_norm_relu and batch_norm_add_relu).
 #include "nn/batchnorm.h"
 
 #include <sstream>
@@ -77,16 +78,35 @@ std::string BatchNormNd::type_name() const {
   return "BatchNorm" + std::to_string(spatial_dims_) + "d";
 }
 
-Tensor BatchNormNd::forward(const Tensor& input) {
+Tensor BatchNormNd::forward(const Tensor& input) { return normalize(input, Tensor()); }
+
+Tensor BatchNormNd::forward_add_relu(const Tensor& input, const Tensor& residual) {
+  KILN_CHECK(
+      !options_.relu, type_name(),
+      ": forward_add_relu adds the residual before its ReLU; this layer (relu = true) already has a ReLU "
+      "before any add");
+  KILN_CHECK(residual.defined(), type_name(), ": forward_add_relu got an undefined residual");
+  return normalize(input, residual);
+}
+
+Tensor BatchNormNd::call_op(const Tensor& input, const Tensor& residual, const Tensor& mean,
+                            const Tensor& var, bool training, double momentum) const {
+  if (residual.defined()) {
+    return batch_norm_add_relu(input, residual, mean, var, weight, bias, training, momentum, options_.eps);
+  }
+  const auto op = options_.relu ? batch_norm_relu : batch_norm;
+  return op(input, mean, var, weight, bias, training, momentum, options_.eps);
+}
+
+Tensor BatchNormNd::normalize(const Tensor& input, const Tensor& residual) {
   check_input(input);
-  const auto normalize = options_.relu ? batch_norm_relu : batch_norm;
   const bool synchronized = is_training() && sync_ && sync_->active();
   if (is_training() && options_.track_running_stats && checkpoint_recomputing()) {
     // Note [Checkpoint recompute]: the forward already updated the running statistics;
     // the recompute updates copies (the same arithmetic, so the same values) and drops them.
-    if (synchronized) return synchronized_forward(input, running_mean.clone(), running_var.clone(), 0.0);
-    return normalize(input, running_mean.clone(), running_var.clone(), weight, bias, /*training=*/true, 0.0,
-                     options_.eps);
+    if (synchronized)
+      return synchronized_forward(input, residual, running_mean.clone(), running_var.clone(), 0.0);
+    return call_op(input, residual, running_mean.clone(), running_var.clone(), /*training=*/true, 0.0);
   }
   double factor = options_.momentum.value_or(0.0);
   if (is_training() && options_.track_running_stats) {
@@ -99,15 +119,15 @@ Tensor BatchNormNd::forward(const Tensor& input) {
   const bool use_batch_stats = is_training() || !options_.track_running_stats;
   // The running statistics are updated in training and read in eval; without tracking
   // there are none. Synchronisation is for training only: eval needs no communication.
-  if (synchronized) return synchronized_forward(input, running_mean, running_var, factor);
-  return normalize(input, running_mean, running_var, weight, bias, use_batch_stats, factor, options_.eps);
+  if (synchronized) return synchronized_forward(input, residual, running_mean, running_var, factor);
+  return call_op(input, residual, running_mean, running_var, use_batch_stats, factor);
 }
 
 // kiln::batch_norm's training path with the statistics and the backward's sums combined
 // over the processes in between (core/ops/batch_norm_pieces.h). A process's share of the
 // batch may be small, even empty: only the total must have more than one value per channel.
-Tensor BatchNormNd::synchronized_forward(const Tensor& input, const Tensor& mean, const Tensor& var,
-                                         double momentum) {
+Tensor BatchNormNd::synchronized_forward(const Tensor& input, const Tensor& residual, const Tensor& mean,
+                                         const Tensor& var, double momentum) {
   namespace bn = batch_norm_pieces;
   const std::string op = type_name();
   bn::check_arguments(op.c_str(), input, mean, var, weight, bias, /*training=*/false);
@@ -125,15 +145,16 @@ Tensor BatchNormNd::synchronized_forward(const Tensor& input, const Tensor& mean
              total, " (input shape ", input.sizes(), " here)");
   bn::update_running_stats(mean, var, stats, total, momentum);
   const std::shared_ptr<BatchNormSync> sync = sync_;
+  const bool add = residual.defined();
   const bn::Normalization norm{
       .mean = stats.mean,
       .invstd = bn::invstd_of(stats.var, options_.eps),
       .count = total,
       .training = true,
-      .grad_sums_hook = [sync](const Tensor& sum_dy, const Tensor& sum_dy_xmu) {
-        sync->sum_gradients(sum_dy, sum_dy_xmu);
-      },
-      .relu = options_.relu};
+      .grad_sums_hook = [sync](const Tensor& sum_dy,
+                               const Tensor& sum_dy_xmu) { sync->sum_gradients(sum_dy, sum_dy_xmu); },
+      .relu = options_.relu || add,
+      .residual = add ? bn::residual_operand(op.c_str(), residual, x) : Tensor()};
   return bn::batch_norm_normalize(op.c_str(), x, weight, bias, norm);
 }
 

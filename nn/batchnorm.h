@@ -68,6 +68,11 @@ class BatchNormSync {
 class BatchNormNd : public Layer {
  public:
   Tensor forward(const Tensor& input) override;
+  // relu(forward(input) + residual), fused (kiln::batch_norm_add_relu): the tail of a
+  // residual block, with the same modes as forward (Note [Batch norm modes]) and
+  // SyncBatchNorm's synchronisation. The layer must not have its own fused ReLU (relu =
+  // false): that one would come before the add.
+  Tensor forward_add_relu(const Tensor& input, const Tensor& residual);
   void reset_running_stats();
   void reset_parameters();
   std::string type_name() const override;
@@ -89,7 +94,13 @@ class BatchNormNd : public Layer {
 
  private:
   void check_input(const Tensor& input) const;
-  Tensor synchronized_forward(const Tensor& input, const Tensor& mean, const Tensor& var, double momentum);
+  // forward's body; residual: undefined, or added before a fused ReLU.
+  Tensor normalize(const Tensor& input, const Tensor& residual);
+  // The op for one call: batch_norm, batch_norm_relu or batch_norm_add_relu.
+  Tensor call_op(const Tensor& input, const Tensor& residual, const Tensor& mean, const Tensor& var,
+                 bool training, double momentum) const;
+  Tensor synchronized_forward(const Tensor& input, const Tensor& residual, const Tensor& mean,
+                              const Tensor& var, double momentum);
   int64_t spatial_dims_;
   BatchNormOptions options_;
   std::shared_ptr<BatchNormSync> sync_;

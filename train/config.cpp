@@ -122,7 +122,7 @@ const std::vector<ConfigField>& config_fields() {
       {"memory-efficient", "model", "densenet: checkpointed dense layers", &C::memory_efficient, false},
       {"dsconv", "model", "densenet: depthwise-separable 3x3x3 convolutions", &C::dsconv},
       {"activation", "model", "densenet: relu, swish or prelu", &C::activation},
-      {"fused-bn-relu", "model", "batch norm and ReLU as one fused layer", &C::fused_bn_relu},
+      {"fused-bn-relu", "model", "batch norm and ReLU (and a ResNet block's residual add) as one fused op", &C::fused_bn_relu},
       {"pretrained", "model", "weights to start from (safetensors or PyTorch .pth), loaded by name",
        &C::pretrained},
       {"pretrained-partial", "model",

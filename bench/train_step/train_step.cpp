@@ -17,7 +17,10 @@
 //                                       3x3x3 stride-1 stem up to 32^3, the 7x7x7 one above)
 //                   [--memory-efficient 0] (1: DenseNet's memory-efficient mode)
 //                   [--batch 8] [--side 28] [--steps 3] [--warmup 1] [--classes 11]
-//                   [--fuse-bn-relu 1]   (0: batch norm and relu as two ops, to compare)
+//                   [--fuse-bn-relu 1]   (0: batch norm and relu as two ops, and the ResNets'
+//                                         block tails as batch norm, add and relu, to compare)
+//                   [--channels-last 0]  (1: the model and the batch in NDHWC, as kiln train
+//                                         --channels-last: Note [Channels-last training])
 //                   [--cuda 0]           (1: on cuda:0, float32, cuDNN benchmark mode on)
 //                   [--tf32 0]           (1: float32 convolutions and products may use TF32)
 //                   [--loader 0]         (1: each step's batch comes from a DataLoader over
@@ -59,6 +62,7 @@ struct Settings {
   int64_t warmup = 1;
   int64_t classes = 11;
   int64_t fuse_bn_relu = 1;
+  int64_t channels_last = 0;
   int64_t cuda = 0;
   int64_t tf32 = 0;
   int64_t loader = 0;
@@ -75,23 +79,25 @@ Settings parse(int argc, char** argv) {
       settings.model = argv[++i];
       continue;
     }
-    int64_t* field = flag == "--batch"     ? &settings.batch
-                     : flag == "--side"    ? &settings.side
-                     : flag == "--steps"   ? &settings.steps
-                     : flag == "--warmup"  ? &settings.warmup
-                     : flag == "--classes" ? &settings.classes
-                     : flag == "--fuse-bn-relu" ? &settings.fuse_bn_relu
-                     : flag == "--cuda"    ? &settings.cuda
-                     : flag == "--tf32"    ? &settings.tf32
-                     : flag == "--loader"  ? &settings.loader
-                     : flag == "--graphs"  ? &settings.graphs
-                     : flag == "--bf16"    ? &settings.bf16
+    int64_t* field = flag == "--batch"              ? &settings.batch
+                     : flag == "--side"             ? &settings.side
+                     : flag == "--steps"            ? &settings.steps
+                     : flag == "--warmup"           ? &settings.warmup
+                     : flag == "--classes"          ? &settings.classes
+                     : flag == "--fuse-bn-relu"     ? &settings.fuse_bn_relu
+                     : flag == "--channels-last"    ? &settings.channels_last
+                     : flag == "--cuda"             ? &settings.cuda
+                     : flag == "--tf32"             ? &settings.tf32
+                     : flag == "--loader"           ? &settings.loader
+                     : flag == "--graphs"           ? &settings.graphs
+                     : flag == "--bf16"             ? &settings.bf16
                      : flag == "--memory-efficient" ? &settings.memory_efficient
                      : flag == "--speed-of-light"   ? &settings.speed_of_light
-                                           : nullptr;
-    const bool is_switch = field == &settings.fuse_bn_relu || field == &settings.cuda || field == &settings.tf32 ||
-                           field == &settings.loader || field == &settings.memory_efficient ||
-                           field == &settings.graphs || field == &settings.bf16 || field == &settings.speed_of_light;
+                                                    : nullptr;
+    const bool is_switch = field == &settings.fuse_bn_relu || field == &settings.channels_last ||
+                           field == &settings.cuda || field == &settings.tf32 || field == &settings.loader ||
+                           field == &settings.memory_efficient || field == &settings.graphs ||
+                           field == &settings.bf16 || field == &settings.speed_of_light;
     const int64_t least = field == &settings.warmup || is_switch ? 0 : 1;
     char* end = nullptr;
     if (field == nullptr || i + 1 == argc || (*field = std::strtoll(argv[i + 1], &end, 10)) < least ||
@@ -99,6 +105,7 @@ Settings parse(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: kiln_train_step [--model resnet18|resnet50|densenet121] [--memory-efficient 0|1] "
                    "[--batch N] [--side N] [--steps N] [--warmup N] [--classes N] [--fuse-bn-relu 0|1] "
+                   "[--channels-last 0|1] "
                    "[--cuda 0|1] [--tf32 0|1] [--loader 0|1] [--graphs 0|1] [--bf16 0|1] "
                    "[--speed-of-light 0|1]\n");
       std::exit(2);
@@ -221,10 +228,14 @@ int run(const Settings& settings) {
   set_allow_tf32_matmul(settings.tf32 != 0);
   const std::shared_ptr<nn::Layer> model = make_model(settings);
   model->to(device);
+  const MemoryFormat format =
+      settings.channels_last != 0 ? MemoryFormat::ChannelsLast3d : MemoryFormat::Contiguous;
+  model->to(format);
   const int64_t parameters = nn::parameter_count(*model);
   optim::Adam optimizer(model->parameters(), {.lr = 1e-3});
 
-  const Tensor input = randn({settings.batch, 1, settings.side, settings.side, settings.side}).to(device);
+  const Tensor input =
+      randn({settings.batch, 1, settings.side, settings.side, settings.side}).to(device).contiguous(format);
   const Tensor target = randint(0, settings.classes, {settings.batch}).to(device);
 
   const auto eager_step = [&](const Tensor& x, const Tensor& y) {
@@ -265,7 +276,8 @@ int run(const Settings& settings) {
       data::DataLoader loader(dataset, {.batch_size = settings.batch, .num_workers = 2, .pin_memory = device.is_cuda()});
       data::DevicePrefetcher prefetcher(loader, device);
       const auto start = std::chrono::steady_clock::now();
-      for (data::Batch& batch : prefetcher.epoch(0)) train_step(batch.at("image"), batch.at("label"));
+      for (data::Batch& batch : prefetcher.epoch(0))
+        train_step(batch.at("image").contiguous(format), batch.at("label"));
       synchronize(device);
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       return std::make_pair(elapsed, prefetcher.stats());
@@ -299,10 +311,14 @@ int run(const Settings& settings) {
           ? ""
           : speed_of_light_json(device, [&] { eager_step(input, target); }, median, model->parameters(), optimizer);
   std::printf(
-      "{\"framework\": \"kiln\", \"model\": \"%s\", \"memory_efficient\": %s, \"device\": \"%s\", \"tf32\": %s, \"batch\": %lld, \"side\": %lld, \"fuse_bn_relu\": %s, \"parameters\": %lld, "
+      "{\"framework\": \"kiln\", \"model\": \"%s\", \"memory_efficient\": %s, \"device\": \"%s\", \"tf32\": "
+      "%s, \"batch\": %lld, \"side\": %lld, \"fuse_bn_relu\": %s, \"channels_last\": %s, \"parameters\": "
+      "%lld, "
       "\"graphs\": %s, \"graph_replays\": %lld, \"bf16\": %s, \"cudnn\": \"%s\", \"step_s\": [",
-      settings.model.c_str(), settings.memory_efficient != 0 ? "true" : "false", device.str().c_str(), settings.tf32 != 0 ? "true" : "false", static_cast<long long>(settings.batch), static_cast<long long>(settings.side),
-      settings.fuse_bn_relu != 0 ? "true" : "false", static_cast<long long>(parameters),
+      settings.model.c_str(), settings.memory_efficient != 0 ? "true" : "false", device.str().c_str(),
+      settings.tf32 != 0 ? "true" : "false", static_cast<long long>(settings.batch),
+      static_cast<long long>(settings.side), settings.fuse_bn_relu != 0 ? "true" : "false",
+      settings.channels_last != 0 ? "true" : "false", static_cast<long long>(parameters),
       settings.graphs != 0 ? "true" : "false", static_cast<long long>(graphed ? graphed->replays() : 0),
       settings.bf16 != 0 ? "true" : "false", device.is_cuda() ? cuda_info().cudnn_version.c_str() : "");
   for (size_t i = 0; i < seconds.size(); ++i) std::printf("%s%.4f", i ? ", " : "", seconds[i]);

@@ -60,13 +60,22 @@ struct Normalization {
   bool training = true;  // the statistics came from this batch: the gradient flows through them
   GradSumsHook grad_sums_hook{};  // may be empty
   bool relu = false;              // a ReLU follows, fused (Note [Batch norm with ReLU] in core/backend.h)
+  // Added before the ReLU (relu on), laid out as the input: residual_operand's result
+  // (Note [Batch norm, add and ReLU] in core/backend.h). Undefined: none.
+  Tensor residual{};
 };
 
-// out = (x - mean) invstd weight + bias (max(out, 0) with relu), recording a backward node
-// when anything requires grad. The node saves input, mean, invstd, weight (and bias with
-// relu). Gradient, dy being grad_out (masked by out > 0 with relu), training:
+// The residual of a fused add, checked against the kernel-layout input x (the same shape,
+// dtype and device; `op` names the caller) and laid out as x.
+Tensor residual_operand(const char* op, const Tensor& residual, const Tensor& x);
+
+// out = (x - mean) invstd weight + bias (max(out, 0) with relu, max(out + residual, 0) with
+// a residual), recording a backward node when anything requires grad. The node saves
+// input, mean, invstd, weight (and bias with relu alone; the output with a residual).
+// Gradient, dy being grad_out (masked by out > 0 with relu), training:
 //   dx = (dy - sum_dy/count - (x - mean) invstd^2 sum_dy_xmu/count) invstd weight
-// eval: dx = dy invstd weight; in both, dweight = sum_dy_xmu invstd, dbias = sum_dy.
+// eval: dx = dy invstd weight; in both, dweight = sum_dy_xmu invstd, dbias = sum_dy, and
+// the residual's gradient is dy.
 Tensor batch_norm_normalize(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias,
                             const Normalization& norm);
 

@@ -2,13 +2,16 @@
 //
 // Math, per channel c over its m = N * S values (S = the spatial volume):
 //   stats:            mean[c] = sum x / m,  var[c] = sum (x - mean)^2 / m    (biased)
-//   apply:            y = (x - mean) * (invstd * weight) + bias   (max(y, 0) with relu)
-//   backward_reduce:  sum_dy[c] = sum dy,  sum_dy_xmu[c] = sum dy (x - mean)
+//   apply:            y = (x - mean) * (invstd * weight) + bias   (max(y, 0) with relu,
+//                     max(y + residual, 0) with the fused add)
+//   backward_reduce:  sum_dy[c] = sum dy,  sum_dy_xmu[c] = sum dy (x - mean)  (and grad_y = dy
+//                     with the fused add)
 //   backward_input:   dx = (dy - sum_dy / count - (x - mean) invstd^2 sum_dy_xmu / count)
 //                          * invstd * weight
 // weight / bias undefined mean 1 / 0. With relu, dy is grad_out masked by y > 0, y
 // recomputed from x (Note [Batch norm with ReLU] in core/backend.h; the expression is
-// kernels/batch_norm_math.h's, and the host build does not contract it into an FMA).
+// kernels/batch_norm_math.h's, and the host build does not contract it into an FMA); with
+// the fused add by output > 0 (Note [Batch norm, add and ReLU]).
 // Every kernel overwrites its outputs.
 //
 // Layout: input, grad_out, out, grad_in contiguous [N, C, *], seen as [N, C, S]: channel
@@ -35,7 +38,7 @@
 
 #include "core/dispatch.h"
 #include "kernels/batch_norm_math.h"
-#include "kernels/channel_layout.h"
+#include "kernels/batch_norm_operands.h"
 #include "kernels/cpu/batch_norm_channels_last.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/elementwise_engine.h"  // parallel_for, kGrain
@@ -144,16 +147,22 @@ struct GradSums {
   double dy = 0, dy_xmu = 0;
 };
 
-// ch: channel c's coefficients (only its mean without relu).
-template <bool kRelu, typename T, typename V>
-GradSums grad_sums_piece(const T* dy, const T* x, const batch_norm_math::Channel<V>& ch, const ChannelLayout& l,
-                         int64_t c, int64_t begin, int64_t end) {
+// ch: channel c's coefficients (only its mean unless the ReLU's mask is recomputed).
+template <batch_norm_math::Tail kTail, typename T, typename V>
+GradSums grad_sums_piece(const batch_norm_math::GradOperands<T, V>& in, const batch_norm_math::Channel<V>& ch,
+                         const ChannelLayout& l, int64_t c, int64_t begin, int64_t end) {
+  using batch_norm_math::Tail;
   GradSums sums;
   for_each_run(l, c, begin, end, [&](int64_t offset, int64_t length) {
-    const std::array<double, 2> s = sum_pairs<kRelu ? 16 : 32>(length, [&](int64_t i) -> std::array<double, 2> {
-      const V xv = static_cast<V>(x[offset + i]);
-      const double g = batch_norm_math::grad_of_y<kRelu>(static_cast<V>(dy[offset + i]), kRelu ? ch.normalize(xv) : V(0));
-      return {g, g * (static_cast<double>(xv) - ch.mean)};
+    const T* dy = in.dy + offset;
+    const T* x = in.x + offset;
+    constexpr int kLanes = kTail == Tail::None ? 32 : 16;  // a masked sum's extra work: see sum_pairs
+    const std::array<double, 2> s = sum_pairs<kLanes>(length, [&](int64_t i) -> std::array<double, 2> {
+      const V xv = static_cast<V>(x[i]);
+      const V out = kTail == Tail::AddRelu ? static_cast<V>(in.output[offset + i]) : V(0);
+      const V g = batch_norm_math::grad_at_y<kTail>(ch, xv, static_cast<V>(dy[i]), out);
+      if constexpr (kTail == Tail::AddRelu) in.grad_y[offset + i] = static_cast<T>(g);
+      return {static_cast<double>(g), static_cast<double>(g) * (static_cast<double>(xv) - ch.mean)};
     });
     sums.dy += s[0];
     sums.dy_xmu += s[1];
@@ -170,39 +179,12 @@ void for_each_row(const ChannelLayout& l, const Fn& row) {
   });
 }
 
-template <typename S>
-const S* data_or_null(const Tensor& t) {
-  return t.defined() ? static_cast<const S*>(t.data_ptr()) : nullptr;
-}
-
-// Checks the operands and returns the input's channel order (kernels/channel_layout.h):
-// the big operands must share it.
-ChannelOrder check_layout(const char* op, const Tensor& input,
-                          std::initializer_list<const Tensor*> same_shape,
-                          std::initializer_list<const Tensor*> per_channel) {
-  KILN_ASSERT(input.dim() >= 2, op, ": input ", input.sizes(), " must be [N, C, *]");
-  const ChannelOrder order = channel_order(input, op);
-  const DType stats = input.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
-  for (const Tensor* t : same_shape) {
-    KILN_ASSERT(t->sizes() == input.sizes() && t->dtype() == input.dtype() && has_channel_order(*t, order),
-                op, ": operand ", t->sizes(), " ", t->dtype(), " strides ", t->strides(),
-                " does not match input ", input.sizes(), " ", input.dtype(), " strides ", input.strides());
-  }
-  for (const Tensor* t : per_channel) {
-    if (!t->defined()) continue;
-    KILN_ASSERT(t->dim() == 1 && t->numel() == input.sizes()[1] && t->dtype() == stats && t->is_contiguous(), op,
-                ": per-channel operand ", t->sizes(), " ", t->dtype(), " for input ", input.sizes(), " ",
-                input.dtype());
-  }
-  return order;
-}
-
 }  // namespace
 
 // ---- launchers --------------------------------------------------------------------------------
 
 void CpuBackend::batch_norm_stats(const Tensor& input, const Tensor& mean, const Tensor& var) {
-  if (check_layout("batch_norm_stats", input, {}, {&mean, &var}) == ChannelOrder::Last) {
+  if (check_batch_norm_operands("batch_norm_stats", input, {}, {&mean, &var}) == ChannelOrder::Last) {
     return batch_norm_channels_last::stats(input, mean, var);
   }
   const ChannelLayout l = layout_of(input);
@@ -224,8 +206,10 @@ void CpuBackend::batch_norm_stats(const Tensor& input, const Tensor& mean, const
 }
 
 void CpuBackend::batch_norm_apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor& out) {
-  if (check_layout("batch_norm_apply", input, {&out}, {&norm.mean, &norm.invstd, &norm.weight, &norm.bias}) ==
-      ChannelOrder::Last) {
+  constexpr const char* kOp = "batch_norm_apply";
+  const batch_norm_math::Tail tail = apply_tail(kOp, norm);
+  if (check_batch_norm_operands(kOp, input, {&out, &norm.residual},
+                                {&norm.mean, &norm.invstd, &norm.weight, &norm.bias}) == ChannelOrder::Last) {
     return batch_norm_channels_last::apply(input, norm, out);
   }
   const ChannelLayout l = layout_of(input);
@@ -233,14 +217,16 @@ void CpuBackend::batch_norm_apply(const Tensor& input, const BatchNormCoefficien
     using S = opmath_t<T>;
     const T* x = static_cast<const T*>(input.data_ptr());
     T* y = static_cast<T*>(out.data_ptr());
+    const T* residual = data_or_null<T>(norm.residual);
     const S *m = data_or_null<S>(norm.mean), *is = data_or_null<S>(norm.invstd);
     const S *w = data_or_null<S>(norm.weight), *b = data_or_null<S>(norm.bias);
-    batch_norm_math::with_relu(norm.relu, [&](auto relu_flag) {
-      constexpr bool kRelu = decltype(relu_flag)::value;
+    batch_norm_math::with_tail(tail, [&](auto tail_value) {
+      constexpr batch_norm_math::Tail kTail = decltype(tail_value)::value;
       for_each_row(l, [&](int64_t c, int64_t offset) {
         const batch_norm_math::Channel<S> ch = batch_norm_math::channel(m, is, w, b, c);
         for (int64_t i = offset; i < offset + l.s; ++i) {
-          y[i] = static_cast<T>(batch_norm_math::output<kRelu>(ch.normalize(static_cast<S>(x[i]))));
+          const S r = kTail == batch_norm_math::Tail::AddRelu ? static_cast<S>(residual[i]) : S(0);
+          y[i] = static_cast<T>(batch_norm_math::output<kTail>(ch.normalize(static_cast<S>(x[i])), r));
         }
       });
     });
@@ -249,29 +235,25 @@ void CpuBackend::batch_norm_apply(const Tensor& input, const BatchNormCoefficien
 
 void CpuBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& input,
                                             const BatchNormCoefficients& norm, const Tensor& sum_dy,
-                                            const Tensor& sum_dy_xmu) {
+                                            const Tensor& sum_dy_xmu, const Tensor& grad_y) {
+  constexpr const char* kOp = "batch_norm_backward_reduce";
+  const batch_norm_math::Tail tail = backward_reduce_tail(kOp, norm, grad_y);
   const ChannelOrder order =
-      check_layout("batch_norm_backward_reduce", input, {&grad_out},
-                   {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
-  KILN_ASSERT(!norm.relu || norm.invstd.defined(), "batch_norm_backward_reduce: relu needs invstd");
+      check_batch_norm_operands(kOp, input, {&grad_out, &norm.output, &grad_y},
+                                {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
   if (order == ChannelOrder::Last) {
-    return batch_norm_channels_last::backward_reduce(grad_out, input, norm, sum_dy, sum_dy_xmu);
+    return batch_norm_channels_last::backward_reduce(grad_out, input, norm, sum_dy, sum_dy_xmu, grad_y);
   }
   const ChannelLayout l = layout_of(input);
   if (l.c == 0) return;
   visit_dtype<kFloatingTypes>(input.dtype(), "batch_norm_backward_reduce", [&]<typename T>() {
     using S = opmath_t<T>;
-    const T* dy = static_cast<const T*>(grad_out.data_ptr());
-    const T* x = static_cast<const T*>(input.data_ptr());
-    const S *m = data_or_null<S>(norm.mean), *is = data_or_null<S>(norm.invstd);
-    const S *w = data_or_null<S>(norm.weight), *b = data_or_null<S>(norm.bias);
+    const auto in = grad_operands<T, S>(grad_out, input, norm, grad_y);
     std::vector<GradSums> pieces;
-    batch_norm_math::with_relu(norm.relu, [&](auto relu_flag) {
-      constexpr bool kRelu = decltype(relu_flag)::value;
+    batch_norm_math::with_tail(tail, [&](auto tail_value) {
+      constexpr batch_norm_math::Tail kTail = decltype(tail_value)::value;
       pieces = reduce_pieces<GradSums>(l, [&](int64_t c, int64_t begin, int64_t end) {
-        const batch_norm_math::Channel<S> ch =
-            kRelu ? batch_norm_math::channel(m, is, w, b, c) : batch_norm_math::Channel<S>{m[c], S(1), S(0)};
-        return grad_sums_piece<kRelu>(dy, x, ch, l, c, begin, end);
+        return grad_sums_piece<kTail>(in, batch_norm_math::grad_channel<kTail>(in, c), l, c, begin, end);
       });
     });
     S* out_dy = static_cast<S*>(sum_dy.data_ptr());
@@ -291,10 +273,12 @@ void CpuBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tensor
 void CpuBackend::batch_norm_backward_input(const Tensor& grad_out, const Tensor& input,
                                            const BatchNormCoefficients& norm, const Tensor& sum_dy,
                                            const Tensor& sum_dy_xmu, int64_t count, const Tensor& grad_in) {
+  constexpr const char* kOp = "batch_norm_backward_input";
+  const bool relu = backward_input_relu(kOp, norm);
   const ChannelOrder order =
-      check_layout("batch_norm_backward_input", input, {&grad_out, &grad_in},
-                   {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
-  KILN_ASSERT(count > 0, "batch_norm_backward_input: count ", count);
+      check_batch_norm_operands(kOp, input, {&grad_out, &grad_in},
+                                {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
+  KILN_ASSERT(count > 0, kOp, ": count ", count);
   if (order == ChannelOrder::Last) {
     return batch_norm_channels_last::backward_input(grad_out, input, norm, sum_dy, sum_dy_xmu, count,
                                                     grad_in);
@@ -309,7 +293,7 @@ void CpuBackend::batch_norm_backward_input(const Tensor& grad_out, const Tensor&
     const S *w = data_or_null<S>(norm.weight), *b = data_or_null<S>(norm.bias);
     const S *sdy = data_or_null<S>(sum_dy), *sdyx = data_or_null<S>(sum_dy_xmu);
     const S inv_count = S(1) / static_cast<S>(count);
-    batch_norm_math::with_relu(norm.relu, [&](auto relu_flag) {
+    batch_norm_math::with_relu(relu, [&](auto relu_flag) {
       constexpr bool kRelu = decltype(relu_flag)::value;
       for_each_row(l, [&](int64_t c, int64_t offset) {
         const batch_norm_math::Channel<S> ch = batch_norm_math::channel(m, is, w, b, c);

@@ -16,7 +16,8 @@
 //   Elementwise (apply, backward_input): the per-channel coefficients are computed once
 //     into arrays, then threads split the rows.
 // With relu, y is the shared expression of kernels/batch_norm_math.h, so the mask is the
-// forward's (Note [Batch norm with ReLU]).
+// forward's (Note [Batch norm with ReLU]); with the fused add the mask is output > 0 and
+// backward_reduce writes the masked gradient to grad_y (Note [Batch norm, add and ReLU]).
 #include "kernels/cpu/batch_norm_channels_last.h"
 
 #include <algorithm>
@@ -25,6 +26,7 @@
 
 #include "core/dispatch.h"
 #include "kernels/batch_norm_math.h"
+#include "kernels/batch_norm_operands.h"
 #include "kernels/cpu/elementwise_engine.h"  // parallel_for, kGrain
 #include "kernels/reduce_ops.h"              // WelfordState, WelfordOp::combine
 
@@ -110,20 +112,22 @@ struct ChannelArrays {
   batch_norm_math::Channel<S> operator[](int64_t c) const { return {mean[c], scale[c], shift[c]}; }
 };
 
-template <bool kRelu, typename T, typename S>
-void grad_sums_chunk(const T* dy, const T* x, const ChannelArrays<S>& ch, const Rows& l, int64_t r0,
-                     int64_t r1, GradSums* out) {
+// in: the operands (its per-channel pointers unused: ch holds the coefficients as arrays).
+template <batch_norm_math::Tail kTail, typename T, typename S>
+void grad_sums_chunk(const batch_norm_math::GradOperands<T, S>& in, const ChannelArrays<S>& ch, const Rows& l,
+                     int64_t r0, int64_t r1, GradSums* out) {
+  using batch_norm_math::Tail;
   const int64_t channels = l.channels;
   std::vector<double> sum_dy(static_cast<size_t>(channels), 0.0), sum_dy_xmu(sum_dy.size(), 0.0);
   for (int64_t r = r0; r < r1; ++r) {
-    const T* g_row = dy + r * channels;
-    const T* x_row = x + r * channels;
+    const int64_t row = r * channels;
     for (int64_t c = 0; c < channels; ++c) {
-      const S xv = static_cast<S>(x_row[c]);
-      const double g =
-          batch_norm_math::grad_of_y<kRelu>(static_cast<S>(g_row[c]), kRelu ? ch[c].normalize(xv) : S(0));
-      sum_dy[c] += g;
-      sum_dy_xmu[c] += g * (static_cast<double>(xv) - ch.mean[c]);
+      const S xv = static_cast<S>(in.x[row + c]);
+      const S out = kTail == Tail::AddRelu ? static_cast<S>(in.output[row + c]) : S(0);
+      const S g = batch_norm_math::grad_at_y<kTail>(ch[c], xv, static_cast<S>(in.dy[row + c]), out);
+      if constexpr (kTail == Tail::AddRelu) in.grad_y[row + c] = static_cast<T>(g);
+      sum_dy[c] += static_cast<double>(g);
+      sum_dy_xmu[c] += static_cast<double>(g) * (static_cast<double>(xv) - ch.mean[c]);
     }
   }
   for (int64_t c = 0; c < channels; ++c) out[c] = {sum_dy[c], sum_dy_xmu[c]};
@@ -166,38 +170,41 @@ void apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor&
     using S = opmath_t<T>;
     const T* x = static_cast<const T*>(input.data_ptr());
     T* y = static_cast<T*>(out.data_ptr());
+    const T* residual = norm.residual.defined() ? static_cast<const T*>(norm.residual.data_ptr()) : nullptr;
     const ChannelArrays<S> ch(norm, l.channels);
-    batch_norm_math::with_relu(norm.relu, [&](auto relu_flag) {
-      constexpr bool kRelu = decltype(relu_flag)::value;
-      for_each_row(l, [&](int64_t r) {
-        const T* x_row = x + r * l.channels;
-        T* y_row = y + r * l.channels;
-        for (int64_t c = 0; c < l.channels; ++c) {
-          y_row[c] =
-              static_cast<T>(batch_norm_math::output<kRelu>(ch[c].normalize(static_cast<S>(x_row[c]))));
-        }
-      });
-    });
+    batch_norm_math::with_tail(
+        batch_norm_math::tail_of(norm.relu, norm.residual.defined()), [&](auto tail_value) {
+          constexpr batch_norm_math::Tail kTail = decltype(tail_value)::value;
+          for_each_row(l, [&](int64_t r) {
+            const int64_t row = r * l.channels;
+            for (int64_t c = 0; c < l.channels; ++c) {
+              const S res =
+                  kTail == batch_norm_math::Tail::AddRelu ? static_cast<S>(residual[row + c]) : S(0);
+              y[row + c] = static_cast<T>(
+                  batch_norm_math::output<kTail>(ch[c].normalize(static_cast<S>(x[row + c])), res));
+            }
+          });
+        });
   });
 }
 
 void backward_reduce(const Tensor& grad_out, const Tensor& input, const BatchNormCoefficients& norm,
-                     const Tensor& sum_dy, const Tensor& sum_dy_xmu) {
+                     const Tensor& sum_dy, const Tensor& sum_dy_xmu, const Tensor& grad_y) {
   const Rows l = rows_of(input);
   if (l.channels == 0) return;
   visit_dtype<kFloatingTypes>(input.dtype(), "batch_norm_backward_reduce", [&]<typename T>() {
     using S = opmath_t<T>;
-    const T* dy = static_cast<const T*>(grad_out.data_ptr());
-    const T* x = static_cast<const T*>(input.data_ptr());
-    // Without relu only the mean is read (the coefficients of a plain y are not needed).
-    const BatchNormCoefficients used = norm.relu ? norm : BatchNormCoefficients{.mean = norm.mean};
+    const auto in = grad_operands<T, S>(grad_out, input, norm, grad_y);
+    const batch_norm_math::Tail tail = batch_norm_math::tail_of(norm.relu, norm.output.defined());
+    // Unless the ReLU's mask is recomputed only the mean is read (not a plain y's coefficients).
+    const BatchNormCoefficients used =
+        tail == batch_norm_math::Tail::Relu ? norm : BatchNormCoefficients{.mean = norm.mean};
     const ChannelArrays<S> ch(used, l.channels);
     std::vector<GradSums> pieces;
-    batch_norm_math::with_relu(norm.relu, [&](auto relu_flag) {
-      constexpr bool kRelu = decltype(relu_flag)::value;
-      pieces = reduce_chunks<GradSums>(l, [&](int64_t r0, int64_t r1, GradSums* out) {
-        grad_sums_chunk<kRelu>(dy, x, ch, l, r0, r1, out);
-      });
+    batch_norm_math::with_tail(tail, [&](auto tail_value) {
+      constexpr batch_norm_math::Tail kTail = decltype(tail_value)::value;
+      pieces = reduce_chunks<GradSums>(
+          l, [&](int64_t r0, int64_t r1, GradSums* out) { grad_sums_chunk<kTail>(in, ch, l, r0, r1, out); });
     });
     S* out_dy = static_cast<S*>(sum_dy.data_ptr());
     S* out_dy_xmu = static_cast<S*>(sum_dy_xmu.data_ptr());

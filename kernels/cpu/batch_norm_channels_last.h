@@ -12,7 +12,7 @@ namespace kiln::cpu::batch_norm_channels_last {
 void stats(const Tensor& input, const Tensor& mean, const Tensor& var);
 void apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor& out);
 void backward_reduce(const Tensor& grad_out, const Tensor& input, const BatchNormCoefficients& norm,
-                     const Tensor& sum_dy, const Tensor& sum_dy_xmu);
+                     const Tensor& sum_dy, const Tensor& sum_dy_xmu, const Tensor& grad_y);
 void backward_input(const Tensor& grad_out, const Tensor& input, const BatchNormCoefficients& norm,
                     const Tensor& sum_dy, const Tensor& sum_dy_xmu, int64_t count, const Tensor& grad_in);
 

@@ -3,14 +3,17 @@
 // Math, per channel c over its m = N * S values (S = the spatial volume), as the CPU
 // (kernels/cpu/batch_norm.cpp):
 //   stats:            mean[c] = sum x / m,  var[c] = sum (x - mean)^2 / m    (biased)
-//   apply:            y = (x - mean) * (invstd * weight) + bias   (max(y, 0) with relu)
-//   backward_reduce:  sum_dy[c] = sum dy,  sum_dy_xmu[c] = sum dy (x - mean)
+//   apply:            y = (x - mean) * (invstd * weight) + bias   (max(y, 0) with relu,
+//                     max(y + residual, 0) with the fused add)
+//   backward_reduce:  sum_dy[c] = sum dy,  sum_dy_xmu[c] = sum dy (x - mean)  (and grad_y = dy
+//                     with the fused add)
 //   backward_input:   dx = (dy - sum_dy / count - (x - mean) invstd^2 sum_dy_xmu / count)
 //                          * invstd * weight
 // weight / bias undefined mean 1 / 0. With relu, dy is grad_out masked by y > 0, y
 // recomputed from x (Note [Batch norm with ReLU] in core/backend.h) by the one inline
 // expression of kernels/batch_norm_math.h in all three kernels, so nvcc contracts it into
-// the same FMA in each and the mask matches the forward's output exactly.
+// the same FMA in each and the mask matches the forward's output exactly. With the fused
+// add the mask is output > 0 instead (Note [Batch norm, add and ReLU]).
 // Every kernel overwrites its outputs (=, never +=).
 // Half and bfloat16 load and compute in float (Note [Opmath]); per-channel tensors are in
 // the statistics type (float, or double for double input); so are the accumulators.
@@ -46,9 +49,10 @@
 #include "core/dispatch.h"
 #include "core/kernel_memory.h"
 #include "kernels/batch_norm_math.h"
-#include "kernels/channel_layout.h"
+#include "kernels/batch_norm_operands.h"
 #include "kernels/cuda/aligned_vector.cuh"
 #include "kernels/cuda/batch_norm_channels_last.h"
+#include "kernels/cuda/batch_norm_reducers.cuh"
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/channel_finalize.cuh"
 #include "kernels/cuda/cuda_backend.h"
@@ -80,20 +84,16 @@ struct RowTiles {
 __device__ __forceinline__ int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // ==== reducers: what a channel reduction computes ==============================================
-// State identity(); State add(State, i) folds in vector i (kVec values) of the big operands;
-// State combine(State, State);
-// void write(State, c). begin_channel(c) loads per-channel inputs once per thread.
+// State identity(), State combine(State, State) and void write(State, c) come from
+// batch_norm_reducers.cuh; State add(State, i) folds in vector i (kVec values) of the big
+// operands; begin_channel(c) loads per-channel inputs once per thread.
 
 template <typename T, int kVec>
-struct StatsReducer {
+struct StatsReducer : StatsOutput<T> {
   using V = opmath_t<T>;
-  using State = reduce_ops::WelfordState<V>;
+  using State = typename StatsOutput<T>::State;
   const T* x;
-  V* mean_out;
-  V* var_out;
   __device__ void begin_channel(int64_t) {}
-  __device__ State identity() const { return {}; }
-  __device__ State combine(State a, State b) const { return reduce_ops::WelfordOp<T, V>{}.combine(a, b); }
   __device__ State add(State s, int64_t i) const {
     const AlignedVector<T, kVec> p = reinterpret_cast<const AlignedVector<T, kVec>*>(x)[i];
     V values[kVec], sum = 0;
@@ -106,53 +106,34 @@ struct StatsReducer {
     V m2 = 0;
 #pragma unroll
     for (int k = 0; k < kVec; ++k) m2 += (values[k] - mean) * (values[k] - mean);
-    return combine(s, State{mean, m2, kVec});
-  }
-  __device__ void write(const State& s, int64_t c) const {
-    mean_out[c] = s.count > 0 ? s.mean : std::numeric_limits<V>::quiet_NaN();
-    var_out[c] = s.m2 / static_cast<V>(s.count);
+    return this->combine(s, State{mean, m2, kVec});
   }
 };
 
-template <typename V>
-struct GradSums {
-  V dy = 0, dy_xmu = 0;
-};
-
-// kRelu: dy masked by y > 0 (invstd, weight, bias read only then).
-template <typename T, int kVec, bool kRelu>
-struct GradSumsReducer {
+// Relu: dy masked by y > 0 (invstd, weight, bias read only then); AddRelu: by output > 0,
+// and written to grad_y.
+template <typename T, int kVec, batch_norm_math::Tail kTail>
+struct GradSumsReducer : GradSumsOutput<T> {
   using V = opmath_t<T>;
-  using State = GradSums<V>;
-  const T* dy;
-  const T* x;
-  const V* mean;
-  const V* invstd;
-  const V* weight;
-  const V* bias;
-  V* sum_dy;
-  V* sum_dy_xmu;
+  using State = typename GradSumsOutput<T>::State;
+  using Tail = batch_norm_math::Tail;
+  batch_norm_math::GradOperands<T, V> in;
   batch_norm_math::Channel<V> channel{};
-  __device__ void begin_channel(int64_t c) {
-    channel = kRelu ? batch_norm_math::channel(mean, invstd, weight, bias, c) : batch_norm_math::Channel<V>{mean[c], 1, 0};
-  }
-  __device__ State identity() const { return {}; }
-  __device__ State combine(State a, State b) const { return {a.dy + b.dy, a.dy_xmu + b.dy_xmu}; }
+  __device__ void begin_channel(int64_t c) { channel = batch_norm_math::grad_channel<kTail>(in, c); }
   __device__ State add(State s, int64_t i) const {
-    const AlignedVector<T, kVec> g = reinterpret_cast<const AlignedVector<T, kVec>*>(dy)[i];
-    const AlignedVector<T, kVec> p = reinterpret_cast<const AlignedVector<T, kVec>*>(x)[i];
+    using P = AlignedVector<T, kVec>;
+    const P g = reinterpret_cast<const P*>(in.dy)[i];
+    const P p = reinterpret_cast<const P*>(in.x)[i];
+    P o, masked;
+    if constexpr (kTail == Tail::AddRelu) o = reinterpret_cast<const P*>(in.output)[i];
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
-      const V xk = to_opmath(p.values[k]);
-      const V gk = batch_norm_math::grad_of_y<kRelu>(to_opmath(g.values[k]), kRelu ? channel.normalize(xk) : V(0));
-      s.dy += gk;
-      s.dy_xmu += gk * (xk - channel.mean);
+      const V out_k = kTail == Tail::AddRelu ? to_opmath(o.values[k]) : V(0);
+      masked.values[k] =
+          from_opmath<T>(fold_grad<kTail>(s, channel, to_opmath(p.values[k]), to_opmath(g.values[k]), out_k));
     }
+    if constexpr (kTail == Tail::AddRelu) reinterpret_cast<P*>(in.grad_y)[i] = masked;
     return s;
-  }
-  __device__ void write(const State& s, int64_t c) const {
-    sum_dy[c] = s.dy;
-    sum_dy_xmu[c] = s.dy_xmu;
   }
 };
 
@@ -187,11 +168,13 @@ __global__ void __launch_bounds__(kBlockThreads) channel_reduce(R r, RowTiles t,
 
 // ==== kernels: elementwise =====================================================================
 
-// y = (x - mean) * scale + shift, scale = invstd * weight, shift = bias; max(y, 0) with kRelu.
-template <typename T, int kVec, bool kRelu>
-__global__ void __launch_bounds__(kBlockThreads) batch_norm_apply_fwd(const T* x, T* y, const opmath_t<T>* mean,
-                                                                  const opmath_t<T>* invstd, const opmath_t<T>* weight,
-                                                                  const opmath_t<T>* bias, RowTiles t) {
+// y = (x - mean) * scale + shift, scale = invstd * weight, shift = bias; then kTail's
+// max(y, 0) or max(y + residual, 0).
+template <typename T, int kVec, batch_norm_math::Tail kTail>
+__global__ void __launch_bounds__(kBlockThreads)
+    batch_norm_apply_fwd(const T* x, const T* residual, T* y, const opmath_t<T>* mean,
+                         const opmath_t<T>* invstd, const opmath_t<T>* weight, const opmath_t<T>* bias,
+                         RowTiles t) {
   using V = opmath_t<T>;
   using P = AlignedVector<T, kVec>;
   const int64_t rows = t.n * t.c;
@@ -199,14 +182,18 @@ __global__ void __launch_bounds__(kBlockThreads) batch_norm_apply_fwd(const T* x
        r += static_cast<int64_t>(gridDim.x) * blockDim.y) {
     const batch_norm_math::Channel<V> ch = batch_norm_math::channel(mean, invstd, weight, bias, r % t.c);
     const P* xr = reinterpret_cast<const P*>(x) + r * t.vectors;
+    const P* rr = reinterpret_cast<const P*>(residual) + r * t.vectors;
     P* yr = reinterpret_cast<P*>(y) + r * t.vectors;
     for (int64_t v = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x; v < t.vectors;
          v += static_cast<int64_t>(gridDim.y) * blockDim.x) {
       const P p = xr[v];
-      P out;
+      P res, out;
+      if constexpr (kTail == batch_norm_math::Tail::AddRelu) res = rr[v];
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
-        out.values[k] = from_opmath<T>(batch_norm_math::output<kRelu>(ch.normalize(to_opmath(p.values[k]))));
+        const V rk = kTail == batch_norm_math::Tail::AddRelu ? to_opmath(res.values[k]) : V(0);
+        out.values[k] =
+            from_opmath<T>(batch_norm_math::output<kTail>(ch.normalize(to_opmath(p.values[k])), rk));
       }
       yr[v] = out;
     }
@@ -256,16 +243,16 @@ unsigned grid_size(int64_t n, int64_t limit) {
   return static_cast<unsigned>(std::min(n, limit));
 }
 
-// Vector width for the big operands: 16 bytes when S divides into vectors and each starts
-// 16-byte aligned (then every row does: rows are S values apart).
+// Vector width for the big operands: 16 bytes when S divides into vectors and each
+// (defined one) starts 16-byte aligned (then every row does: rows are S values apart).
 template <typename T>
 int vector_width(const Tensor& input, std::initializer_list<const Tensor*> big) {
   constexpr int kVec = static_cast<int>(16 / sizeof(T));
   int64_t s = 1;
   for (int64_t d = 2; d < input.dim(); ++d) s *= input.sizes()[d];
   if (s % kVec != 0) return 1;
-  for (const Tensor* t : big) {
-    if (reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 != 0) return 1;
+  for (const Tensor* t : big) {  // undefined: an operand this call does not have
+    if (t->defined() && reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 != 0) return 1;
   }
   return kVec;
 }
@@ -331,35 +318,6 @@ dim3 elementwise_grid(const RowTiles& t) {
   return dim3(grid_size(row_blocks, INT32_MAX), grid_size(col_blocks, 65535));
 }
 
-template <typename V>
-const V* data_or_null(const Tensor& t) {
-  return t.defined() ? static_cast<const V*>(t.data_ptr()) : nullptr;
-}
-
-// Checks the operands and returns the input's channel order (kernels/channel_layout.h):
-// the big operands must share it.
-ChannelOrder check_layout(const char* op, const Tensor& input,
-                          std::initializer_list<const Tensor*> same_shape,
-                          std::initializer_list<const Tensor*> per_channel) {
-  KILN_ASSERT(input.dim() >= 2, op, ": input ", input.sizes(), " must be [N, C, *]");
-  const ChannelOrder order = channel_order(input, op);
-  const DType stats = input.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
-  for (const Tensor* t : same_shape) {
-    KILN_ASSERT(t->sizes() == input.sizes() && t->dtype() == input.dtype() && has_channel_order(*t, order) &&
-                    t->device() == input.device(),
-                op, ": operand ", t->sizes(), " ", t->dtype(), " strides ", t->strides(),
-                " does not match input ", input.sizes(), " ", input.dtype(), " strides ", input.strides());
-  }
-  for (const Tensor* t : per_channel) {
-    if (!t->defined()) continue;
-    KILN_ASSERT(t->dim() == 1 && t->numel() == input.sizes()[1] && t->dtype() == stats && t->is_contiguous() &&
-                    t->device() == input.device(),
-                op, ": per-channel operand ", t->sizes(), " ", t->dtype(), " for input ", input.sizes(), " ",
-                input.dtype());
-  }
-  return order;
-}
-
 // Calls fn.template operator()<T, kVec>() for the input's dtype and vector width.
 template <typename F>
 void visit_vectorized(const Tensor& input, std::initializer_list<const Tensor*> big, const char* op, const F& fn) {
@@ -377,7 +335,7 @@ void visit_vectorized(const Tensor& input, std::initializer_list<const Tensor*> 
 
 void CudaBackend::batch_norm_stats(const Tensor& input, const Tensor& mean, const Tensor& var) {
   constexpr const char* kOp = "batch_norm_stats";
-  const ChannelOrder order = check_layout(kOp, input, {}, {&mean, &var});
+  const ChannelOrder order = check_batch_norm_operands(kOp, input, {}, {&mean, &var});
   if (input.sizes()[1] == 0) return;
   const int device = input.device().index;
   const OnDevice on(device);
@@ -387,29 +345,31 @@ void CudaBackend::batch_norm_stats(const Tensor& input, const Tensor& mean, cons
     using V = opmath_t<T>;
     RowTiles t = row_tiles(input, kVec);
     plan_splits(t, device, kVec);
-    const StatsReducer<T, kVec> r{static_cast<const T*>(input.data_ptr()), static_cast<V*>(mean.data_ptr()),
-                                  static_cast<V*>(var.data_ptr())};
+    const StatsReducer<T, kVec> r{{static_cast<V*>(mean.data_ptr()), static_cast<V*>(var.data_ptr())},
+                                  static_cast<const T*>(input.data_ptr())};
     launch_channel_reduce(r, t, device, on.stream.handle());
   });
 }
 
 void CudaBackend::batch_norm_apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor& out) {
   constexpr const char* kOp = "batch_norm_apply";
-  const ChannelOrder order =
-      check_layout(kOp, input, {&out}, {&norm.mean, &norm.invstd, &norm.weight, &norm.bias});
+  const batch_norm_math::Tail tail = apply_tail(kOp, norm);
+  const ChannelOrder order = check_batch_norm_operands(kOp, input, {&out, &norm.residual},
+                                                       {&norm.mean, &norm.invstd, &norm.weight, &norm.bias});
   if (input.numel() == 0) return;
   const int device = input.device().index;
   const OnDevice on(device);
   if (order == ChannelOrder::Last)
     return batch_norm_channels_last::apply(input, norm, out, device, on.stream.handle());
-  visit_vectorized(input, {&input, &out}, kOp, [&]<typename T, int kVec>() {
+  visit_vectorized(input, {&input, &out, &norm.residual}, kOp, [&]<typename T, int kVec>() {
     using V = opmath_t<T>;
     const RowTiles t = row_tiles(input, kVec);
-    batch_norm_math::with_relu(norm.relu, [&](auto relu_flag) {
-      constexpr bool kRelu = decltype(relu_flag)::value;
-      batch_norm_apply_fwd<T, kVec, kRelu><<<elementwise_grid(t), dim3(t.tx, t.ty), 0, on.stream.handle()>>>(
-          static_cast<const T*>(input.data_ptr()), static_cast<T*>(out.data_ptr()), data_or_null<V>(norm.mean),
-          data_or_null<V>(norm.invstd), data_or_null<V>(norm.weight), data_or_null<V>(norm.bias), t);
+    batch_norm_math::with_tail(tail, [&](auto tail_value) {
+      constexpr batch_norm_math::Tail kTail = decltype(tail_value)::value;
+      batch_norm_apply_fwd<T, kVec, kTail><<<elementwise_grid(t), dim3(t.tx, t.ty), 0, on.stream.handle()>>>(
+          static_cast<const T*>(input.data_ptr()), data_or_null<T>(norm.residual),
+          static_cast<T*>(out.data_ptr()), data_or_null<V>(norm.mean), data_or_null<V>(norm.invstd),
+          data_or_null<V>(norm.weight), data_or_null<V>(norm.bias), t);
       KILN_CUDA_CHECK_LAUNCH();
     });
   });
@@ -417,32 +377,28 @@ void CudaBackend::batch_norm_apply(const Tensor& input, const BatchNormCoefficie
 
 void CudaBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& input,
                                              const BatchNormCoefficients& norm, const Tensor& sum_dy,
-                                             const Tensor& sum_dy_xmu) {
+                                             const Tensor& sum_dy_xmu, const Tensor& grad_y) {
   constexpr const char* kOp = "batch_norm_backward_reduce";
-  const ChannelOrder order = check_layout(
-      kOp, input, {&grad_out}, {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
-  KILN_ASSERT(!norm.relu || norm.invstd.defined(), kOp, ": relu needs invstd");
+  const batch_norm_math::Tail tail = backward_reduce_tail(kOp, norm, grad_y);
+  const ChannelOrder order =
+      check_batch_norm_operands(kOp, input, {&grad_out, &norm.output, &grad_y},
+                                {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
   if (input.sizes()[1] == 0) return;
   const int device = input.device().index;
   const OnDevice on(device);
   if (order == ChannelOrder::Last) {
-    return batch_norm_channels_last::backward_reduce(grad_out, input, norm, sum_dy, sum_dy_xmu, device,
-                                                     on.stream.handle());
+    return batch_norm_channels_last::backward_reduce(grad_out, input, norm, sum_dy, sum_dy_xmu, grad_y,
+                                                     device, on.stream.handle());
   }
-  visit_vectorized(input, {&input, &grad_out}, kOp, [&]<typename T, int kVec>() {
+  visit_vectorized(input, {&input, &grad_out, &norm.output, &grad_y}, kOp, [&]<typename T, int kVec>() {
     using V = opmath_t<T>;
     RowTiles t = row_tiles(input, kVec);
     plan_splits(t, device, kVec);
-    batch_norm_math::with_relu(norm.relu, [&](auto relu_flag) {
-      constexpr bool kRelu = decltype(relu_flag)::value;
-      const GradSumsReducer<T, kVec, kRelu> r{static_cast<const T*>(grad_out.data_ptr()),
-                                              static_cast<const T*>(input.data_ptr()),
-                                              data_or_null<V>(norm.mean),
-                                              data_or_null<V>(norm.invstd),
-                                              data_or_null<V>(norm.weight),
-                                              data_or_null<V>(norm.bias),
-                                              static_cast<V*>(sum_dy.data_ptr()),
-                                              static_cast<V*>(sum_dy_xmu.data_ptr())};
+    batch_norm_math::with_tail(tail, [&](auto tail_value) {
+      constexpr batch_norm_math::Tail kTail = decltype(tail_value)::value;
+      const GradSumsReducer<T, kVec, kTail> r{
+          {static_cast<V*>(sum_dy.data_ptr()), static_cast<V*>(sum_dy_xmu.data_ptr())},
+          grad_operands<T, V>(grad_out, input, norm, grad_y)};
       launch_channel_reduce(r, t, device, on.stream.handle());
     });
   });
@@ -452,9 +408,10 @@ void CudaBackend::batch_norm_backward_input(const Tensor& grad_out, const Tensor
                                             const BatchNormCoefficients& norm, const Tensor& sum_dy,
                                             const Tensor& sum_dy_xmu, int64_t count, const Tensor& grad_in) {
   constexpr const char* kOp = "batch_norm_backward_input";
+  const bool relu = backward_input_relu(kOp, norm);
   const ChannelOrder order =
-      check_layout(kOp, input, {&grad_out, &grad_in},
-                   {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
+      check_batch_norm_operands(kOp, input, {&grad_out, &grad_in},
+                                {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
   KILN_ASSERT(count > 0, kOp, ": count ", count);
   if (input.numel() == 0) return;
   const int device = input.device().index;
@@ -466,7 +423,7 @@ void CudaBackend::batch_norm_backward_input(const Tensor& grad_out, const Tensor
   visit_vectorized(input, {&input, &grad_out, &grad_in}, kOp, [&]<typename T, int kVec>() {
     using V = opmath_t<T>;
     const RowTiles t = row_tiles(input, kVec);
-    batch_norm_math::with_relu(norm.relu, [&](auto relu_flag) {
+    batch_norm_math::with_relu(relu, [&](auto relu_flag) {
       constexpr bool kRelu = decltype(relu_flag)::value;
       batch_norm_input_bwd<T, kVec, kRelu><<<elementwise_grid(t), dim3(t.tx, t.ty), 0, on.stream.handle()>>>(
           static_cast<const T*>(grad_out.data_ptr()), static_cast<const T*>(input.data_ptr()),

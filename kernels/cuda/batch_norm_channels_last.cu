@@ -22,6 +22,9 @@
 // blocks per SM, each block reading at least kMinBlockRows rows. Deterministic: nothing
 // depends on timing.
 //
+// The fused add (Note [Batch norm, add and ReLU] in core/backend.h): apply adds the
+// residual before the ReLU; backward_reduce masks by the output and writes grad_y.
+//
 // Elementwise (apply, backward_input): one thread per vector of kVec channels of a row,
 // grid-strided over the M * C / kVec vectors; its channels' coefficients are read from
 // the [C] arrays (L1/L2-resident: the same C values for every row).
@@ -32,8 +35,10 @@
 #include "core/dispatch.h"
 #include "core/kernel_memory.h"
 #include "kernels/batch_norm_math.h"
+#include "kernels/batch_norm_operands.h"
 #include "kernels/cuda/aligned_vector.cuh"
 #include "kernels/cuda/batch_norm_channels_last.h"
+#include "kernels/cuda/batch_norm_reducers.cuh"
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/channel_finalize.cuh"
 #include "kernels/cuda/cuda_check.h"
@@ -57,19 +62,16 @@ struct RowsPlan {
 };
 
 // ==== reducers =================================================================================
-// State identity(); void add(State (&s)[kVec], row, c0) folds channels c0.. of `row` into
-// s; State combine(State, State); void write(State, c).
+// State identity(), State combine(State, State) and void write(State, c) come from
+// batch_norm_reducers.cuh; void add(State (&s)[kVec], row, c0) folds channels c0.. of
+// `row` into s.
 
 template <typename T, int kVec>
-struct StatsReducer {
+struct StatsReducer : StatsOutput<T> {
   using V = opmath_t<T>;
-  using State = reduce_ops::WelfordState<V>;
+  using State = typename StatsOutput<T>::State;
   const T* x;
-  V* mean_out;
-  V* var_out;
   int64_t channels;
-  __device__ State identity() const { return {}; }
-  __device__ State combine(State a, State b) const { return reduce_ops::WelfordOp<T, V>{}.combine(a, b); }
   __device__ void add(State (&s)[kVec], int64_t row, int64_t c0) const {
     const AlignedVector<T, kVec> p =
         *reinterpret_cast<const AlignedVector<T, kVec>*>(x + row * channels + c0);
@@ -77,52 +79,32 @@ struct StatsReducer {
     for (int k = 0; k < kVec; ++k)
       s[k] = reduce_ops::WelfordOp<T, V>{}.reduce(s[k], to_opmath(p.values[k]), 0);
   }
-  __device__ void write(const State& s, int64_t c) const {
-    mean_out[c] = s.count > 0 ? s.mean : std::numeric_limits<V>::quiet_NaN();
-    var_out[c] = s.m2 / static_cast<V>(s.count);
-  }
 };
 
-template <typename V>
-struct GradSums {
-  V dy = 0, dy_xmu = 0;
-};
-
-// kRelu: dy masked by y > 0 (invstd, weight and bias read only then).
-template <typename T, int kVec, bool kRelu>
-struct GradSumsReducer {
+// Relu: dy masked by y > 0 (invstd, weight and bias read only then); AddRelu: by output >
+// 0, and written to grad_y.
+template <typename T, int kVec, batch_norm_math::Tail kTail>
+struct GradSumsReducer : GradSumsOutput<T> {
   using V = opmath_t<T>;
-  using State = GradSums<V>;
-  const T* dy;
-  const T* x;
-  const V* mean;
-  const V* invstd;
-  const V* weight;
-  const V* bias;
-  V* sum_dy;
-  V* sum_dy_xmu;
+  using State = typename GradSumsOutput<T>::State;
+  using Tail = batch_norm_math::Tail;
+  batch_norm_math::GradOperands<T, V> in;
   int64_t channels;
-  __device__ State identity() const { return {}; }
-  __device__ State combine(State a, State b) const { return {a.dy + b.dy, a.dy_xmu + b.dy_xmu}; }
   __device__ void add(State (&s)[kVec], int64_t row, int64_t c0) const {
-    const AlignedVector<T, kVec> g =
-        *reinterpret_cast<const AlignedVector<T, kVec>*>(dy + row * channels + c0);
-    const AlignedVector<T, kVec> p =
-        *reinterpret_cast<const AlignedVector<T, kVec>*>(x + row * channels + c0);
+    using P = AlignedVector<T, kVec>;
+    const int64_t offset = row * channels + c0;
+    const P g = *reinterpret_cast<const P*>(in.dy + offset);
+    const P p = *reinterpret_cast<const P*>(in.x + offset);
+    P o, masked;
+    if constexpr (kTail == Tail::AddRelu) o = *reinterpret_cast<const P*>(in.output + offset);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
-      const batch_norm_math::Channel<V> ch =
-          kRelu ? batch_norm_math::channel(mean, invstd, weight, bias, c0 + k)
-                : batch_norm_math::Channel<V>{mean[c0 + k], 1, 0};
-      const V xk = to_opmath(p.values[k]);
-      const V gk = batch_norm_math::grad_of_y<kRelu>(to_opmath(g.values[k]), kRelu ? ch.normalize(xk) : V(0));
-      s[k].dy += gk;
-      s[k].dy_xmu += gk * (xk - ch.mean);
+      const batch_norm_math::Channel<V> ch = batch_norm_math::grad_channel<kTail>(in, c0 + k);
+      const V out_k = kTail == Tail::AddRelu ? to_opmath(o.values[k]) : V(0);
+      masked.values[k] =
+          from_opmath<T>(fold_grad<kTail>(s[k], ch, to_opmath(p.values[k]), to_opmath(g.values[k]), out_k));
     }
-  }
-  __device__ void write(const State& s, int64_t c) const {
-    sum_dy[c] = s.dy;
-    sum_dy_xmu[c] = s.dy_xmu;
+    if constexpr (kTail == Tail::AddRelu) *reinterpret_cast<P*>(in.grad_y + offset) = masked;
   }
 };
 
@@ -158,10 +140,10 @@ __global__ void __launch_bounds__(kBlockThreads) rows_reduce(R r, RowsPlan p, ty
   }
 }
 
-// y = (x - mean) * scale + shift per channel; max(y, 0) with kRelu.
-template <typename T, int kVec, bool kRelu>
+// y = (x - mean) * scale + shift per channel; then kTail's max(y, 0) or max(y + residual, 0).
+template <typename T, int kVec, batch_norm_math::Tail kTail>
 __global__ void __launch_bounds__(kBlockThreads)
-    apply_rows(const T* x, T* y, const opmath_t<T>* mean, const opmath_t<T>* invstd,
+    apply_rows(const T* x, const T* residual, T* y, const opmath_t<T>* mean, const opmath_t<T>* invstd,
                const opmath_t<T>* weight, const opmath_t<T>* bias, int64_t channels, int64_t vectors) {
   using V = opmath_t<T>;
   using P = AlignedVector<T, kVec>;
@@ -169,11 +151,14 @@ __global__ void __launch_bounds__(kBlockThreads)
        v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t c0 = v * kVec % channels;
     const P p = reinterpret_cast<const P*>(x)[v];
-    P out;
+    P res, out;
+    if constexpr (kTail == batch_norm_math::Tail::AddRelu) res = reinterpret_cast<const P*>(residual)[v];
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
       const batch_norm_math::Channel<V> ch = batch_norm_math::channel(mean, invstd, weight, bias, c0 + k);
-      out.values[k] = from_opmath<T>(batch_norm_math::output<kRelu>(ch.normalize(to_opmath(p.values[k]))));
+      const V rk = kTail == batch_norm_math::Tail::AddRelu ? to_opmath(res.values[k]) : V(0);
+      out.values[k] =
+          from_opmath<T>(batch_norm_math::output<kTail>(ch.normalize(to_opmath(p.values[k])), rk));
     }
     reinterpret_cast<P*>(y)[v] = out;
   }
@@ -209,11 +194,6 @@ __global__ void __launch_bounds__(kBlockThreads)
 
 // ==== launchers ================================================================================
 
-template <typename V>
-const V* data_or_null(const Tensor& t) {
-  return t.defined() ? static_cast<const V*>(t.data_ptr()) : nullptr;
-}
-
 int64_t rows_of(const Tensor& t) {
   const int64_t c = t.sizes()[1];
   return c == 0 ? 0 : t.numel() / c;
@@ -227,7 +207,8 @@ void visit_vectorized(const Tensor& input, std::initializer_list<const Tensor*> 
   visit_dtype<kFloatingTypes>(input.dtype(), op, [&]<typename T>() {
     constexpr int kVec = static_cast<int>(16 / sizeof(T));
     bool aligned = input.sizes()[1] % kVec == 0;
-    for (const Tensor* t : big) aligned = aligned && reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 == 0;
+    for (const Tensor* t : big)  // undefined: an operand this call does not have
+      aligned = aligned && (!t->defined() || reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 == 0);
     if (aligned) {
       fn.template operator()<T, kVec>();
     } else {
@@ -285,47 +266,47 @@ void stats(const Tensor& input, const Tensor& mean, const Tensor& var, int devic
   visit_vectorized(input, {&input}, "batch_norm_stats", [&]<typename T, int kVec>() {
     using V = opmath_t<T>;
     const RowsPlan p = plan_rows(input, kVec, device);
-    const StatsReducer<T, kVec> r{static_cast<const T*>(input.data_ptr()), static_cast<V*>(mean.data_ptr()),
-                                  static_cast<V*>(var.data_ptr()), p.channels};
+    const StatsReducer<T, kVec> r{{static_cast<V*>(mean.data_ptr()), static_cast<V*>(var.data_ptr())},
+                                  static_cast<const T*>(input.data_ptr()),
+                                  p.channels};
     launch_rows_reduce<decltype(r), kVec>(r, p, device, stream);
   });
 }
 
 void apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor& out, int device,
            cudaStream_t stream) {
-  visit_vectorized(input, {&input, &out}, "batch_norm_apply", [&]<typename T, int kVec>() {
+  visit_vectorized(input, {&input, &out, &norm.residual}, "batch_norm_apply", [&]<typename T, int kVec>() {
     using V = opmath_t<T>;
     const int64_t vectors = input.numel() / kVec;
     const unsigned blocks = grid_stride_blocks(vectors, device, kElementwiseBlocksPerSm);
-    batch_norm_math::with_relu(norm.relu, [&](auto relu_flag) {
-      constexpr bool kRelu = decltype(relu_flag)::value;
-      apply_rows<T, kVec, kRelu><<<blocks, kBlockThreads, 0, stream>>>(
-          static_cast<const T*>(input.data_ptr()), static_cast<T*>(out.data_ptr()),
-          data_or_null<V>(norm.mean), data_or_null<V>(norm.invstd), data_or_null<V>(norm.weight),
-          data_or_null<V>(norm.bias), input.sizes()[1], vectors);
-      KILN_CUDA_CHECK_LAUNCH();
-    });
+    batch_norm_math::with_tail(
+        batch_norm_math::tail_of(norm.relu, norm.residual.defined()), [&](auto tail_value) {
+          constexpr batch_norm_math::Tail kTail = decltype(tail_value)::value;
+          apply_rows<T, kVec, kTail><<<blocks, kBlockThreads, 0, stream>>>(
+              static_cast<const T*>(input.data_ptr()), data_or_null<T>(norm.residual),
+              static_cast<T*>(out.data_ptr()), data_or_null<V>(norm.mean), data_or_null<V>(norm.invstd),
+              data_or_null<V>(norm.weight), data_or_null<V>(norm.bias), input.sizes()[1], vectors);
+          KILN_CUDA_CHECK_LAUNCH();
+        });
   });
 }
 
 void backward_reduce(const Tensor& grad_out, const Tensor& input, const BatchNormCoefficients& norm,
-                     const Tensor& sum_dy, const Tensor& sum_dy_xmu, int device, cudaStream_t stream) {
-  visit_vectorized(input, {&input, &grad_out}, "batch_norm_backward_reduce", [&]<typename T, int kVec>() {
+                     const Tensor& sum_dy, const Tensor& sum_dy_xmu, const Tensor& grad_y, int device,
+                     cudaStream_t stream) {
+  const char* op = "batch_norm_backward_reduce";
+  visit_vectorized(input, {&input, &grad_out, &norm.output, &grad_y}, op, [&]<typename T, int kVec>() {
     using V = opmath_t<T>;
     const RowsPlan p = plan_rows(input, kVec, device);
-    batch_norm_math::with_relu(norm.relu, [&](auto relu_flag) {
-      constexpr bool kRelu = decltype(relu_flag)::value;
-      const GradSumsReducer<T, kVec, kRelu> r{static_cast<const T*>(grad_out.data_ptr()),
-                                              static_cast<const T*>(input.data_ptr()),
-                                              data_or_null<V>(norm.mean),
-                                              data_or_null<V>(norm.invstd),
-                                              data_or_null<V>(norm.weight),
-                                              data_or_null<V>(norm.bias),
-                                              static_cast<V*>(sum_dy.data_ptr()),
-                                              static_cast<V*>(sum_dy_xmu.data_ptr()),
-                                              p.channels};
-      launch_rows_reduce<decltype(r), kVec>(r, p, device, stream);
-    });
+    batch_norm_math::with_tail(
+        batch_norm_math::tail_of(norm.relu, norm.output.defined()), [&](auto tail_value) {
+          constexpr batch_norm_math::Tail kTail = decltype(tail_value)::value;
+          const GradSumsReducer<T, kVec, kTail> r{
+              {static_cast<V*>(sum_dy.data_ptr()), static_cast<V*>(sum_dy_xmu.data_ptr())},
+              grad_operands<T, V>(grad_out, input, norm, grad_y),
+              p.channels};
+          launch_rows_reduce<decltype(r), kVec>(r, p, device, stream);
+        });
   });
 }
 

@@ -15,7 +15,8 @@ void stats(const Tensor& input, const Tensor& mean, const Tensor& var, int devic
 void apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor& out, int device,
            cudaStream_t stream);
 void backward_reduce(const Tensor& grad_out, const Tensor& input, const BatchNormCoefficients& norm,
-                     const Tensor& sum_dy, const Tensor& sum_dy_xmu, int device, cudaStream_t stream);
+                     const Tensor& sum_dy, const Tensor& sum_dy_xmu, const Tensor& grad_y, int device,
+                     cudaStream_t stream);
 void backward_input(const Tensor& grad_out, const Tensor& input, const BatchNormCoefficients& norm,
                     const Tensor& sum_dy, const Tensor& sum_dy_xmu, int64_t count, const Tensor& grad_in,
                     int device, cudaStream_t stream);

@@ -82,8 +82,9 @@ class CudaBackend final : public Backend {
 
   void batch_norm_stats(const Tensor& input, const Tensor& mean, const Tensor& var) override;
   void batch_norm_apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor& out) override;
-  void batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& input, const BatchNormCoefficients& norm,
-                                  const Tensor& sum_dy, const Tensor& sum_dy_xmu) override;
+  void batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& input,
+                                  const BatchNormCoefficients& norm, const Tensor& sum_dy,
+                                  const Tensor& sum_dy_xmu, const Tensor& grad_y) override;
   void batch_norm_backward_input(const Tensor& grad_out, const Tensor& input, const BatchNormCoefficients& norm,
                                  const Tensor& sum_dy, const Tensor& sum_dy_xmu, int64_t count,
                                  const Tensor& grad_in) override;

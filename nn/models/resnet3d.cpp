@@ -59,18 +59,25 @@ const char* shortcut_name(const ResNet3dOptions& options) {
   return options.family == ResNet3dFamily::MedicalNet ? "downsample" : "shortcut";
 }
 
-// A residual block: its branch, then + shortcut(x), then relu.
+// A residual block: its branch, whose last batch norm is followed by + shortcut(x) and
+// relu; with fused_bn_relu that tail is one fused op (BatchNorm3d::forward_add_relu).
 class ResidualBlock : public Layer {
  public:
+  explicit ResidualBlock(bool fused) : fused_(fused) {}
   Tensor forward(const Tensor& x) override {
-    Tensor y = branch(x);
-    return y.add(shortcut_ ? shortcut_->forward(x) : x).relu();
+    const Tensor y = branch(x);
+    if (fused_) return last_norm().forward_add_relu(y, shortcut(x));
+    const Tensor normalized = last_norm().forward(y);
+    return normalized.add(shortcut(x)).relu();
   }
   // The last batch norm of the branch (zero_init_residual sets its weight to 0).
   virtual BatchNorm3d& last_norm() = 0;
 
  protected:
+  // The branch up to its last batch norm's input.
   virtual Tensor branch(const Tensor& x) = 0;
+  const bool fused_;  // every bn-relu pair fused, and the tail
+  Tensor shortcut(const Tensor& x) { return shortcut_ ? shortcut_->forward(x) : x; }
   void register_shortcut(const ResNet3dOptions& options, int64_t in, int64_t out, int64_t stride) {
     shortcut_ = make_shortcut(options, in, out, stride);
     if (shortcut_) register_module(shortcut_name(options), shortcut_);
@@ -85,7 +92,7 @@ class BasicBlock3d : public ResidualBlock {
  public:
   static constexpr int64_t kExpansion = 1;
   BasicBlock3d(const ResNet3dOptions& options, int64_t in, int64_t planes, int64_t stride, int64_t dilation)
-      : fused_(options.fused_bn_relu) {
+      : ResidualBlock(options.fused_bn_relu) {
     conv1_ = register_module("conv1", conv3d_no_bias(in, planes, {3}, {stride}, {dilation}, {dilation}));
     bn1_ = register_module("bn1", batch_norm3d(planes, fused_));
     conv2_ = register_module("conv2", conv3d_no_bias(planes, planes, {3}, {1}, {dilation}, {dilation}));
@@ -98,11 +105,10 @@ class BasicBlock3d : public ResidualBlock {
  protected:
   Tensor branch(const Tensor& x) override {
     const Tensor y = relu_unless_fused(bn1_->forward(conv1_->forward(x)), fused_);
-    return bn2_->forward(conv2_->forward(y));
+    return conv2_->forward(y);
   }
 
  private:
-  bool fused_;
   std::shared_ptr<Conv3d> conv1_, conv2_;
   std::shared_ptr<BatchNorm3d> bn1_, bn2_;
 };
@@ -112,7 +118,7 @@ class Bottleneck3d : public ResidualBlock {
  public:
   static constexpr int64_t kExpansion = 4;
   Bottleneck3d(const ResNet3dOptions& options, int64_t in, int64_t planes, int64_t stride, int64_t dilation)
-      : fused_(options.fused_bn_relu) {
+      : ResidualBlock(options.fused_bn_relu) {
     conv1_ = register_module("conv1", conv3d_no_bias(in, planes, {1}));
     bn1_ = register_module("bn1", batch_norm3d(planes, fused_));
     conv2_ = register_module("conv2", conv3d_no_bias(planes, planes, {3}, {stride}, {dilation}, {dilation}));
@@ -128,11 +134,10 @@ class Bottleneck3d : public ResidualBlock {
   Tensor branch(const Tensor& x) override {
     Tensor y = relu_unless_fused(bn1_->forward(conv1_->forward(x)), fused_);
     y = relu_unless_fused(bn2_->forward(conv2_->forward(y)), fused_);
-    return bn3_->forward(conv3_->forward(y));
+    return conv3_->forward(y);
   }
 
  private:
-  bool fused_;
   std::shared_ptr<Conv3d> conv1_, conv2_, conv3_;
   std::shared_ptr<BatchNorm3d> bn1_, bn2_, bn3_;
 };

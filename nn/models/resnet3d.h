@@ -65,7 +65,9 @@ struct ResNet3dOptions {
   double dropout = 0.0;  // before the classification Linear
   ConvInit init = ConvInit::KaimingNormalFanOut;
   bool zero_init_residual = false;  // the last BN of each block starts at weight 0
-  bool fused_bn_relu = false;       // every "bn, relu" pair as one fused BatchNorm3d (layers.h)
+  // Every "bn, relu" pair as one fused BatchNorm3d (layers.h), and each block's tail
+  // "bn, + shortcut, relu" as one fused op (BatchNorm3d::forward_add_relu).
+  bool fused_bn_relu = false;
   // Each stage (layer1..4) under activation checkpointing (core/autograd/checkpoint.h):
   // only the stages' inputs are kept for backward, which re-runs each stage's forward; the
   // gradients and running statistics are bit for bit those of the plain network.

@@ -63,6 +63,19 @@ std::vector<OpCase> op_cases() {
        [](const auto& t) {
          return batch_norm_relu(t[0], zeros({6}), ones({6}), t[1], t[2], /*training=*/true, 0.1, 1e-5);
        }},
+      {"batch_norm_add_relu",
+       {x, x, {6}, {6}},
+       [](const auto& t) {
+         return batch_norm_add_relu(t[0], t[1], zeros({6}), ones({6}), t[2], t[3], /*training=*/true, 0.1,
+                                    1e-5);
+       },
+       true},
+      {"batch_norm_add_relu_row_major_residual",
+       {x, x, {6}, {6}},
+       [](const auto& t) {
+         return batch_norm_add_relu(t[0], t[1], zeros({6}), ones({6}), t[2], t[3], /*training=*/true, 0.1,
+                                    1e-5);
+       }},
       {"max_pool3d", {x}, [](const auto& t) { return max_pool3d(t[0], {3}, {2}, {1}); }},
       {"max_pool3d_ceil_dilated",
        {x},
@@ -206,6 +219,17 @@ TEST(ChannelsLastGradcheck, BatchNormTrainingWithRelu) {
       {x, w, b}));
 }
 
+TEST(ChannelsLastGradcheck, BatchNormAddRelu) {
+  const Tensor x = grad_leaf({2, 4, 3, 2, 3}, 8).detach().contiguous(kCl).requires_grad_(true);
+  const Tensor r = grad_leaf({2, 4, 3, 2, 3}, 9).detach().contiguous(kCl).requires_grad_(true);
+  const Tensor w = grad_leaf({4}, 10), b = grad_leaf({4}, 11);
+  EXPECT_TRUE(gradcheck(
+      [](const auto& t) {
+        return batch_norm_add_relu(t[0], t[1], Tensor(), Tensor(), t[2], t[3], /*training=*/true, 0.1, 1e-5);
+      },
+      {x, r, w, b}));
+}
+
 TEST(ChannelsLastGradcheck, Pooling) {
   const Tensor x = grad_leaf({2, 3, 5, 4, 5}, 7).detach().contiguous(kCl).requires_grad_(true);
   EXPECT_TRUE(gradcheck([](const auto& t) { return max_pool3d(t[0], {3}, {2}, {1}); }, {x}));
@@ -214,7 +238,8 @@ TEST(ChannelsLastGradcheck, Pooling) {
 }
 
 // A residual block's chain on channels-last tensors, forward and backward: convolutions,
-// batch norms, ReLUs, the residual add, pooling, concatenation. Not one layout conversion.
+// batch norms, ReLUs, the residual add (apart and fused), pooling, concatenation. Not one
+// layout conversion.
 TEST(ChannelsLastOps, AResidualBlockMakesNoLayoutConversion) {
   if (!onednn_enabled()) GTEST_SKIP() << "the reference convolution path converts by design (oneDNN is off)";
   const Tensor x = random_for({2, 8, 8, 8, 8}, DType::Float32, 1).contiguous(kCl).requires_grad_(true);
@@ -224,8 +249,9 @@ TEST(ChannelsLastOps, AResidualBlockMakesNoLayoutConversion) {
   const Tensor mean = zeros({8}), var = ones({8});
   const int64_t before = layout_conversions();
   Tensor h = batch_norm_relu(conv3d(x, w1, {}, {1}, {1}), mean, var, gamma, beta, true, 0.1, 1e-5);
-  h = batch_norm(conv3d(h, w2, {}, {1}, {1}), mean, var, gamma, beta, true, 0.1, 1e-5);
-  h = relu(add(h, x));
+  const Tensor tail = batch_norm(conv3d(h, w2, {}, {1}, {1}), mean, var, gamma, beta, true, 0.1, 1e-5);
+  h = relu(add(tail, x));
+  h = batch_norm_add_relu(conv3d(h, w2, {}, {1}, {1}), h, mean, var, gamma, beta, true, 0.1, 1e-5);
   h = cat({max_pool3d(h, {3}, {2}, {1}), avg_pool3d(h, {2}, {2})}, 1);
   const Tensor loss = adaptive_avg_pool3d(h, {1}).sum();
   loss.backward();

@@ -44,6 +44,8 @@ const std::vector<std::pair<std::string, std::string>> kNotDifferentiable = {
     {"kernel_layout", "batch-norm piece (batch_norm_pieces.h): contiguous(format) of the input, whose gradient "
                       "is gradchecked with contiguous and through batch_norm's channels-last gradchecks"},
     {"invstd_of", "batch-norm piece (batch_norm_pieces.h): arithmetic on statistics inside batch_norm"},
+    {"residual_operand", "batch-norm piece (batch_norm_pieces.h): contiguous(format) of the residual, whose gradient "
+                         "is gradchecked through batch_norm_add_relu's gradchecks"},
     {"multi_tensor_norm", "optimizer and clipping kernel (multi_tensor.h), runs with autograd off"},
     {"channel_bias_grad", "conv piece (conv_arguments.h): the bias gradient inside conv's and conv_transpose's "
                           "backward, checked through their gradchecks"},

@@ -45,6 +45,12 @@ std::vector<Case> cases() {
                                             ones({c}, {.dtype = DType::Float32, .device = t[0].device()}),
                                             t[1], t[2], true, 0.1, 1e-5);
                    }});
+    out.push_back({"batch_norm_add_relu_train" + tag, {x, x, {c}, {c}}, [c](const auto& t) {
+                     return batch_norm_add_relu(
+                         t[0], t[1], zeros({c}, {.dtype = DType::Float32, .device = t[0].device()}),
+                         ones({c}, {.dtype = DType::Float32, .device = t[0].device()}), t[2], t[3], true, 0.1,
+                         1e-5);
+                   }});
     out.push_back({"batch_norm_eval" + tag, {x, {c}, {c}}, [c](const auto& t) {
                      return batch_norm(t[0],
                                        full({c}, 0.25, {.dtype = DType::Float32, .device = t[0].device()}),
@@ -144,6 +150,7 @@ TEST(CudaChannelsLastChain, AResidualBlockMakesNoLayoutConversion) {
   const int64_t before = layout_conversions();
   Tensor h = batch_norm_relu(conv3d(x, w, {}, {1}, {1}), Tensor(), Tensor(), gamma, beta, true, 0.1, 1e-5);
   h = relu(add(batch_norm(conv3d(h, w, {}, {1}, {1}), Tensor(), Tensor(), gamma, beta, true, 0.1, 1e-5), x));
+  h = batch_norm_add_relu(conv3d(h, w, {}, {1}, {1}), h, Tensor(), Tensor(), gamma, beta, true, 0.1, 1e-5);
   h = cat({max_pool3d(h, {3}, {2}, {1}), avg_pool3d(h, {2}, {2})}, 1);
   adaptive_avg_pool3d(h, {1}).sum().backward();
   EXPECT_EQ(layout_conversions() - before, 0);

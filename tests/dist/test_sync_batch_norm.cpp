@@ -35,18 +35,21 @@ std::shared_ptr<nn::BatchNorm3d> make_bn(bool relu = false) {
 }
 
 struct Result {
-  Tensor out, grad_input, grad_weight, grad_bias, running_mean, running_var;
+  Tensor out, grad_input, grad_residual, grad_weight, grad_bias, running_mean, running_var;
 };
 
-// Two training steps on `x` (the second one's result is returned), upstream gradient g.
-Result run(nn::BatchNormNd& bn, const Tensor& x_in, const Tensor& g) {
+// Two training steps on `x` (the second one's result is returned), upstream gradient g;
+// with a residual the layer's fused tail, relu(bn(x) + residual).
+Result run(nn::BatchNormNd& bn, const Tensor& x_in, const Tensor& g, const Tensor& residual_in = Tensor()) {
   Result r;
   for (int step = 0; step < 2; ++step) {
     bn.zero_grad();
     Tensor x = x_in.detach().requires_grad_(true);
-    r.out = bn.forward(x);
+    const Tensor residual = residual_in.defined() ? residual_in.detach().requires_grad_(true) : Tensor();
+    r.out = residual.defined() ? bn.forward_add_relu(x, residual) : bn.forward(x);
     r.out.mul(g).sum().backward();
     r.grad_input = x.grad();
+    if (residual.defined()) r.grad_residual = residual.grad();
   }
   r.grad_weight = bn.weight.grad();
   r.grad_bias = bn.bias.grad();
@@ -55,22 +58,29 @@ Result run(nn::BatchNormNd& bn, const Tensor& x_in, const Tensor& g) {
   return r;
 }
 
-void expect_same_as_one_process(const std::vector<int64_t>& shares, double offset, bool relu) {
+// tail: the layer's fused ReLU (relu) or the fused residual add and ReLU (add).
+void expect_same_as_one_process(const std::vector<int64_t>& shares, double offset, bool relu,
+                                bool add = false) {
   int64_t batch = 0;
   std::vector<int64_t> starts;
   for (const int64_t n : shares) starts.push_back(batch), batch += n;
   const Tensor x = testing::random_uniform({batch, 3, 3, 4, 5}, -2, 2, DType::Float64, 1)
                        .add(scalar_tensor(offset, {.dtype = DType::Float64}));
   const Tensor g = testing::random_uniform({batch, 3, 3, 4, 5}, -1, 1, DType::Float64, 2);
+  const Tensor residual =
+      add ? testing::random_uniform({batch, 3, 3, 4, 5}, -1, 1, DType::Float64, 3) : Tensor();
+  const auto share = [&](const Tensor& t, size_t r) {
+    return t.defined() ? t.narrow(0, starts[r], shares[r]) : t;
+  };
   auto alone = make_bn(relu);
-  const Result expected = run(*alone, x, g);
+  const Result expected = run(*alone, x, g, residual);
   const auto world = static_cast<int>(shares.size());
   std::vector<Result> results(shares.size());
   const auto errors = run_ranks_in_threads(world, [&](ProcessGroupRing& group) {
     const auto r = static_cast<size_t>(group.rank());
     auto bn = make_bn(relu);
     EXPECT_EQ(dist::convert_sync_batchnorm(*bn, handle(group)), 1);
-    results[r] = run(*bn, x.narrow(0, starts[r], shares[r]), g.narrow(0, starts[r], shares[r]));
+    results[r] = run(*bn, share(x, r), share(g, r), share(residual, r));
   });
   for (const std::string& e : errors) ASSERT_EQ(e, "");
   Tensor weight_sum = zeros({3}, {.dtype = DType::Float64}), bias_sum = zeros({3}, {.dtype = DType::Float64});
@@ -84,6 +94,9 @@ void expect_same_as_one_process(const std::vector<int64_t>& shares, double offse
     EXPECT_TRUE(testing::all_close(got.out, expected.out.narrow(0, starts[r], shares[r]), tight));
     EXPECT_TRUE(
         testing::all_close(got.grad_input, expected.grad_input.narrow(0, starts[r], shares[r]), tight));
+    if (add) {
+      EXPECT_TRUE(testing::all_close(got.grad_residual, share(expected.grad_residual, r), tight));
+    }
     EXPECT_TRUE(testing::all_close(got.running_mean, expected.running_mean, tight));
     EXPECT_TRUE(testing::all_close(got.running_var, expected.running_var, tight));
     EXPECT_TRUE(testing::bitwise_equal(got.running_mean, results[0].running_mean));  // identical replicas
@@ -100,6 +113,7 @@ TEST(SyncBatchNorm, UnevenSharesEqualOneProcessOnTheWholeBatch) {
     expect_same_as_one_process({3, 1}, 0.0, /*relu=*/false);
     expect_same_as_one_process({2, 0, 3}, 0.0, /*relu=*/false);  // a rank with an empty share
     expect_same_as_one_process({1, 2}, 0.0, /*relu=*/true);      // the fused ReLU
+    expect_same_as_one_process({2, 1}, 0.0, /*relu=*/false, /*add=*/true);  // the fused residual tail
   });
 }
 

@@ -1,8 +1,8 @@
 // BatchNorm1d/2d/3d layers: parameters and buffers as PyTorch's, training forward against
 // kiln::batch_norm, the running statistics by hand (momentum and cumulative average),
 // num_batches_tracked, eval with the running statistics, track_running_stats = false,
-// affine = false, the rank checks per 1d/2d/3d, and inside a checkpoint (the statistics
-// updated once, gradients as without it).
+// affine = false, the rank checks per 1d/2d/3d, the fused ReLU and residual tail, and
+// inside a checkpoint (the statistics updated once, gradients as without it).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -65,6 +65,30 @@ TEST(NnBatchNorm, ReluOptionFusesTheReluIntoTheLayer) {
     EXPECT_EQ(y.grad_fn()->name(), "batch_norm_relu");
     EXPECT_TRUE(testing::all_equal(fused.running_mean, plain.running_mean));
   }
+}
+
+// forward_add_relu is relu(forward(x) + r) in one op, training and eval, with the same
+// running statistics; a layer that has its own ReLU refuses it (that ReLU comes first).
+TEST(NnBatchNorm, ForwardAddReluFusesTheResidualTail) {
+  nn::BatchNorm3d fused(nn::BatchNorm3dOptions{.num_features = 3});
+  nn::BatchNorm3d plain(nn::BatchNorm3dOptions{.num_features = 3});
+  const Tensor x = random_uniform({2, 3, 2, 3, 2}, -1, 3, DType::Float32, 3);
+  const Tensor r = random_uniform({2, 3, 2, 3, 2}, -1, 1, DType::Float32, 4);
+  for (bool training : {true, false}) {
+    fused.train(training);
+    plain.train(training);
+    const Tensor y = fused.forward_add_relu(x, r);
+    EXPECT_TRUE(testing::all_equal(y, relu(add(plain.forward(x), r)))) << "training " << training;
+    EXPECT_EQ(y.grad_fn()->name(), "batch_norm_add_relu");
+    EXPECT_TRUE(testing::all_equal(fused.running_mean, plain.running_mean));
+    EXPECT_TRUE(testing::all_equal(fused.running_var, plain.running_var));
+    EXPECT_EQ(fused.num_batches_tracked.item<int64_t>(), plain.num_batches_tracked.item<int64_t>());
+  }
+  nn::BatchNorm3d with_relu(nn::BatchNorm3dOptions{.num_features = 3, .relu = true});
+  EXPECT_KILN_ERROR(with_relu.forward_add_relu(x, r), "BatchNorm3d", "forward_add_relu", "relu = true");
+  EXPECT_KILN_ERROR(fused.forward_add_relu(x, Tensor()), "BatchNorm3d", "undefined residual");
+  EXPECT_KILN_ERROR(fused.forward_add_relu(ones({3, 2, 2, 2}), r), "BatchNorm3d", "5-d");
+  EXPECT_KILN_ERROR(fused.forward_add_relu(x, r.narrow(0, 0, 1)), "shape");
 }
 
 TEST(NnBatchNorm, CumulativeMovingAverageWithoutMomentum) {

@@ -3,8 +3,11 @@
 // ResNet-18, ResNet-50 and DenseNet-121 at half width (the architecture unchanged, half
 // the CPU time) on a 16^3 batch, three SGD steps with momentum. The losses and the final
 // weights match within float32 tolerance, the weights stay channels-last through the
-// optimizer, and a step makes exactly one layout conversion: the stem's, of the row-major
-// batch (Note [Channels-last training] in train/run_state.cpp).
+// optimizer, and a step makes no layout conversion (the batch comes channels-last, as
+// the trainer makes it: Note [Channels-last training] in train/run_state.cpp). The same
+// holds with fused_bn_relu (the fused bn-relu pairs and, in the ResNets, the fused
+// bn-add-relu block tails: Note [Batch norm, add and ReLU] in core/backend.h) in either
+// layout.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,11 +35,15 @@ struct Trained {
   bool conv_weights_channels_last = true;
 };
 
-Trained train(const std::string& name, bool channels_last) {
+Trained train(const std::string& name, bool channels_last, bool fused) {
   manual_seed(5);
   const bool densenet = name.starts_with("densenet");  // its small stem keeps a 16^3 input's last block 1^3
-  const auto model = nn::models::model_by_name(
-      {.name = name, .in_channels = 1, .num_classes = 3, .stem = densenet ? "small" : "", .width = 0.5});
+  const auto model = nn::models::model_by_name({.name = name,
+                                                .in_channels = 1,
+                                                .num_classes = 3,
+                                                .stem = densenet ? "small" : "",
+                                                .width = 0.5,
+                                                .fused_bn_relu = fused});
   if (channels_last) model->to(MemoryFormat::ChannelsLast3d);
   optim::SGD sgd(model->parameters(), {.lr = 0.01, .momentum = 0.9});
   const Tensor batch = random_for({2, 1, 16, 16, 16}, DType::Float32, 8);
@@ -66,10 +73,8 @@ Trained train(const std::string& name, bool channels_last) {
 
 class ChannelsLastTraining : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(ChannelsLastTraining, MatchesNcdhwTraining) {
-  if (!onednn_enabled()) GTEST_SKIP() << "without oneDNN the reference convolutions convert by design";
-  const Trained ncdhw = train(GetParam(), false);
-  const Trained ndhwc = train(GetParam(), true);
+// `actual` against plain NCDHW training.
+void expect_matches(const Trained& actual, const Trained& ncdhw, bool channels_last) {
   // The first step's gradients and, three steps on, the losses and weights: the same to
   // float32 rounding (the sums run in other orders), relative to the model's largest
   // gradient or weight (a batch norm's bias gradient may be a near-cancelling sum).
@@ -87,16 +92,29 @@ TEST_P(ChannelsLastTraining, MatchesNcdhwTraining) {
           << expected[i].first;
     }
   };
-  expect_close(ndhwc.first_grads, ncdhw.first_grads, largest(ncdhw.first_grads));
-  ASSERT_EQ(ncdhw.losses.size(), ndhwc.losses.size());
+  expect_close(actual.first_grads, ncdhw.first_grads, largest(ncdhw.first_grads));
+  ASSERT_EQ(ncdhw.losses.size(), actual.losses.size());
   for (size_t i = 0; i < ncdhw.losses.size(); ++i) {
-    EXPECT_NEAR(ndhwc.losses[i], ncdhw.losses[i], 1e-4 * (1 + std::abs(ncdhw.losses[i]))) << "step " << i;
+    EXPECT_NEAR(actual.losses[i], ncdhw.losses[i], 1e-4 * (1 + std::abs(ncdhw.losses[i]))) << "step " << i;
   }
-  expect_close(ndhwc.weights, ncdhw.weights, largest(ncdhw.weights));
-  EXPECT_TRUE(ndhwc.conv_weights_channels_last) << "the optimizer kept the weights' layout";
+  expect_close(actual.weights, ncdhw.weights, largest(ncdhw.weights));
+  EXPECT_EQ(actual.conv_weights_channels_last, channels_last) << "the optimizer kept the weights' layout";
+  EXPECT_EQ(actual.conversions_per_step, 0) << "a step, batch included";
+}
+
+TEST_P(ChannelsLastTraining, MatchesNcdhwTraining) {
+  if (!onednn_enabled()) GTEST_SKIP() << "without oneDNN the reference convolutions convert by design";
+  const Trained ncdhw = train(GetParam(), false, false);
   EXPECT_FALSE(ncdhw.conv_weights_channels_last);
   EXPECT_EQ(ncdhw.conversions_per_step, 0);
-  EXPECT_EQ(ndhwc.conversions_per_step, 0) << "a channels-last step, batch included";
+  for (const bool channels_last : {false, true}) {
+    for (const bool fused : {false, true}) {
+      if (!channels_last && !fused) continue;
+      SCOPED_TRACE(::testing::Message()
+                   << (channels_last ? "channels-last" : "NCDHW") << (fused ? ", fused_bn_relu" : ""));
+      expect_matches(train(GetParam(), channels_last, fused), ncdhw, channels_last);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ChannelsLastTraining,
