@@ -13,8 +13,8 @@
 #   4. (models) the bundled models' training steps (ResNet-18/50, DenseNet-121 plain and
 #      memory-efficient) beside PyTorch's same networks: samples/s and peak memory;
 #   5. (graphs, not in the default run: a lease of its own) issue 31's table: Kiln eager
-#      and with CUDA graphs (--graphs 1) beside PyTorch eager (contiguous and channels-last
-#      3D, fused Adam) and torch.compile (default and reduce-overhead), for ResNet-18 28^3
+#      and with CUDA graphs (--graphs 1, also with --channels-last 1) beside PyTorch eager
+#      (contiguous and channels-last 3D, fused Adam) and torch.compile (default and reduce-overhead), for ResNet-18 28^3
 #      at batch 8 and 32, DenseNet-121 28^3 at 16 and ResNet-50 64^3 at 8, in float32 with
 #      TF32 and in bfloat16 autocast; the cheap rows first, the compiles last, each under
 #      its own limit and the phase under 9 minutes.
@@ -158,7 +158,7 @@ if has_phase bench; then
   }
   : >"$OUT/bench.txt"
   bench_group 30 'BM_Cuda(Copy_DeviceToDevice|Elementwise)'
-  bench_group 40 'BM_Cuda(Sum|VarMean|Argmax|Softmax|BatchNorm)'
+  bench_group 60 'BM_Cuda(Sum|VarMean|Argmax|Softmax|BatchNorm)'  # BatchNorm includes the fused-tail ops
   bench_group 20 'BM_Cuda(Adam|Sgd|Unscale|GradNorm)'
   bench_group 20 'BM_CudaMatmul'
   bench_group 30 'BM_Cuda(Pool|Gather|IndexSelect|ScatterAdd|Rand|Copy_HostToDevice|Copy_DeviceToHost)'
@@ -255,6 +255,7 @@ if has_phase graphs; then
       args=(--cuda 1 $precision --model "$model" --side "$side" --batch "$batch" --steps 20 --warmup 5)
       graph_run 60 "$BUILD/bin/kiln_train_step" "${args[@]}" --graphs 0 --speed-of-light 1
       graph_run 40 "$BUILD/bin/kiln_train_step" "${args[@]}" --graphs 1
+      graph_run 40 "$BUILD/bin/kiln_train_step" "${args[@]}" --graphs 1 --channels-last 1
       graph_run 40 python3 bench/train_step/train_step_pytorch.py "${args[@]}" --fused 1
       graph_run 40 python3 bench/train_step/train_step_pytorch.py "${args[@]}" --fused 1 --channels-last 1
     done
