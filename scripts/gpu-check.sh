@@ -14,10 +14,10 @@
 #      memory-efficient) beside PyTorch's same networks: samples/s and peak memory;
 #   5. (graphs, not in the default run: a lease of its own) issue 31's table: Kiln eager
 #      and with CUDA graphs (--graphs 1, also with --channels-last 1) beside PyTorch eager
-#      (contiguous and channels-last 3D, fused Adam) and torch.compile (default and reduce-overhead), for ResNet-18 28^3
-#      at batch 8 and 32, DenseNet-121 28^3 at 16 and ResNet-50 64^3 at 8, in float32 with
-#      TF32 and in bfloat16 autocast; the cheap rows first, the compiles last, each under
-#      its own limit and the phase under 9 minutes.
+#      (contiguous and channels-last 3D, fused Adam) and torch.compile (default and
+#      reduce-overhead), for ResNet-18 28^3 at batch 8 and 32, DenseNet-121 28^3 at 16 and
+#      ResNet-50 64^3 at 8, in float32 with TF32 and in bfloat16 autocast; the cheap rows
+#      first, the compiles last, each under its own limit and the phase under 9 minutes.
 #
 # Logs and a summary go to $OUT (default gpu-results/), at most 8 files, the summary table
 # printed last. Every phase has a time limit, so the whole run ends inside 10 minutes
