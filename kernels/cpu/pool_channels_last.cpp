@@ -7,7 +7,7 @@
 // values, and every kernel loops over an output (or input) position with the C channels
 // innermost: contiguous loads and stores beside per-channel accumulators.
 //   max forward:  per output position, the taps in window order (d, h, w), each offered to
-//                 the C running maxima (offer's rule, pool_windows.h: NaN wins, ties keep
+//                 the C running maxima (takes_place's rule, pool_windows.h: NaN wins, ties keep
 //                 the first), kept as a values and an indices array so the update vectorises.
 //   max backward: per (sample, block of channels), a zeroed accumulator of the block's
 //                 input values; the outputs scatter into it in output order, as pool.cpp.
@@ -83,11 +83,11 @@ void max_forward(const Tensor& input, const PoolGeometry& g, const Tensor& out, 
               const int64_t pos = (d * g.in[1] + h) * g.in[2] + taps[2].at(o[2], k);
               const T* row = x + (n * in_volume + pos) * channels;
               for (int64_t c = 0; c < channels; ++c) {
-                // offer()'s rule (pool_windows.h): the first tap, a larger value, or the
-                // first NaN takes the place; ties keep the earlier tap.
                 const V v = static_cast<V>(row[c]), b = best[c];
                 const int64_t w = where[c];
-                const bool take = (w < 0) | (v > b) | ((v != v) & (b == b));
+                // pool_windows.h's rule; pos is always a tap, so say so as a constant
+                // (a compare fewer per value).
+                const bool take = takes_place(v, /*index=*/int64_t{0}, b, w);
                 best[c] = take ? v : b;
                 where[c] = take ? pos : w;
               }

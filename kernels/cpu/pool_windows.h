@@ -1,6 +1,6 @@
 // The per-window pieces of CpuBackend's pooling kernels, shared by the channels-first
-// (pool.cpp) and channels-last (pool_channels_last.cpp) kernels: the running max of a
-// window with its index, and each dim's windows computed once per call (max pooling's
+// (pool.cpp) and channels-last (pool_channels_last.cpp) kernels: the rule of a window's
+// running max and its index, and each dim's windows computed once per call (max pooling's
 // taps, average pooling's ranges, divisor factors and covering outputs; Notes [Pool
 // geometry], [Average pooling divisor] and [Adaptive windows] in core/pool_geometry.h).
 #pragma once
@@ -14,24 +14,41 @@
 
 namespace kiln::cpu {
 
+// Max pooling's rule for a candidate (value, index) against the running maximum (best,
+// where): it takes the place when it is a tap (index >= 0) and there is no maximum yet
+// (where < 0), or it is larger, or it is the first NaN. Ties keep the earlier tap; a NaN,
+// once in, stays. Branch-free (selects, not jumps): on real data whether a tap beats the
+// best so far is a coin toss, a mispredicted branch per tap cost more than the whole
+// comparison, and loops of selects vectorise.
 template <typename V>
-struct MaxCandidate {
-  V value;
-  int64_t index;  // -1: no tap (a window entirely in padding or dilation gaps)
-};
+inline bool takes_place(V value, int64_t index, V best, int64_t where) {
+  return (index >= 0) & ((where < 0) | (value > best) | ((value != value) & (best == best)));
+}
 
-// Branch-free (selects, not jumps): on real data whether a tap beats the best so far is a
-// coin toss, and a mispredicted branch per tap cost more than the whole comparison.
+// Offers the candidate (value, index) to the running maximum (best, where) with bit
+// masks, not a branch: scalar code (a short row, a vector loop's remainder) compiled
+// `take ? v : b` as a jump, mispredicted on real data.
 template <typename V>
-void offer(MaxCandidate<V>& best, V value, int64_t index) {
-  const bool take = (index >= 0) & ((best.index < 0) | (value > best.value) |
-                                    ((value != value) & (best.value == best.value)));
-  const int64_t mask = -static_cast<int64_t>(take);  // all ones when taken
-  best.index = (index & mask) | (best.index & ~mask);
+inline void offer(V& best, int64_t& where, V value, int64_t index) {
+  const int64_t mask = -static_cast<int64_t>(takes_place(value, index, best, where));  // all ones: taken
+  where = (index & mask) | (where & ~mask);
   using Bits = std::conditional_t<sizeof(V) == 4, uint32_t, uint64_t>;
-  const Bits value_mask = static_cast<Bits>(mask);
-  best.value = std::bit_cast<V>(static_cast<Bits>((std::bit_cast<Bits>(value) & value_mask) |
-                                                  (std::bit_cast<Bits>(best.value) & ~value_mask)));
+  const auto value_mask = static_cast<Bits>(mask);
+  best = std::bit_cast<V>(static_cast<Bits>((std::bit_cast<Bits>(value) & value_mask) |
+                                            (std::bit_cast<Bits>(best) & ~value_mask)));
+}
+
+// Offers n candidates (values[i], indices[i]) to n running maxima (best[i], where[i]),
+// one to one: the update of a row of outputs by one tap each, vectorised over the row.
+template <typename V>
+inline void offer_row(V* best, int64_t* where, const V* values, const int64_t* indices, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {  // selects, which GCC vectorises (offer's masks it did not, as well)
+    const V v = values[i], b = best[i];
+    const int64_t k = indices[i], w = where[i];
+    const bool take = takes_place(v, k, b, w);
+    best[i] = take ? v : b;
+    where[i] = take ? k : w;
+  }
 }
 
 // The taps of every output position along dim k: start and [first, last) (valid_taps).

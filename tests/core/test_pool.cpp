@@ -252,12 +252,32 @@ const std::vector<MaxCase> kMaxCases = {
     {{2, 2, 8}, {.kernel = {3}, .stride = {3}, .padding = {0}, .dilation = {1}, .ceil_mode = true}},
     {{2, 2, 7, 6}, {.kernel = {2, 2}, .stride = {2, 2}, .padding = {0, 0}, .dilation = {1, 1}}},
     {{2, 3, 7, 9}, {.kernel = {3, 2}, .stride = {1, 2}, .padding = {1, 1}, .dilation = {1, 1}}},
-    {{1, 2, 8, 7}, {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 0}, .dilation = {2, 1}, .ceil_mode = true}},
-    {{2, 2, 7, 7}, {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}, .dilation = {1, 1}, .ceil_mode = true}},
-    {{2, 3, 7, 8, 6}, {.kernel = {3, 3, 3}, .stride = {2, 2, 2}, .padding = {1, 1, 1}, .dilation = {1, 1, 1}}},
-    {{1, 2, 5, 6, 7}, {.kernel = {2, 3, 2}, .stride = {1, 2, 3}, .padding = {0, 1, 1}, .dilation = {2, 1, 1},
-                       .ceil_mode = true}},
-    {{2, 2, 4, 4, 4}, {.kernel = {2, 2, 2}, .stride = {2, 2, 2}, .padding = {0, 0, 0}, .dilation = {1, 1, 1}}},
+    {{1, 2, 8, 7},
+     {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 0}, .dilation = {2, 1}, .ceil_mode = true}},
+    {{2, 2, 7, 7},
+     {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}, .dilation = {1, 1}, .ceil_mode = true}},
+    {{2, 3, 7, 8, 6},
+     {.kernel = {3, 3, 3}, .stride = {2, 2, 2}, .padding = {1, 1, 1}, .dilation = {1, 1, 1}}},
+    {{1, 2, 5, 6, 7},
+     {.kernel = {2, 3, 2},
+      .stride = {1, 2, 3},
+      .padding = {0, 1, 1},
+      .dilation = {2, 1, 1},
+      .ceil_mode = true}},
+    {{2, 2, 4, 4, 4},
+     {.kernel = {2, 2, 2}, .stride = {2, 2, 2}, .padding = {0, 0, 0}, .dilation = {1, 1, 1}}},
+    // Rows of 8 or more outputs: the CPU kernel's row updates (Note [Separable max
+    // pooling]), with padding, dilation gaps and a clipped last window along w.
+    {{2, 3, 33}, {.kernel = {3}, .stride = {2}, .padding = {1}, .dilation = {1}}},
+    {{2, 2, 5, 18}, {.kernel = {3, 3}, .stride = {2, 1}, .padding = {1, 1}, .dilation = {1, 1}}},
+    {{1, 2, 4, 5, 23},
+     {.kernel = {3, 3, 3},
+      .stride = {1, 2, 2},
+      .padding = {1, 1, 1},
+      .dilation = {1, 1, 2},
+      .ceil_mode = true}},
+    {{1, 2, 3, 4, 16},
+     {.kernel = {2, 2, 2}, .stride = {2, 2, 1}, .padding = {0, 0, 1}, .dilation = {1, 1, 1}}},
 };
 
 TEST(Pool, MaxPoolMatchesReference) {
@@ -300,13 +320,28 @@ TEST(Pool, MaxPoolNaNWinsAndTiesKeepTheFirst) {
 }
 
 // Note [Separable max pooling] (kernels/cpu/pool.cpp) picks the winner along w, then h,
-// then d: on inputs full of ties (values 0, 1, 2) and NaNs spread over the rows of each
+// then d (window by window on short rows, by row updates on rows of 8 or more): on inputs
+// full of ties (values 0, 1, 2) and NaNs spread over the rows of each
 // window, values and indices must still be the full-window scan's.
 TEST(Pool, MaxPoolTiesAndNaNsAcrossRowsFollowWindowOrder) {
   const std::vector<MaxCase> cases = {
-      {{2, 3, 7, 8, 9}, {.kernel = {3, 3, 3}, .stride = {2, 2, 2}, .padding = {1, 1, 1}, .dilation = {1, 1, 1}}},
-      {{1, 2, 9, 7, 8}, {.kernel = {3, 2, 3}, .stride = {1, 2, 2}, .padding = {1, 0, 1}, .dilation = {2, 1, 2},
-                         .ceil_mode = true}},
+      {{2, 3, 7, 8, 9},
+       {.kernel = {3, 3, 3}, .stride = {2, 2, 2}, .padding = {1, 1, 1}, .dilation = {1, 1, 1}}},
+      {{1, 2, 9, 7, 8},
+       {.kernel = {3, 2, 3},
+        .stride = {1, 2, 2},
+        .padding = {1, 0, 1},
+        .dilation = {2, 1, 2},
+        .ceil_mode = true}},
+      // Rows of 8 or more outputs (the row updates), plain and with dilation and ceil mode.
+      {{2, 2, 5, 6, 20},
+       {.kernel = {3, 3, 3}, .stride = {2, 1, 1}, .padding = {1, 1, 1}, .dilation = {1, 1, 1}}},
+      {{1, 2, 6, 5, 25},
+       {.kernel = {2, 3, 3},
+        .stride = {1, 2, 2},
+        .padding = {1, 1, 1},
+        .dilation = {1, 2, 2},
+        .ceil_mode = true}},
   };
   for (const MaxCase& c : cases) {
     int64_t count = 1;
