@@ -1,5 +1,6 @@
-// The operand checks every backend's batch-norm kernels make (Note [Batch norm pieces]
-// and Note [Batch norm, add and ReLU] in core/backend.h): the big operands share the
+// The operand checks every backend's batch-norm launchers make, one per piece (Note
+// [Batch norm pieces] and Note [Batch norm, add and ReLU] in core/backend.h), returning
+// what the launcher dispatches on: the big operands share the
 // input's shape, dtype, device and channel order (kernels/channel_layout.h); the
 // per-channel ones are contiguous [C] in the statistics dtype; and the fused tail's
 // tensors come only with the ReLU. Violations are the framework's bugs (the ops in
@@ -45,23 +46,56 @@ inline ChannelOrder check_batch_norm_operands(const char* op, const Tensor& inpu
   return order;
 }
 
-// apply's tail: the residual add needs the ReLU, and backward's `output` is not apply's.
-inline batch_norm_math::Tail apply_tail(const char* op, const BatchNormCoefficients& norm) {
-  KILN_ASSERT(!norm.residual.defined() || norm.relu, op, ": a residual is added only before the fused ReLU");
-  KILN_ASSERT(!norm.output.defined(), op, ": the output is backward_reduce's operand");
-  return batch_norm_math::tail_of(norm.relu, norm.residual.defined());
+// What a launcher dispatches on once its operands are checked: the input's channel order
+// and the tail its kernel applies (for backward_input, None or Relu).
+struct BatchNormCall {
+  ChannelOrder order;
+  batch_norm_math::Tail tail;
+};
+
+inline ChannelOrder check_stats(const Tensor& input, const Tensor& mean, const Tensor& var) {
+  return check_batch_norm_operands("batch_norm_stats", input, {}, {&mean, &var});
 }
 
-// backward_reduce's tail: the mask comes from y (relu, invstd given) or from the fused
-// add's output, and grad_y is written exactly when it does.
-inline batch_norm_math::Tail backward_reduce_tail(const char* op, const BatchNormCoefficients& norm,
-                                                  const Tensor& grad_y) {
-  KILN_ASSERT(!norm.residual.defined(), op, ": backward reads the fused add's output, not its residual");
-  KILN_ASSERT(!norm.output.defined() || norm.relu, op, ": an output mask comes only with the fused ReLU");
-  KILN_ASSERT(norm.output.defined() == grad_y.defined(), op,
+// apply: the residual add needs the ReLU, and backward's `output` is not apply's.
+inline BatchNormCall check_apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor& out) {
+  constexpr const char* kOp = "batch_norm_apply";
+  KILN_ASSERT(!norm.residual.defined() || norm.relu, kOp, ": a residual is added only before the fused ReLU");
+  KILN_ASSERT(!norm.output.defined(), kOp, ": the output is backward_reduce's operand");
+  return {check_batch_norm_operands(kOp, input, {&out, &norm.residual},
+                                    {&norm.mean, &norm.invstd, &norm.weight, &norm.bias}),
+          batch_norm_math::tail_of(norm.relu, norm.residual.defined())};
+}
+
+// backward_reduce: the mask comes from y (relu, invstd given) or from the fused add's
+// output, and grad_y is written exactly when it does.
+inline BatchNormCall check_backward_reduce(const Tensor& grad_out, const Tensor& input,
+                                           const BatchNormCoefficients& norm, const Tensor& sum_dy,
+                                           const Tensor& sum_dy_xmu, const Tensor& grad_y) {
+  constexpr const char* kOp = "batch_norm_backward_reduce";
+  KILN_ASSERT(!norm.residual.defined(), kOp, ": backward reads the fused add's output, not its residual");
+  KILN_ASSERT(!norm.output.defined() || norm.relu, kOp, ": an output mask comes only with the fused ReLU");
+  KILN_ASSERT(norm.output.defined() == grad_y.defined(), kOp,
               ": grad_y is written exactly with an output mask");
-  KILN_ASSERT(!norm.relu || norm.output.defined() || norm.invstd.defined(), op, ": relu needs invstd");
-  return batch_norm_math::tail_of(norm.relu, norm.output.defined());
+  KILN_ASSERT(!norm.relu || norm.output.defined() || norm.invstd.defined(), kOp, ": relu needs invstd");
+  return {
+      check_batch_norm_operands(kOp, input, {&grad_out, &norm.output, &grad_y},
+                                {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu}),
+      batch_norm_math::tail_of(norm.relu, norm.output.defined())};
+}
+
+// backward_input: the fused add's backward passes its grad_y with the ReLU off.
+inline BatchNormCall check_backward_input(const Tensor& grad_out, const Tensor& input,
+                                          const BatchNormCoefficients& norm, const Tensor& sum_dy,
+                                          const Tensor& sum_dy_xmu, int64_t count, const Tensor& grad_in) {
+  constexpr const char* kOp = "batch_norm_backward_input";
+  KILN_ASSERT(!norm.residual.defined() && !norm.output.defined(), kOp,
+              ": the fused add's backward passes grad_y with relu off");
+  KILN_ASSERT(count > 0, kOp, ": count ", count);
+  return {
+      check_batch_norm_operands(kOp, input, {&grad_out, &grad_in},
+                                {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu}),
+      batch_norm_math::tail_of(norm.relu, false)};
 }
 
 // A backward reduction's operands (checked by the caller) as the kernels take them.
@@ -72,13 +106,6 @@ batch_norm_math::GradOperands<T, V> grad_operands(const Tensor& grad_out, const 
           data_or_null<T>(norm.output), grad_y.defined() ? static_cast<T*>(grad_y.data_ptr()) : nullptr,
           data_or_null<V>(norm.mean),   data_or_null<V>(norm.invstd),
           data_or_null<V>(norm.weight), data_or_null<V>(norm.bias)};
-}
-
-// backward_input's mask: the fused add's backward passes its grad_y with the ReLU off.
-inline bool backward_input_relu(const char* op, const BatchNormCoefficients& norm) {
-  KILN_ASSERT(!norm.residual.defined() && !norm.output.defined(), op,
-              ": the fused add's backward passes grad_y with relu off");
-  return norm.relu;
 }
 
 }  // namespace kiln

@@ -201,7 +201,7 @@ Tensor batch_norm_normalize(const char* op, const Tensor& input, const Tensor& w
                                              .weight = w,
                                              .bias = b,
                                              .relu = norm.relu,
-                                             .residual = add ? norm.residual.detach() : Tensor()};
+                                             .residual = norm.residual};
     backend(input.device()).batch_norm_apply(input, coefficients, out);
   }
   if (autograd::any_requires_grad({&input, &weight, &bias, &norm.residual})) {

@@ -184,7 +184,7 @@ void for_each_row(const ChannelLayout& l, const Fn& row) {
 // ---- launchers --------------------------------------------------------------------------------
 
 void CpuBackend::batch_norm_stats(const Tensor& input, const Tensor& mean, const Tensor& var) {
-  if (check_batch_norm_operands("batch_norm_stats", input, {}, {&mean, &var}) == ChannelOrder::Last) {
+  if (check_stats(input, mean, var) == ChannelOrder::Last) {
     return batch_norm_channels_last::stats(input, mean, var);
   }
   const ChannelLayout l = layout_of(input);
@@ -206,11 +206,9 @@ void CpuBackend::batch_norm_stats(const Tensor& input, const Tensor& mean, const
 }
 
 void CpuBackend::batch_norm_apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor& out) {
-  constexpr const char* kOp = "batch_norm_apply";
-  const batch_norm_math::Tail tail = apply_tail(kOp, norm);
-  if (check_batch_norm_operands(kOp, input, {&out, &norm.residual},
-                                {&norm.mean, &norm.invstd, &norm.weight, &norm.bias}) == ChannelOrder::Last) {
-    return batch_norm_channels_last::apply(input, norm, out);
+  const BatchNormCall call = check_apply(input, norm, out);
+  if (call.order == ChannelOrder::Last) {
+    return batch_norm_channels_last::apply(input, norm, out, call.tail);
   }
   const ChannelLayout l = layout_of(input);
   visit_dtype<kFloatingTypes>(input.dtype(), "batch_norm_apply", [&]<typename T>() {
@@ -220,7 +218,7 @@ void CpuBackend::batch_norm_apply(const Tensor& input, const BatchNormCoefficien
     const T* residual = data_or_null<T>(norm.residual);
     const S *m = data_or_null<S>(norm.mean), *is = data_or_null<S>(norm.invstd);
     const S *w = data_or_null<S>(norm.weight), *b = data_or_null<S>(norm.bias);
-    batch_norm_math::with_tail(tail, [&](auto tail_value) {
+    batch_norm_math::with_tail(call.tail, [&](auto tail_value) {
       constexpr batch_norm_math::Tail kTail = decltype(tail_value)::value;
       for_each_row(l, [&](int64_t c, int64_t offset) {
         const batch_norm_math::Channel<S> ch = batch_norm_math::channel(m, is, w, b, c);
@@ -236,13 +234,10 @@ void CpuBackend::batch_norm_apply(const Tensor& input, const BatchNormCoefficien
 void CpuBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& input,
                                             const BatchNormCoefficients& norm, const Tensor& sum_dy,
                                             const Tensor& sum_dy_xmu, const Tensor& grad_y) {
-  constexpr const char* kOp = "batch_norm_backward_reduce";
-  const batch_norm_math::Tail tail = backward_reduce_tail(kOp, norm, grad_y);
-  const ChannelOrder order =
-      check_batch_norm_operands(kOp, input, {&grad_out, &norm.output, &grad_y},
-                                {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
-  if (order == ChannelOrder::Last) {
-    return batch_norm_channels_last::backward_reduce(grad_out, input, norm, sum_dy, sum_dy_xmu, grad_y);
+  const BatchNormCall call = check_backward_reduce(grad_out, input, norm, sum_dy, sum_dy_xmu, grad_y);
+  if (call.order == ChannelOrder::Last) {
+    return batch_norm_channels_last::backward_reduce(grad_out, input, norm, sum_dy, sum_dy_xmu, grad_y,
+                                                     call.tail);
   }
   const ChannelLayout l = layout_of(input);
   if (l.c == 0) return;
@@ -250,7 +245,7 @@ void CpuBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tensor
     using S = opmath_t<T>;
     const auto in = grad_operands<T, S>(grad_out, input, norm, grad_y);
     std::vector<GradSums> pieces;
-    batch_norm_math::with_tail(tail, [&](auto tail_value) {
+    batch_norm_math::with_tail(call.tail, [&](auto tail_value) {
       constexpr batch_norm_math::Tail kTail = decltype(tail_value)::value;
       pieces = reduce_pieces<GradSums>(l, [&](int64_t c, int64_t begin, int64_t end) {
         return grad_sums_piece<kTail>(in, batch_norm_math::grad_channel<kTail>(in, c), l, c, begin, end);
@@ -273,15 +268,11 @@ void CpuBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tensor
 void CpuBackend::batch_norm_backward_input(const Tensor& grad_out, const Tensor& input,
                                            const BatchNormCoefficients& norm, const Tensor& sum_dy,
                                            const Tensor& sum_dy_xmu, int64_t count, const Tensor& grad_in) {
-  constexpr const char* kOp = "batch_norm_backward_input";
-  const bool relu = backward_input_relu(kOp, norm);
-  const ChannelOrder order =
-      check_batch_norm_operands(kOp, input, {&grad_out, &grad_in},
-                                {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
-  KILN_ASSERT(count > 0, kOp, ": count ", count);
-  if (order == ChannelOrder::Last) {
-    return batch_norm_channels_last::backward_input(grad_out, input, norm, sum_dy, sum_dy_xmu, count,
-                                                    grad_in);
+  const BatchNormCall call = check_backward_input(grad_out, input, norm, sum_dy, sum_dy_xmu, count, grad_in);
+  const bool relu = call.tail == batch_norm_math::Tail::Relu;
+  if (call.order == ChannelOrder::Last) {
+    return batch_norm_channels_last::backward_input(grad_out, input, norm, sum_dy, sum_dy_xmu, count, grad_in,
+                                                    relu);
   }
   const ChannelLayout l = layout_of(input);
   visit_dtype<kFloatingTypes>(input.dtype(), "batch_norm_backward_input", [&]<typename T>() {

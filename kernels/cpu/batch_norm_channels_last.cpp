@@ -163,17 +163,18 @@ void stats(const Tensor& input, const Tensor& mean, const Tensor& var) {
   });
 }
 
-void apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor& out) {
+void apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor& out,
+           batch_norm_math::Tail tail) {
   const Rows l = rows_of(input);
   if (l.rows == 0) return;
   visit_dtype<kFloatingTypes>(input.dtype(), "batch_norm_apply", [&]<typename T>() {
     using S = opmath_t<T>;
     const T* x = static_cast<const T*>(input.data_ptr());
     T* y = static_cast<T*>(out.data_ptr());
-    const T* residual = norm.residual.defined() ? static_cast<const T*>(norm.residual.data_ptr()) : nullptr;
+    const T* residual = data_or_null<T>(norm.residual);
     const ChannelArrays<S> ch(norm, l.channels);
     batch_norm_math::with_tail(
-        batch_norm_math::tail_of(norm.relu, norm.residual.defined()), [&](auto tail_value) {
+        tail, [&](auto tail_value) {
           constexpr batch_norm_math::Tail kTail = decltype(tail_value)::value;
           for_each_row(l, [&](int64_t r) {
             const int64_t row = r * l.channels;
@@ -189,13 +190,13 @@ void apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor&
 }
 
 void backward_reduce(const Tensor& grad_out, const Tensor& input, const BatchNormCoefficients& norm,
-                     const Tensor& sum_dy, const Tensor& sum_dy_xmu, const Tensor& grad_y) {
+                     const Tensor& sum_dy, const Tensor& sum_dy_xmu, const Tensor& grad_y,
+                     batch_norm_math::Tail tail) {
   const Rows l = rows_of(input);
   if (l.channels == 0) return;
   visit_dtype<kFloatingTypes>(input.dtype(), "batch_norm_backward_reduce", [&]<typename T>() {
     using S = opmath_t<T>;
     const auto in = grad_operands<T, S>(grad_out, input, norm, grad_y);
-    const batch_norm_math::Tail tail = batch_norm_math::tail_of(norm.relu, norm.output.defined());
     // Unless the ReLU's mask is recomputed only the mean is read (not a plain y's coefficients).
     const BatchNormCoefficients used =
         tail == batch_norm_math::Tail::Relu ? norm : BatchNormCoefficients{.mean = norm.mean};
@@ -221,7 +222,8 @@ void backward_reduce(const Tensor& grad_out, const Tensor& input, const BatchNor
 }
 
 void backward_input(const Tensor& grad_out, const Tensor& input, const BatchNormCoefficients& norm,
-                    const Tensor& sum_dy, const Tensor& sum_dy_xmu, int64_t count, const Tensor& grad_in) {
+                    const Tensor& sum_dy, const Tensor& sum_dy_xmu, int64_t count, const Tensor& grad_in,
+                    bool relu) {
   const Rows l = rows_of(input);
   if (l.rows == 0) return;
   visit_dtype<kFloatingTypes>(input.dtype(), "batch_norm_backward_input", [&]<typename T>() {
@@ -239,7 +241,7 @@ void backward_input(const Tensor& grad_out, const Tensor& input, const BatchNorm
       mean_dy[c] = sdy[c] * inv_count;
       proj[c] = sdyx[c] * inv_count * is[c] * is[c];  // (x - mean) coefficient
     }
-    batch_norm_math::with_relu(norm.relu, [&](auto relu_flag) {
+    batch_norm_math::with_relu(relu, [&](auto relu_flag) {
       constexpr bool kRelu = decltype(relu_flag)::value;
       for_each_row(l, [&](int64_t r) {
         const T* g_row = dy + r * l.channels;

@@ -335,7 +335,7 @@ void visit_vectorized(const Tensor& input, std::initializer_list<const Tensor*> 
 
 void CudaBackend::batch_norm_stats(const Tensor& input, const Tensor& mean, const Tensor& var) {
   constexpr const char* kOp = "batch_norm_stats";
-  const ChannelOrder order = check_batch_norm_operands(kOp, input, {}, {&mean, &var});
+  const ChannelOrder order = check_stats(input, mean, var);
   if (input.sizes()[1] == 0) return;
   const int device = input.device().index;
   const OnDevice on(device);
@@ -353,18 +353,16 @@ void CudaBackend::batch_norm_stats(const Tensor& input, const Tensor& mean, cons
 
 void CudaBackend::batch_norm_apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor& out) {
   constexpr const char* kOp = "batch_norm_apply";
-  const batch_norm_math::Tail tail = apply_tail(kOp, norm);
-  const ChannelOrder order = check_batch_norm_operands(kOp, input, {&out, &norm.residual},
-                                                       {&norm.mean, &norm.invstd, &norm.weight, &norm.bias});
+  const BatchNormCall call = check_apply(input, norm, out);
   if (input.numel() == 0) return;
   const int device = input.device().index;
   const OnDevice on(device);
-  if (order == ChannelOrder::Last)
-    return batch_norm_channels_last::apply(input, norm, out, device, on.stream.handle());
+  if (call.order == ChannelOrder::Last)
+    return batch_norm_channels_last::apply(input, norm, out, call.tail, device, on.stream.handle());
   visit_vectorized(input, {&input, &out, &norm.residual}, kOp, [&]<typename T, int kVec>() {
     using V = opmath_t<T>;
     const RowTiles t = row_tiles(input, kVec);
-    batch_norm_math::with_tail(tail, [&](auto tail_value) {
+    batch_norm_math::with_tail(call.tail, [&](auto tail_value) {
       constexpr batch_norm_math::Tail kTail = decltype(tail_value)::value;
       batch_norm_apply_fwd<T, kVec, kTail><<<elementwise_grid(t), dim3(t.tx, t.ty), 0, on.stream.handle()>>>(
           static_cast<const T*>(input.data_ptr()), data_or_null<T>(norm.residual),
@@ -379,22 +377,19 @@ void CudaBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tenso
                                              const BatchNormCoefficients& norm, const Tensor& sum_dy,
                                              const Tensor& sum_dy_xmu, const Tensor& grad_y) {
   constexpr const char* kOp = "batch_norm_backward_reduce";
-  const batch_norm_math::Tail tail = backward_reduce_tail(kOp, norm, grad_y);
-  const ChannelOrder order =
-      check_batch_norm_operands(kOp, input, {&grad_out, &norm.output, &grad_y},
-                                {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
+  const BatchNormCall call = check_backward_reduce(grad_out, input, norm, sum_dy, sum_dy_xmu, grad_y);
   if (input.sizes()[1] == 0) return;
   const int device = input.device().index;
   const OnDevice on(device);
-  if (order == ChannelOrder::Last) {
+  if (call.order == ChannelOrder::Last) {
     return batch_norm_channels_last::backward_reduce(grad_out, input, norm, sum_dy, sum_dy_xmu, grad_y,
-                                                     device, on.stream.handle());
+                                                     call.tail, device, on.stream.handle());
   }
   visit_vectorized(input, {&input, &grad_out, &norm.output, &grad_y}, kOp, [&]<typename T, int kVec>() {
     using V = opmath_t<T>;
     RowTiles t = row_tiles(input, kVec);
     plan_splits(t, device, kVec);
-    batch_norm_math::with_tail(tail, [&](auto tail_value) {
+    batch_norm_math::with_tail(call.tail, [&](auto tail_value) {
       constexpr batch_norm_math::Tail kTail = decltype(tail_value)::value;
       const GradSumsReducer<T, kVec, kTail> r{
           {static_cast<V*>(sum_dy.data_ptr()), static_cast<V*>(sum_dy_xmu.data_ptr())},
@@ -408,17 +403,14 @@ void CudaBackend::batch_norm_backward_input(const Tensor& grad_out, const Tensor
                                             const BatchNormCoefficients& norm, const Tensor& sum_dy,
                                             const Tensor& sum_dy_xmu, int64_t count, const Tensor& grad_in) {
   constexpr const char* kOp = "batch_norm_backward_input";
-  const bool relu = backward_input_relu(kOp, norm);
-  const ChannelOrder order =
-      check_batch_norm_operands(kOp, input, {&grad_out, &grad_in},
-                                {&norm.mean, &norm.invstd, &norm.weight, &norm.bias, &sum_dy, &sum_dy_xmu});
-  KILN_ASSERT(count > 0, kOp, ": count ", count);
+  const BatchNormCall call = check_backward_input(grad_out, input, norm, sum_dy, sum_dy_xmu, count, grad_in);
+  const bool relu = call.tail == batch_norm_math::Tail::Relu;
   if (input.numel() == 0) return;
   const int device = input.device().index;
   const OnDevice on(device);
-  if (order == ChannelOrder::Last) {
+  if (call.order == ChannelOrder::Last) {
     return batch_norm_channels_last::backward_input(grad_out, input, norm, sum_dy, sum_dy_xmu, count, grad_in,
-                                                    device, on.stream.handle());
+                                                    relu, device, on.stream.handle());
   }
   visit_vectorized(input, {&input, &grad_out, &grad_in}, kOp, [&]<typename T, int kVec>() {
     using V = opmath_t<T>;

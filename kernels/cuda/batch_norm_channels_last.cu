@@ -273,14 +273,14 @@ void stats(const Tensor& input, const Tensor& mean, const Tensor& var, int devic
   });
 }
 
-void apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor& out, int device,
-           cudaStream_t stream) {
+void apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor& out,
+           batch_norm_math::Tail tail, int device, cudaStream_t stream) {
   visit_vectorized(input, {&input, &out, &norm.residual}, "batch_norm_apply", [&]<typename T, int kVec>() {
     using V = opmath_t<T>;
     const int64_t vectors = input.numel() / kVec;
     const unsigned blocks = grid_stride_blocks(vectors, device, kElementwiseBlocksPerSm);
     batch_norm_math::with_tail(
-        batch_norm_math::tail_of(norm.relu, norm.residual.defined()), [&](auto tail_value) {
+        tail, [&](auto tail_value) {
           constexpr batch_norm_math::Tail kTail = decltype(tail_value)::value;
           apply_rows<T, kVec, kTail><<<blocks, kBlockThreads, 0, stream>>>(
               static_cast<const T*>(input.data_ptr()), data_or_null<T>(norm.residual),
@@ -292,14 +292,14 @@ void apply(const Tensor& input, const BatchNormCoefficients& norm, const Tensor&
 }
 
 void backward_reduce(const Tensor& grad_out, const Tensor& input, const BatchNormCoefficients& norm,
-                     const Tensor& sum_dy, const Tensor& sum_dy_xmu, const Tensor& grad_y, int device,
-                     cudaStream_t stream) {
+                     const Tensor& sum_dy, const Tensor& sum_dy_xmu, const Tensor& grad_y,
+                     batch_norm_math::Tail tail, int device, cudaStream_t stream) {
   const char* op = "batch_norm_backward_reduce";
   visit_vectorized(input, {&input, &grad_out, &norm.output, &grad_y}, op, [&]<typename T, int kVec>() {
     using V = opmath_t<T>;
     const RowsPlan p = plan_rows(input, kVec, device);
     batch_norm_math::with_tail(
-        batch_norm_math::tail_of(norm.relu, norm.output.defined()), [&](auto tail_value) {
+        tail, [&](auto tail_value) {
           constexpr batch_norm_math::Tail kTail = decltype(tail_value)::value;
           const GradSumsReducer<T, kVec, kTail> r{
               {static_cast<V*>(sum_dy.data_ptr()), static_cast<V*>(sum_dy_xmu.data_ptr())},
@@ -312,13 +312,13 @@ void backward_reduce(const Tensor& grad_out, const Tensor& input, const BatchNor
 
 void backward_input(const Tensor& grad_out, const Tensor& input, const BatchNormCoefficients& norm,
                     const Tensor& sum_dy, const Tensor& sum_dy_xmu, int64_t count, const Tensor& grad_in,
-                    int device, cudaStream_t stream) {
+                    bool relu, int device, cudaStream_t stream) {
   visit_vectorized(
       input, {&input, &grad_out, &grad_in}, "batch_norm_backward_input", [&]<typename T, int kVec>() {
         using V = opmath_t<T>;
         const int64_t vectors = input.numel() / kVec;
         const unsigned blocks = grid_stride_blocks(vectors, device, kElementwiseBlocksPerSm);
-        batch_norm_math::with_relu(norm.relu, [&](auto relu_flag) {
+        batch_norm_math::with_relu(relu, [&](auto relu_flag) {
           constexpr bool kRelu = decltype(relu_flag)::value;
           input_bwd_rows<T, kVec, kRelu><<<blocks, kBlockThreads, 0, stream>>>(
               static_cast<const T*>(grad_out.data_ptr()), static_cast<const T*>(input.data_ptr()),

@@ -12,6 +12,7 @@
 
 #include "core/host_sync.h"
 #include "core/json.h"
+#include "core/memory_format.h"
 #include "core/text_file.h"
 #include "data/csv.h"
 #include "nn/module.h"
@@ -220,10 +221,20 @@ TEST(Trainer, ChannelsLastTrainsAsNcdhwDoes) {
   cl.channels_last = true;
   const RunResult a = run(plain), b = run(cl);
   ASSERT_EQ(a.weights.size(), b.weights.size());
+  int64_t convolutions = 0;
   for (size_t i = 0; i < a.weights.size(); ++i) {
     EXPECT_TRUE(testing::all_close(b.weights[i].second, a.weights[i].second, {.atol = 1e-5, .rtol = 1e-3}))
         << a.weights[i].first;
+    // The flag took effect: the trained convolution weights are channels-last, and only there.
+    const Tensor& weight = b.weights[i].second;
+    // Where the two layouts are the same bytes (one input channel, a 1x1x1 kernel) either holds.
+    if (weight.dim() != 5 || weight.size(1) == 1 || weight.size(2) * weight.size(3) * weight.size(4) == 1)
+      continue;
+    ++convolutions;
+    EXPECT_TRUE(weight.is_contiguous(MemoryFormat::ChannelsLast3d)) << b.weights[i].first;
+    EXPECT_FALSE(a.weights[i].second.is_contiguous(MemoryFormat::ChannelsLast3d)) << a.weights[i].first;
   }
+  EXPECT_GT(convolutions, 0);
 }
 
 // 4 epochs in one run = 2 epochs, then a run resumed from their checkpoint for 2 more.
