@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/kernel_memory.h"
+#include "core/memory_format.h"
 #endif
 
 namespace kiln::cpu::onednn {
@@ -49,6 +50,7 @@ struct ConvKey {
   Dims input_strides, weight_strides, output_strides;  // our tensors' layouts
   Dims stride, padding, dilation;
   int64_t groups;
+  bool channels_last;  // Note [oneDNN and channels-last]
   int threads;
   auto operator<=>(const ConvKey&) const = default;
 };
@@ -102,15 +104,43 @@ memory::dims weight_strides(const ConvKey& key) {
   return strides;
 }
 
-// Note [oneDNN and channels-last]: a channels-last (NDHWC / NHWC) call hands oneDNN its
-// activations as they are, described by their strides; the primitive still picks its
-// blocked layouts (format_tag::any, as for NCDHW, Note [oneDNN convolutions]) and the
-// plan's reorders read and write NDHWC directly, so no extra pass over memory is made
-// and nothing of ours converts. oneDNN's own NDHWC ("nspc") kernels were tried, by
-// fixing the activations' descriptors to the plain layout: single convolutions matched
-// NCDHW, but a ResNet-18 training step's gradients then differed from NCDHW's by up to 5%
-// from its second stage back (the forward values agreeing to 1e-6, float64 and the
-// blocked path agreeing exactly); until that is understood they are not used.
+// Note [oneDNN and channels-last]: a channels-last (NDHWC / NHWC) call runs oneDNN's own
+// channels-last ("nspc") kernels on our activations as they are: the source and
+// destination descriptors are fixed to the plain channel-innermost layout instead of
+// format_tag::any, so the plan has no activation reorders at all (the weights still go
+// to the primitive's blocked layout, a reorder of kilobytes). An NCDHW call keeps the
+// blocked layouts and their reorders (Note [oneDNN convolutions]). Measured on the
+// 2-core AVX-512 machine (bench/results/2026-12-02-cpu-onednn-nspc.md): a ResNet-18 28^3
+// batch-8 step 2.96-3.03 -> 2.83-2.90 s, a DenseNet-121 28^3 batch-4 step 3.15 -> 2.70 s.
+// An earlier trial saw a test ResNet-18's first gradients differ from NCDHW's by a few
+// percent and blamed these kernels. The kernels were right (every forward output within
+// float32 rounding of the blocked kernels'); the network's backward is that sensitive:
+// scaling the NCDHW run's convolution weights by random factors within 1 +- 1e-6 moved
+// its gradients as much (Note [Float32 agreement of deep networks] in
+// tests/nn/models/test_channels_last_training.cpp).
+// The activations are described by format tag rather than by strides: a tensor with
+// one channel, or no spatial extent, is dense in both layouts (its strides may say
+// either), and the tag names the memory the nspc kernels expect.
+memory::format_tag channels_last_tag(size_t rank) {
+  return rank == 5 ? memory::format_tag::ndhwc : memory::format_tag::nhwc;
+}
+
+// Whether a call runs channels-last: its activations (input and output, or their
+// gradients) are dense channel-innermost 4-D or 5-D tensors. The convolution op has made
+// every operand dense in one format (Note [Convolution memory format] in
+// core/ops/conv_arguments.h), so the two agree; an activation with one channel is both.
+bool runs_channels_last(const Tensor& input_like, const Tensor& output_like) {
+  const int64_t rank = input_like.dim();
+  if (rank != 4 && rank != 5) return false;
+  const MemoryFormat format = channels_last_format(rank);
+  return input_like.is_contiguous(format) && output_like.is_contiguous(format);
+}
+
+memory::desc activation_desc(const ConvKey& key, const memory::dims& dims, const memory::dims& strides) {
+  return key.channels_last ? memory::desc(dims, memory::data_type::f32, channels_last_tag(dims.size()))
+                           : plain_desc(dims, strides);
+}
+
 Operand operand(int arg, const memory::desc& plain, const memory::desc& chosen, bool is_output) {
   Operand op{.arg = arg, .plain = plain, .chosen = chosen, .reorder = std::nullopt};
   if (op.plain != op.chosen) {
@@ -122,11 +152,12 @@ Operand operand(int arg, const memory::desc& plain, const memory::desc& chosen, 
 
 Plan make_plan(const ConvKey& key) {
   const memory::dims src = key.input, dst = key.output, wei = weight_dims(key);
-  const memory::desc src_plain = plain_desc(src, key.input_strides),
-                     dst_plain = plain_desc(dst, key.output_strides);
+  const memory::desc src_plain = activation_desc(key, src, key.input_strides),
+                     dst_plain = activation_desc(key, dst, key.output_strides);
   const memory::desc wei_plain = plain_desc(wei, weight_strides(key));
-  // Note [oneDNN and channels-last]: blocked layouts whatever ours, reordered from and to it.
-  const memory::desc src_asked = any_desc(src), dst_asked = any_desc(dst);
+  // Note [oneDNN and channels-last]: channels-last activations as they are, else blocked.
+  const memory::desc src_asked = key.channels_last ? src_plain : any_desc(src),
+                     dst_asked = key.channels_last ? dst_plain : any_desc(dst);
   memory::dims dilation = key.dilation;
   for (int64_t& d : dilation) d -= 1;  // oneDNN counts the gaps between taps
   // PyTorch's symmetric padding: oneDNN checks the output size with the same floor
@@ -314,6 +345,7 @@ void convolve(Pass pass, const Tensor& input_like, const Tensor& weight_like, co
                     .padding = params.padding,
                     .dilation = params.dilation,
                     .groups = params.groups,
+                    .channels_last = runs_channels_last(input_like, output_like),
                     .threads = omp_get_max_threads()};
   try {
     run(plan_for(key), a, b, out);

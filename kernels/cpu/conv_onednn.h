@@ -16,9 +16,11 @@
 //
 // How a call runs (conv_onednn.cpp):
 //   1. A plan per convolution key (pass, shapes, stride, padding, dilation, groups, thread
-//      count), made once and cached: the primitive, created with format_tag::any so
-//      oneDNN picks its fastest (blocked) layouts, plus a cached reorder for each operand
-//      whose chosen layout differs from our plain one. Creating one costs ~0.1-1 ms;
+//      count, layout), made once and cached: the primitive, created with
+//      format_tag::any so oneDNN picks its fastest (blocked) layouts, plus a cached
+//      reorder for each operand whose chosen layout differs from our plain one; a
+//      channels-last call fixes its activations to NDHWC, so only its weights are
+//      reordered (Note [oneDNN and channels-last] in conv_onednn.cpp). Creating one costs ~0.1-1 ms;
 //      the cache makes it a one-time cost per shape, as cuDNN's algorithm cache does.
 //   2. Each call points the oneDNN memories its thread keeps for the plan at our
 //      contiguous tensors (no copy; Note [oneDNN calls without allocations] in

@@ -44,6 +44,20 @@ std::vector<OpCase> op_cases() {
        {x, {6, 3, 1, 1, 1}},
        [](const auto& t) { return conv3d(t[0], t[1], {}, {1}, {0}, {1}, 2); },
        true},
+      // A one-class head's output is dense in both layouts: oneDNN's channels-last
+      // kernels still take it (Note [oneDNN and channels-last] in
+      // kernels/cpu/conv_onednn.cpp). A one-channel input is the same case at a stem, run
+      // by every model in tests/nn/models/test_channels_last_training.cpp.
+      {"conv3d_one_output_channel",
+       {x, {1, 6, 1, 1, 1}, {1}},
+       [](const auto& t) { return conv3d(t[0], t[1], t[2]); },
+       true},
+      {"conv3d_dilated_strided",
+       {x, {4, 6, 3, 2, 3}},
+       [](const auto& t) {
+         return conv3d(t[0], t[1], {}, {2, 1, 2}, {2, 1, 0}, {2, 1, 1});
+       },
+       true},
       {"conv_transpose3d",
        {x, {6, 3, 2, 2, 2}},
        [](const auto& t) { return conv_transpose3d(t[0], t[1], {}, {2}); },
@@ -189,6 +203,27 @@ TEST(ChannelsLastConv, OneDnnTakesChannelsLastAsItIsAndTheReferencePathCountsIts
   EXPECT_EQ(layout_conversions() - before, 3) << "input, weight and output converted for vol2col";
   EXPECT_TRUE(reference.is_contiguous(kCl));
   EXPECT_TRUE(all_close(reference, expected, tolerance_for(DType::Float32)));
+}
+
+// A 2-D convolution in NHWC (MemoryFormat::ChannelsLast) runs on oneDNN's channels-last
+// kernels as the 3-D ones do: the same values and gradients as NCHW, the results NHWC.
+TEST(ChannelsLastConv, TwoDimensionalNhwcMatchesNchw) {
+  constexpr MemoryFormat kNhwc = MemoryFormat::ChannelsLast;
+  const Tensor x = random_for({2, 5, 9, 8}, DType::Float32, 5);
+  const Tensor w = random_for({6, 5, 3, 3}, DType::Float32, 6);
+  const Tensor dy = random_for({2, 6, 5, 4}, DType::Float32, 7);
+  const auto run = [&](bool nhwc) {
+    const Tensor xs = (nhwc ? x.contiguous(kNhwc) : x.clone()).requires_grad_(true);
+    const Tensor ws = (nhwc ? w.contiguous(kNhwc) : w.clone()).requires_grad_(true);
+    const Tensor y = conv2d(xs, ws, {}, {2}, {1});
+    y.backward(nhwc ? dy.contiguous(kNhwc) : dy);
+    return std::vector<Tensor>{y, xs.grad(), ws.grad()};
+  };
+  const std::vector<Tensor> nchw = run(false), nhwc = run(true);
+  for (size_t i = 0; i < nchw.size(); ++i) {
+    EXPECT_TRUE(nhwc[i].is_contiguous(kNhwc)) << i;
+    EXPECT_TRUE(all_close(nhwc[i], nchw[i], tolerance_for(DType::Float32))) << i;
+  }
 }
 
 // Gradient checks with channels-last inputs (float64, central differences).
