@@ -50,7 +50,6 @@ struct ConvKey {
   Dims input_strides, weight_strides, output_strides;  // our tensors' layouts
   Dims stride, padding, dilation;
   int64_t groups;
-  bool channels_last;  // Note [oneDNN and channels-last]
   int threads;
   auto operator<=>(const ConvKey&) const = default;
 };
@@ -126,19 +125,21 @@ memory::format_tag channels_last_tag(size_t rank) {
 }
 
 // Whether a call runs channels-last: its activations (input and output, or their
-// gradients) are dense channel-innermost 4-D or 5-D tensors. The convolution op has made
-// every operand dense in one format (Note [Convolution memory format] in
-// core/ops/conv_arguments.h), so the two agree; an activation with one channel is both.
-bool runs_channels_last(const Tensor& input_like, const Tensor& output_like) {
-  const int64_t rank = input_like.dim();
+// gradients) are dense channel-innermost 4-D or 5-D tensors, as the key's sizes and
+// strides say. The convolution op has made every operand dense in one format (Note
+// [Convolution memory format] in core/ops/conv_arguments.h), so the two agree; an
+// activation with one channel, or no spatial extent, is both.
+bool runs_channels_last(const ConvKey& key) {
+  const int64_t rank = static_cast<int64_t>(key.input.size());
   if (rank != 4 && rank != 5) return false;
   const MemoryFormat format = channels_last_format(rank);
-  return input_like.is_contiguous(format) && output_like.is_contiguous(format);
+  return is_contiguous_as(key.input, key.input_strides, format) &&
+         is_contiguous_as(key.output, key.output_strides, format);
 }
 
-memory::desc activation_desc(const ConvKey& key, const memory::dims& dims, const memory::dims& strides) {
-  return key.channels_last ? memory::desc(dims, memory::data_type::f32, channels_last_tag(dims.size()))
-                           : plain_desc(dims, strides);
+memory::desc activation_desc(bool channels_last, const memory::dims& dims, const memory::dims& strides) {
+  return channels_last ? memory::desc(dims, memory::data_type::f32, channels_last_tag(dims.size()))
+                       : plain_desc(dims, strides);
 }
 
 Operand operand(int arg, const memory::desc& plain, const memory::desc& chosen, bool is_output) {
@@ -152,12 +153,13 @@ Operand operand(int arg, const memory::desc& plain, const memory::desc& chosen, 
 
 Plan make_plan(const ConvKey& key) {
   const memory::dims src = key.input, dst = key.output, wei = weight_dims(key);
-  const memory::desc src_plain = activation_desc(key, src, key.input_strides),
-                     dst_plain = activation_desc(key, dst, key.output_strides);
+  const bool channels_last = runs_channels_last(key);
+  const memory::desc src_plain = activation_desc(channels_last, src, key.input_strides),
+                     dst_plain = activation_desc(channels_last, dst, key.output_strides);
   const memory::desc wei_plain = plain_desc(wei, weight_strides(key));
   // Note [oneDNN and channels-last]: channels-last activations as they are, else blocked.
-  const memory::desc src_asked = key.channels_last ? src_plain : any_desc(src),
-                     dst_asked = key.channels_last ? dst_plain : any_desc(dst);
+  const memory::desc src_asked = channels_last ? src_plain : any_desc(src),
+                     dst_asked = channels_last ? dst_plain : any_desc(dst);
   memory::dims dilation = key.dilation;
   for (int64_t& d : dilation) d -= 1;  // oneDNN counts the gaps between taps
   // PyTorch's symmetric padding: oneDNN checks the output size with the same floor
@@ -345,7 +347,6 @@ void convolve(Pass pass, const Tensor& input_like, const Tensor& weight_like, co
                     .padding = params.padding,
                     .dilation = params.dilation,
                     .groups = params.groups,
-                    .channels_last = runs_channels_last(input_like, output_like),
                     .threads = omp_get_max_threads()};
   try {
     run(plan_for(key), a, b, out);
@@ -388,6 +389,13 @@ size_t cached_plans() {
   return plan_cache().plans.size();
 }
 
+size_t cached_channels_last_plans() {
+  std::lock_guard<std::mutex> lock(plan_cache().mutex);
+  size_t count = 0;
+  for (const auto& [key, plan] : plan_cache().plans) count += runs_channels_last(key);
+  return count;
+}
+
 const char* version() {
   static const std::string text = [] {
     const dnnl_version_t* v = dnnl_version();
@@ -411,6 +419,7 @@ void conv_backward_weight(const Tensor&, const Tensor&, const ConvParams&, const
 }
 const char* version() { return "not built"; }
 size_t cached_plans() { return 0; }
+size_t cached_channels_last_plans() { return 0; }
 
 #endif
 

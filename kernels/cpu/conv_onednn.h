@@ -15,13 +15,14 @@
 // core/flags.h), and the path for float64 and for builds without oneDNN.
 //
 // How a call runs (conv_onednn.cpp):
-//   1. A plan per convolution key (pass, shapes, stride, padding, dilation, groups, thread
-//      count, layout), made once and cached: the primitive, created with
+//   1. A plan per convolution key (pass, shapes, strides, stride, padding, dilation,
+//      groups, thread count), made once and cached: the primitive, created with
 //      format_tag::any so oneDNN picks its fastest (blocked) layouts, plus a cached
 //      reorder for each operand whose chosen layout differs from our plain one; a
 //      channels-last call fixes its activations to NDHWC, so only its weights are
-//      reordered (Note [oneDNN and channels-last] in conv_onednn.cpp). Creating one costs ~0.1-1 ms;
-//      the cache makes it a one-time cost per shape, as cuDNN's algorithm cache does.
+//      reordered (Note [oneDNN and channels-last] in conv_onednn.cpp). Creating one
+//      costs ~0.1-1 ms; the cache makes it a one-time cost per shape, as cuDNN's
+//      algorithm cache does.
 //   2. Each call points the oneDNN memories its thread keeps for the plan at our
 //      contiguous tensors (no copy; Note [oneDNN calls without allocations] in
 //      conv_onednn.cpp), reorders into blocked buffers where the plan says so, runs the
@@ -51,7 +52,10 @@ void conv_backward_weight(const Tensor& grad_out, const Tensor& input, const Con
 // "2.6.3" (the version of the oneDNN library loaded), or "not built".
 const char* version();
 
-// How many plans the cache holds now (0 without oneDNN): tests see oneDNN really ran.
+// How many plans the cache holds now (0 without oneDNN): tests see oneDNN really ran;
+// and how many of them run oneDNN's channels-last kernels (Note [oneDNN and
+// channels-last] in conv_onednn.cpp): tests see channels-last calls take them.
 size_t cached_plans();
+size_t cached_channels_last_plans();
 
 }  // namespace kiln::cpu::onednn

@@ -13,6 +13,7 @@
 #include "core/flags.h"
 #include "core/memory_format.h"
 #include "core/ops.h"
+#include "kernels/cpu/conv_onednn.h"
 #include "tests/gradcheck.h"
 #include "tests/test_util.h"
 
@@ -187,11 +188,15 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, ChannelsLastOps,
 TEST(ChannelsLastConv, OneDnnTakesChannelsLastAsItIsAndTheReferencePathCountsItsConversions) {
   const Tensor x = random_for({2, 8, 6, 6, 6}, DType::Float32, 3).contiguous(kCl);
   const Tensor w = random_for({8, 8, 3, 3, 3}, DType::Float32, 4).contiguous(kCl);
+  const size_t channels_last_plans = cpu::onednn::cached_channels_last_plans();
   const Tensor expected = conv3d(x.contiguous(), w.contiguous(), {}, {1}, {1});
+  EXPECT_EQ(cpu::onednn::cached_channels_last_plans(), channels_last_plans) << "NCDHW runs blocked";
   int64_t before = layout_conversions();
   const Tensor y = conv3d(x, w, {}, {1}, {1});
   if (onednn_enabled()) {
     EXPECT_EQ(layout_conversions(), before) << "oneDNN reads and writes NDHWC itself";
+    EXPECT_EQ(cpu::onednn::cached_channels_last_plans(), channels_last_plans + 1)
+        << "on its channels-last kernels (Note [oneDNN and channels-last])";
   }
   EXPECT_TRUE(y.is_contiguous(kCl));
   EXPECT_TRUE(all_close(y, expected, tolerance_for(DType::Float32)));

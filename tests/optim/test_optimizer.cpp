@@ -163,29 +163,44 @@ TEST(Optimizer, AddParamGroupChecksItsParameters) {
 
 // Note [Optimizer layouts]: a dense parameter of another layout (a channels-last weight, a
 // transpose) is updated in its layout, its state made in it, a gradient in another
-// layout (or a loaded state tensor) copied into it: the same numbers as a row-major twin.
-TEST(Optimizer, UpdatesDenseParametersOfAnyLayoutAsRowMajorOnes) {
+// layout (or a loaded state tensor) copied into it: bit for bit the numbers of a row-major
+// twin (the update is elementwise), for SGD with momentum and for Adam.
+template <typename MakeOptimizer>
+void expect_layout_free_updates(MakeOptimizer make, const std::string& state_key) {
   const Tensor values = testing::random_nonzero({2, 3, 2, 3, 4}, DType::Float32, 7);
   const Tensor grad = testing::random_nonzero({2, 3, 2, 3, 4}, DType::Float32, 8);
   const Tensor row_major = values.clone().requires_grad_(true);
   const Tensor cl = values.contiguous(MemoryFormat::ChannelsLast3d).detach().requires_grad_(true);
-  Adam row_adam({row_major}, AdamOptions{.lr = 0.1});
-  Adam cl_adam({cl}, AdamOptions{.lr = 0.1});
+  auto row_optimizer = make(row_major);
+  auto cl_optimizer = make(cl);
   for (int step = 0; step < 3; ++step) {
     row_major.set_grad(grad.clone());
     cl.set_grad(step == 1 ? grad.clone() : grad.contiguous(MemoryFormat::ChannelsLast3d));  // row-major once
-    row_adam.step();
-    cl_adam.step();
+    row_optimizer.step();
+    cl_optimizer.step();
   }
   EXPECT_TRUE(cl.is_contiguous(MemoryFormat::ChannelsLast3d));
-  EXPECT_TRUE(all_close(cl.detach().contiguous(), row_major.detach()));
-  const Tensor& exp_avg = cl_adam.state(cl).at("exp_avg");
-  EXPECT_TRUE(exp_avg.is_contiguous(MemoryFormat::ChannelsLast3d)) << "state laid out as the parameter";
+  EXPECT_TRUE(testing::all_equal(cl.detach().contiguous(), row_major.detach()));
+  const Tensor& state = cl_optimizer.state(cl).at(state_key);
+  EXPECT_TRUE(state.is_contiguous(MemoryFormat::ChannelsLast3d)) << "state laid out as the parameter";
+  EXPECT_TRUE(testing::all_equal(state.contiguous(), row_optimizer.state(row_major).at(state_key)));
   // A loaded state (row-major, as a file gives it) is laid out as the parameter too.
-  Adam loaded({cl}, AdamOptions{.lr = 0.1});
-  loaded.load_state_dict(cl_adam.state_dict());
-  EXPECT_TRUE(loaded.state(cl).at("exp_avg").is_contiguous(MemoryFormat::ChannelsLast3d));
-  EXPECT_TRUE(testing::all_equal(loaded.state(cl).at("exp_avg").contiguous(), exp_avg.contiguous()));
+  auto loaded = make(cl);
+  loaded.load_state_dict(cl_optimizer.state_dict());
+  EXPECT_TRUE(loaded.state(cl).at(state_key).is_contiguous(MemoryFormat::ChannelsLast3d));
+  EXPECT_TRUE(testing::all_equal(loaded.state(cl).at(state_key).contiguous(), state.contiguous()));
+}
+
+TEST(Optimizer, UpdatesDenseParametersOfAnyLayoutAsRowMajorOnes) {
+  {
+    SCOPED_TRACE("SGD with momentum");
+    expect_layout_free_updates(
+        [](const Tensor& p) { return SGD({p}, SGDOptions{.lr = 0.1, .momentum = 0.9}); }, "momentum_buffer");
+  }
+  {
+    SCOPED_TRACE("Adam");
+    expect_layout_free_updates([](const Tensor& p) { return Adam({p}, AdamOptions{.lr = 0.1}); }, "exp_avg");
+  }
 }
 
 }  // namespace
