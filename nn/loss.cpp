@@ -1,5 +1,6 @@
 // Loss modules: register the weights as buffers, then call the functional loss with the
-// buffers' current handles (so to() and load_state_dict reach them).
+// buffers' current handles (so to() and load_state_dict reach them). The segmentation
+// losses check their weights' values once, here.
 #include "nn/loss.h"
 
 namespace kiln::nn {
@@ -35,6 +36,46 @@ SmoothL1Loss::SmoothL1Loss(const SmoothL1LossOptions& options) : options_(option
 }
 Tensor SmoothL1Loss::forward(const Tensor& input, const Tensor& target) {
   return smooth_l1_loss(input, target, options_.reduction, options_.beta);
+}
+
+namespace {
+
+// The buffer registered for a checked class weight (or alpha), or undefined.
+Tensor checked_buffer(Module& module, const char* name, const Tensor& values, const char* op) {
+  if (!values.defined()) return values;
+  check_non_negative_values(values, name, op);
+  return module.register_buffer(name, values);
+}
+
+}  // namespace
+
+DiceLoss::DiceLoss(const DiceLossOptions& options) : options_(options) {
+  options_.weight = checked_buffer(*this, "weight", options.weight, "DiceLoss");
+}
+Tensor DiceLoss::forward(const Tensor& input, const Tensor& target) {
+  return dice_loss(input, target, options_);
+}
+
+FocalLoss::FocalLoss(const FocalLossOptions& options) : options_(options) {
+  options_.weight = checked_buffer(*this, "weight", options.weight, "FocalLoss");
+  options_.alpha_per_class = checked_buffer(*this, "alpha_per_class", options.alpha_per_class, "FocalLoss");
+}
+Tensor FocalLoss::forward(const Tensor& input, const Tensor& target) {
+  return focal_loss(input, target, options_);
+}
+
+DiceCELoss::DiceCELoss(const DiceCELossOptions& options) : options_(options) {
+  options_.dice.weight = checked_buffer(*this, "weight", options.dice.weight, "DiceCELoss");
+}
+Tensor DiceCELoss::forward(const Tensor& input, const Tensor& target) {
+  return dice_ce_loss(input, target, options_);
+}
+
+DiceFocalLoss::DiceFocalLoss(const DiceFocalLossOptions& options) : options_(options) {
+  options_.dice.weight = checked_buffer(*this, "weight", options.dice.weight, "DiceFocalLoss");
+}
+Tensor DiceFocalLoss::forward(const Tensor& input, const Tensor& target) {
+  return dice_focal_loss(input, target, options_);
 }
 
 }  // namespace kiln::nn

@@ -6,9 +6,13 @@
 //   BCEWithLogitsLoss(BCEWithLogitsLossOptions{.weight = w, .reduction = Reduction::Sum, .pos_weight = p});
 //   MSELoss(MSELossOptions{.reduction = Reduction::Sum});
 //   SmoothL1Loss(SmoothL1LossOptions{.reduction = Reduction::Sum, .beta = 0.5});
+//   DiceCELoss(DiceCELossOptions{.dice = {.to_onehot_y = true, .softmax = true}});
+// The segmentation losses (MONAI's DiceLoss, FocalLoss, DiceCELoss, DiceFocalLoss) check
+// their weights' and alphas' values when built, wherever those live.
 #pragma once
 
 #include "core/ops/loss.h"
+#include "core/ops/segmentation_loss.h"
 #include "nn/module.h"
 
 namespace kiln::nn {
@@ -91,6 +95,50 @@ class SmoothL1Loss : public Loss {
 
  private:
   SmoothL1LossOptions options_;
+};
+
+using DiceLossOptions = kiln::DiceLossOptions;
+class DiceLoss : public Loss {
+ public:
+  explicit DiceLoss(const DiceLossOptions& options = {});
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+  std::string type_name() const override { return "DiceLoss"; }
+
+ private:
+  DiceLossOptions options_;
+};
+
+using FocalLossOptions = kiln::FocalLossOptions;
+class FocalLoss : public Loss {
+ public:
+  explicit FocalLoss(const FocalLossOptions& options = {});
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+  std::string type_name() const override { return "FocalLoss"; }
+
+ private:
+  FocalLossOptions options_;
+};
+
+using DiceCELossOptions = DiceCeLossOptions;
+class DiceCELoss : public Loss {
+ public:
+  explicit DiceCELoss(const DiceCELossOptions& options = {});
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+  std::string type_name() const override { return "DiceCELoss"; }
+
+ private:
+  DiceCELossOptions options_;
+};
+
+using DiceFocalLossOptions = kiln::DiceFocalLossOptions;
+class DiceFocalLoss : public Loss {
+ public:
+  explicit DiceFocalLoss(const DiceFocalLossOptions& options = {});
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+  std::string type_name() const override { return "DiceFocalLoss"; }
+
+ private:
+  DiceFocalLossOptions options_;
 };
 
 }  // namespace kiln::nn

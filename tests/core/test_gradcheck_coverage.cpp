@@ -47,6 +47,7 @@ const std::vector<std::pair<std::string, std::string>> kNotDifferentiable = {
     {"residual_operand", "batch-norm piece (batch_norm_pieces.h): contiguous(format) of the residual, whose gradient "
                          "is gradchecked through batch_norm_add_relu's gradchecks"},
     {"multi_tensor_norm", "optimizer and clipping kernel (multi_tensor.h), runs with autograd off"},
+    {"one_hot", "encodes integer labels (segmentation_loss.h): a constant target"},
     {"channel_bias_grad", "conv piece (conv_arguments.h): the bias gradient inside conv's and conv_transpose's "
                           "backward, checked through their gradchecks"},
     {"convolve", "conv piece (conv_arguments.h): the pass of conv and conv_transpose, checked through their gradchecks"},

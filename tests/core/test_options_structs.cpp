@@ -48,6 +48,45 @@ TEST(OptionsOrder, LossOptionsFollowPyTorchsArguments) {
   EXPECT_TRUE(bce.pos_weight.defined());
 }
 
+// The segmentation losses follow MONAI's argument order (monai.losses 1.6), other_act
+// left out; Kiln's nested `dice` stands for the Dice arguments of the combined losses.
+TEST(OptionsOrder, SegmentationLossOptionsFollowMonaisArguments) {
+  // DiceLoss(include_background, to_onehot_y, sigmoid, softmax, other_act, squared_pred, jaccard,
+  //          reduction, smooth_nr, smooth_dr, batch, weight, soft_label, ignore_index)
+  const DiceLossOptions dice{.include_background = false,
+                             .to_onehot_y = true,
+                             .sigmoid = false,
+                             .softmax = true,
+                             .squared_pred = true,
+                             .jaccard = true,
+                             .reduction = Reduction::Sum,
+                             .smooth_nr = 0.0,
+                             .smooth_dr = 1e-3,
+                             .batch = true,
+                             .weight = ones({2}),
+                             .soft_label = true,
+                             .ignore_index = 255};
+  // FocalLoss(include_background, to_onehot_y, gamma, alpha, weight, reduction, use_softmax, ignore_index)
+  const FocalLossOptions focal{.include_background = false,
+                               .to_onehot_y = true,
+                               .gamma = 1.0,
+                               .alpha = 0.25,
+                               .alpha_per_class = {},
+                               .weight = ones({}),
+                               .reduction = Reduction::None,
+                               .use_softmax = true,
+                               .ignore_index = 0};
+  // DiceCELoss(<DiceLoss's>, lambda_dice, lambda_ce, label_smoothing)
+  const DiceCeLossOptions dice_ce{.dice = dice, .lambda_dice = 0.5, .lambda_ce = 2.0, .label_smoothing = 0.1};
+  // DiceFocalLoss(<DiceLoss's>, gamma, weight, lambda_dice, lambda_focal, alpha)
+  const DiceFocalLossOptions dice_focal{
+      .dice = dice, .gamma = 1.0, .lambda_dice = 0.5, .lambda_focal = 2.0, .alpha = 0.25};
+  EXPECT_EQ(dice.ignore_index, 255);
+  EXPECT_TRUE(focal.use_softmax);
+  EXPECT_EQ(dice_ce.label_smoothing, 0.1);
+  EXPECT_EQ(dice_focal.lambda_focal, 2.0);
+}
+
 struct OptionsStruct {
   std::string file;
   std::vector<std::string> members;  // in declaration order

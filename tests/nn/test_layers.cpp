@@ -241,5 +241,38 @@ TEST(NnLoss, ModulesMatchTheFunctionalLossesAndHoldWeightsAsBuffers) {
   EXPECT_TRUE(nn::CrossEntropyLoss().state_dict().empty());
 }
 
+TEST(NnLoss, SegmentationLossModulesMatchTheFunctionsAndCheckTheirWeightsWhenBuilt) {
+  const Tensor logits = random_uniform({2, 3, 4, 4}, -2, 2, DType::Float32, 9);
+  const Tensor labels = tensor<int64_t>(std::vector<int64_t>(32, 2), {2, 1, 4, 4});
+  const Tensor weight = tensor<float>({0.5, 2.0, 1.0});
+  nn::DiceLoss dice(nn::DiceLossOptions{.to_onehot_y = true, .softmax = true, .weight = weight});
+  EXPECT_TRUE(all_equal(dice(logits, labels),
+                        dice_loss(logits, labels, {.to_onehot_y = true, .softmax = true, .weight = weight})));
+  EXPECT_EQ(dice.named_buffers()[0].first, "weight");
+  nn::FocalLoss focal(nn::FocalLossOptions{.to_onehot_y = true, .alpha_per_class = weight.clone(), .weight = weight});
+  EXPECT_TRUE(all_equal(
+      focal(logits, labels),
+      focal_loss(logits, labels, {.to_onehot_y = true, .alpha_per_class = weight, .weight = weight})));
+  EXPECT_EQ(focal.named_buffers().size(), 2u);
+  nn::DiceCELoss dice_ce(
+      nn::DiceCELossOptions{.dice = {.to_onehot_y = true, .softmax = true}, .lambda_ce = 0.5});
+  EXPECT_TRUE(all_equal(
+      dice_ce(logits, labels),
+      dice_ce_loss(logits, labels, {.dice = {.to_onehot_y = true, .softmax = true}, .lambda_ce = 0.5})));
+  nn::DiceFocalLoss dice_focal(nn::DiceFocalLossOptions{.dice = {.to_onehot_y = true, .softmax = true}});
+  EXPECT_TRUE(all_equal(dice_focal(logits, labels),
+                        dice_focal_loss(logits, labels, {.dice = {.to_onehot_y = true, .softmax = true}})));
+  // the weights move with the module, and bad values are caught when it is built
+  dice.to(DType::Float64);
+  EXPECT_EQ(dice(logits.to(DType::Float64), labels).dtype(), DType::Float64);
+  const Tensor negative = tensor<float>({1.0, -0.5, 1.0});
+  EXPECT_KILN_ERROR(nn::DiceLoss(nn::DiceLossOptions{.weight = negative}), "DiceLoss", "non-negative",
+                    "-0.5");
+  EXPECT_KILN_ERROR(nn::FocalLoss(nn::FocalLossOptions{.alpha_per_class = negative}), "FocalLoss",
+                    "alpha_per_class");
+  EXPECT_KILN_ERROR(nn::DiceCELoss(nn::DiceCELossOptions{.dice = {.weight = full({3}, NAN)}}), "DiceCELoss",
+                    "finite");
+}
+
 }  // namespace
 }  // namespace kiln
