@@ -1,8 +1,10 @@
 // What the transforms' source files (and the NIfTI reader's reorientation) share, not
 // part of the public API: a uniform draw from the sample's generator, a sample's tensor
-// checked to be a [C, D, H, W] volume, and a flip along one dim.
+// checked to be a [C, D, H, W] volume, a flip along one dim, and a box cropped out.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <string>
 
 #include "core/generator.h"
@@ -19,5 +21,11 @@ Tensor& volume(Sample& sample, const std::string& key, const std::string& transf
 
 // `t` reversed along `dim` (a new tensor: index_select with n-1 .. 0).
 Tensor flip(const Tensor& t, int64_t dim);
+
+// The [C, size...] box of the volume `t` starting at `start` (contiguous).
+Tensor crop(const Tensor& t, const std::array<int64_t, 3>& start, const std::array<int64_t, 3>& size);
+// An error naming `transform` and `key` unless a box of `size` fits in the volume `t`.
+void check_fits(const Tensor& t, const std::array<int64_t, 3>& size, const std::string& transform,
+                const std::string& key);
 
 }  // namespace kiln::data

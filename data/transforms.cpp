@@ -45,6 +45,8 @@ Tensor rot90(const Tensor& t, int k, int64_t a, int64_t b) {
   return flip(t.transpose(a, b).contiguous(), b);
 }
 
+}  // namespace
+
 Tensor crop(const Tensor& t, const std::array<int64_t, 3>& start, const std::array<int64_t, 3>& size) {
   Tensor out = t;
   for (int axis = 0; axis < 3; ++axis) out = out.narrow(axis + 1, start[axis], size[axis]);
@@ -58,8 +60,6 @@ void check_fits(const Tensor& t, const std::array<int64_t, 3>& size, const std::
                size[1], ", ", size[2], "] voxels from '", key, "' of shape ", t.sizes());
   }
 }
-
-}  // namespace
 
 Tensor flip(const Tensor& t, int64_t dim) {
   const int64_t n = t.size(dim);
