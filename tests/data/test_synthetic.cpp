@@ -1,6 +1,7 @@
-// SyntheticShapes (data/synthetic.h): shapes and dtypes, samples as pure functions of
-// (options, index), every class drawn, noise-free volumes holding exactly their 0/1 shape
-// (a ball's voxel count near 4/3 pi r^3 on average), and option errors.
+// SyntheticShapes and SyntheticSegmentation (data/synthetic.h): shapes and dtypes,
+// samples as pure functions of (options, index), every class drawn, noise-free volumes
+// holding exactly their 0/1 shape (a ball's voxel count near 4/3 pi r^3 on average) or
+// their label map's intensities, and option errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -52,6 +53,35 @@ TEST(SyntheticShapes, EveryClassAndNoiseFreeShapes) {
   }
   for (int64_t c = 0; c < 3; ++c) EXPECT_GT(counts[c], 75) << "class " << c;
   EXPECT_NEAR(ball_voxels / ball_expected, 1.0, 0.2);
+}
+
+TEST(SyntheticSegmentation, LabelMapsMarkTheShapesInTheImage) {
+  const data::SyntheticSegmentation volumes(
+      {.size = 20, .shape = {24, 20, 28}, .classes = 3, .noise = 0, .seed = 2});
+  std::vector<int64_t> voxels(4, 0);
+  for (int64_t i = 0; i < volumes.size(); ++i) {
+    const data::Sample s = volumes.get(i);
+    const Tensor image = s.at("image"), label = s.at("label");
+    ASSERT_EQ(image.sizes(), (Dims{1, 24, 20, 28}));
+    ASSERT_EQ(label.sizes(), (Dims{1, 24, 20, 28}));
+    ASSERT_EQ(label.dtype(), DType::Int64);
+    // without noise the image is the label's intensity: 0 outside, 0.5 + 0.5 c inside
+    const Tensor expected =
+        where(eq(label, 0), zeros_like(image), add(mul(label.to(DType::Float32), 0.5), 0.5));
+    EXPECT_TRUE(testing::all_equal(image, expected));
+    for (int64_t c = 0; c <= 3; ++c) voxels[static_cast<size_t>(c)] += eq(label, c).sum().item<int64_t>();
+  }
+  for (int64_t c = 1; c <= 3; ++c) EXPECT_GT(voxels[static_cast<size_t>(c)], 500) << "class " << c;
+  EXPECT_GT(voxels[0], voxels[1] + voxels[2] + voxels[3]);  // mostly background
+  // a pure function of the options and the index, with noise too
+  const data::SyntheticSegmentation noisy({.size = 4, .seed = 9});
+  EXPECT_TRUE(testing::all_equal(noisy.get(3).at("image"),
+                                 data::SyntheticSegmentation({.size = 4, .seed = 9}).get(3).at("image")));
+  EXPECT_FALSE(testing::all_equal(noisy.get(3).at("image"), noisy.get(2).at("image")));
+  EXPECT_KILN_ERROR(data::SyntheticSegmentation({.shape = {4, 32, 32}}), "SyntheticSegmentation",
+                    "[8, 4096]");
+  EXPECT_KILN_ERROR(data::SyntheticSegmentation({.classes = 0}), "SyntheticSegmentation", "classes");
+  EXPECT_KILN_ERROR(noisy.get(4), "index 4 is out of range");
 }
 
 }  // namespace
