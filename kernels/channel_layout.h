@@ -30,7 +30,8 @@ inline bool has_channel_order(const Tensor& t, ChannelOrder order) {
 
 // Checks that the [N, C, s...] operands `in` and `out` of a pooling kernel share a dtype
 // and one layout, and returns whether it is channels-last; `indices` (max pooling; may be
-// null) must be Int64 laid out as `out`.
+// null) must be Int64 laid out as `out` (a size-1 dim's stride may differ: a batch of one
+// is channels-last and contiguous whatever its batch stride).
 inline bool check_pool_operands(const Tensor& in, const Tensor& out, const Tensor* indices, const char* op) {
   KILN_ASSERT(in.dtype() == out.dtype() && in.dim() == out.dim() && in.dim() >= 3 && in.dim() <= 5 &&
                   in.device() == out.device(),
@@ -40,7 +41,7 @@ inline bool check_pool_operands(const Tensor& in, const Tensor& out, const Tenso
   KILN_ASSERT(has_channel_order(out, order), op, ": operands ", in.sizes(), " (strides ", in.strides(),
               ") and ", out.sizes(), " (strides ", out.strides(), ") are not in one layout");
   KILN_ASSERT(!indices || (indices->dtype() == DType::Int64 && indices->sizes() == out.sizes() &&
-                           indices->strides() == out.strides()),
+                           same_strides_where_it_matters(out.sizes(), indices->strides(), out.strides())),
               op, ": indices must be Int64 laid out as the output ", out.sizes());
   return order == ChannelOrder::Last;
 }

@@ -277,6 +277,23 @@ TEST(ChannelsLastGradcheck, Pooling) {
   EXPECT_TRUE(gradcheck([](const auto& t) { return adaptive_avg_pool3d(t[0], {2, 3, 2}); }, {x}));
 }
 
+// A batch of one is channels-last whatever its batch stride, so the gradient reaching a
+// max pool may have another batch stride than the pool's indices (a U-Net's decoder gave
+// one): the backward takes it, and its result is the contiguous batch's.
+TEST(ChannelsLastOps, MaxPoolBackwardTakesAGradientOfAnyBatchStride) {
+  const Tensor x = random_for({1, 4, 4, 6, 4}, DType::Float32, 3).contiguous(kCl).requires_grad_(true);
+  const Tensor y = max_pool3d(x, {2}, {2});
+  const Tensor g_dense = random_for({1, 4, 2, 3, 2}, DType::Float32, 4).contiguous(kCl);
+  Tensor g = empty_strided({1, 4, 2, 3, 2}, {1, 1, 24, 8, 4});  // NDHWC with a batch stride of 1
+  g.copy_(g_dense);
+  ASSERT_TRUE(g.is_contiguous(kCl));
+  ASSERT_NE(g.strides(), g_dense.strides());
+  y.backward(g);
+  const Tensor x2 = x.detach().clone().requires_grad_(true);
+  max_pool3d(x2, {2}, {2}).backward(g_dense);
+  EXPECT_TRUE(all_equal(x.grad(), x2.grad()));
+}
+
 // A residual block's chain on channels-last tensors, forward and backward: convolutions,
 // batch norms, ReLUs, the residual add (apart and fused), pooling, concatenation. Not one
 // layout conversion.
