@@ -26,7 +26,10 @@ std::string Upsample::extra_repr() const {
     for (size_t i = 0; i < options_.scale_factor.size(); ++i) os << (i ? ", " : "") << options_.scale_factor[i];
     os << ")";
   }
-  os << ", mode='" << (options_.mode == InterpolateMode::Linear ? "linear" : "nearest") << "'";
+  const char* mode = options_.mode == InterpolateMode::Linear         ? "linear"
+                     : options_.mode == InterpolateMode::NearestExact ? "nearest-exact"
+                                                                      : "nearest";
+  os << ", mode='" << mode << "'";
   if (options_.align_corners) os << ", align_corners=True";
   return os.str();
 }

@@ -85,9 +85,11 @@ Taps linear_taps(const Axis& a, bool align_corners, Device device) {
           .high_weight = lambda};
 }
 
-// PyTorch's legacy nearest: floor(i * scale) in float arithmetic, clamped.
-Tensor nearest_taps(const Axis& a, Device device) {
-  const Tensor i = arange(a.out, {.dtype = DType::Float32, .device = device});
+// PyTorch's legacy nearest, floor(i * scale), or nearest-exact, floor((i + 0.5) * scale),
+// in float arithmetic, clamped.
+Tensor nearest_taps(const Axis& a, bool exact, Device device) {
+  Tensor i = arange(a.out, {.dtype = DType::Float32, .device = device});
+  if (exact) i = add(i, 0.5);
   const Tensor source = mul(i, static_cast<double>(static_cast<float>(a.scale)));
   return clamp(source.to(DType::Int64), std::nullopt, a.in - 1);
 }
@@ -112,7 +114,8 @@ Tensor interpolate(const Tensor& input, const InterpolateOptions& options) {
   for (size_t d = 0; d < axes.size(); ++d) {
     const auto dim = static_cast<int64_t>(d) + 2;
     if (!linear) {
-      x = index_select(x, dim, nearest_taps(axes[d], x.device()));
+      x = index_select(x, dim,
+                       nearest_taps(axes[d], options.mode == InterpolateMode::NearestExact, x.device()));
       continue;
     }
     const Taps t = linear_taps(axes[d], options.align_corners, x.device());

@@ -2,10 +2,12 @@
 // state-dict names come out as nnU-Net's, aliases included.
 #include "nn/models/res_unet.h"
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 
 #include "core/ops/elementwise.h"
+#include "core/ops/interpolate.h"
 #include "core/ops/shape.h"
 #include "nn/activation.h"
 #include "nn/conv.h"
@@ -233,6 +235,27 @@ std::vector<double> deep_supervision_weights(int64_t outputs) {
   const double total = std::accumulate(w.begin(), w.end(), 0.0);
   for (double& v : w) v /= total;
   return w;
+}
+
+Tensor deep_supervision_loss(const std::vector<Tensor>& outputs, const Tensor& labels,
+                             const SegmentationLossFn& loss) {
+  const char* op = "deep_supervision_loss";
+  KILN_CHECK(!outputs.empty(), op, ": no outputs");
+  KILN_CHECK(labels.defined() && labels.dim() == outputs[0].dim() && labels.size(1) == 1, op,
+             ": labels must be a label map [N, 1, d...] of the outputs' rank, got ",
+             labels.defined() ? labels.sizes() : Dims{});
+  const std::vector<double> weights = deep_supervision_weights(static_cast<int64_t>(outputs.size()));
+  Tensor total;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (weights[i] == 0) continue;
+    const std::vector<int64_t> size(outputs[i].sizes().begin() + 2, outputs[i].sizes().end());
+    const bool same = std::equal(size.begin(), size.end(), labels.sizes().begin() + 2);
+    const Tensor target =
+        same ? labels : interpolate(labels, {.size = size, .mode = InterpolateMode::NearestExact});
+    const Tensor term = mul(loss(outputs[i], target), weights[i]);
+    total = total.defined() ? add(total, term) : term;
+  }
+  return total;
 }
 
 }  // namespace kiln::nn::models

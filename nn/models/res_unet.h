@@ -30,6 +30,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -73,5 +74,13 @@ class ResUNet : public Layer {
 
 // Note [Deep supervision]'s weights for `outputs` outputs, highest resolution first.
 std::vector<double> deep_supervision_weights(int64_t outputs);
+
+// Note [Deep supervision]'s loss over forward_deep's outputs: sum_i w_i loss(outputs[i],
+// labels_i), labels [N, 1, D, H, W] resized to each output's size by nearest-exact (as
+// nnU-Net's DownsampleSegForDSTransform); outputs of weight 0 are skipped (nnU-Net's
+// DeepSupervisionWrapper).
+using SegmentationLossFn = std::function<Tensor(const Tensor& logits, const Tensor& labels)>;
+Tensor deep_supervision_loss(const std::vector<Tensor>& outputs, const Tensor& labels,
+                             const SegmentationLossFn& loss);
 
 }  // namespace kiln::nn::models

@@ -32,6 +32,8 @@ const std::vector<Case> kCases = {
     {"trilinear_corners", {.size = {7, 2, 5}, .mode = InterpolateMode::Linear, .align_corners = true}},
     {"nearest_size", {.size = {7, 3, 8}}},
     {"nearest_scale", {.scale_factor = {0.7, 1.9}}},
+    {"nearest_exact_size", {.size = {4, 3, 10}, .mode = InterpolateMode::NearestExact}},
+    {"nearest_exact_scale", {.scale_factor = {0.5, 1.3}, .mode = InterpolateMode::NearestExact}},
 };
 
 TEST(Interpolate, OutputsAndGradientsMatchPyTorch) {

@@ -5,7 +5,7 @@ For each case <name>: "<name>_input" (a random float64 [N, C, s...]), "<name>_ou
 (torch.nn.functional.interpolate of it) and "<name>_grad" (the gradient of
 sum(output * weights) with respect to the input, "<name>_weights" being a random tensor
 of the output's shape). The cases cover linear, bilinear and trilinear with and without
-align_corners, nearest, by size and by (non-integer) scale factor, up and down.
+align_corners, nearest and nearest-exact, by size and by (non-integer) scale factor, up and down.
 
 Needs torch and numpy (a virtual environment; Kiln's build never depends on them).
 Run from this folder: python3 make_fixtures.py
@@ -25,6 +25,8 @@ CASES = {
     "trilinear_corners": ((1, 2, 4, 5, 3), dict(size=(7, 2, 5), mode="trilinear", align_corners=True)),
     "nearest_size": ((1, 2, 4, 5, 3), dict(size=(7, 3, 8), mode="nearest")),
     "nearest_scale": ((2, 2, 5, 7), dict(scale_factor=(0.7, 1.9), mode="nearest")),
+    "nearest_exact_size": ((1, 2, 8, 5, 7), dict(size=(4, 3, 10), mode="nearest-exact")),
+    "nearest_exact_scale": ((2, 1, 9, 6), dict(scale_factor=(0.5, 1.3), mode="nearest-exact")),
 }
 
 if __name__ == "__main__":

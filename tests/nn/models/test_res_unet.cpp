@@ -161,5 +161,36 @@ TEST(ResUNet, BadOptionsAndInputsAreErrors) {
   EXPECT_KILN_ERROR(net.forward(zeros({1, 2, 16, 16, 16})), "ResUNet", "[N, 1, D, H, W]");
 }
 
+// The deep-supervision loss: each output against the labels at its size (nearest-exact:
+// floor((i + 0.5) x the factor) along each axis), weighted 4/7, 2/7, 1/7 and 0.
+TEST(ResUNet, DeepSupervisionLossWeighsEachOutputAgainstItsLabels) {
+  Generator generator(3);
+  const Tensor labels = randint(0, 3, {2, 1, 8, 8, 8}, {}, &generator);
+  std::vector<Tensor> outputs;
+  for (int64_t side : {8, 4, 2, 1}) {
+    outputs.push_back(
+        testing::random_for({2, 3, side, side, side}, DType::Float64, static_cast<uint64_t>(side))
+            .requires_grad_(true));
+  }
+  const auto ce = [](const Tensor& logits, const Tensor& y) { return cross_entropy(logits, squeeze(y, 1)); };
+  const Tensor loss = deep_supervision_loss(outputs, labels, ce);
+  // nearest-exact halving takes index 2i + 1 along each axis
+  const Tensor half = index_select(
+      index_select(index_select(labels, 2, tensor<int64_t>({1, 3, 5, 7})), 3, tensor<int64_t>({1, 3, 5, 7})),
+      4, tensor<int64_t>({1, 3, 5, 7}));
+  // and a quarter from the full labels (as nnU-Net, not from the half): floor((i + 0.5) 4)
+  const Tensor four = tensor<int64_t>({2, 6});
+  const Tensor quarter = index_select(index_select(index_select(labels, 2, four), 3, four), 4, four);
+  const double expected = ce(outputs[0], labels).item<double>() * 4 / 7 +
+                          ce(outputs[1], half).item<double>() * 2 / 7 +
+                          ce(outputs[2], quarter).item<double>() * 1 / 7;
+  EXPECT_NEAR(loss.item<double>(), expected, 1e-12);
+  loss.backward();
+  EXPECT_TRUE(outputs[2].grad().defined());
+  EXPECT_FALSE(outputs[3].grad().defined());  // weight 0: not even computed
+  EXPECT_KILN_ERROR(deep_supervision_loss(outputs, squeeze(labels, 1), ce), "deep_supervision_loss",
+                    "[N, 1, d...]");
+}
+
 }  // namespace
 }  // namespace kiln::nn::models
