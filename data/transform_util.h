@@ -19,7 +19,7 @@ double uniform(Generator& generator, double low, double high);
 // error naming the transform when it is missing or of another rank.
 Tensor& volume(Sample& sample, const std::string& key, const std::string& transform);
 
-// `t` reversed along `dim` (a new tensor: index_select with n-1 .. 0).
+// `t` reversed along `dim` (a new tensor: index_select with n-1 .. 0, made on t's device).
 Tensor flip(const Tensor& t, int64_t dim);
 
 // The [C, size...] box of the volume `t` starting at `start` (contiguous).

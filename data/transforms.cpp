@@ -63,7 +63,7 @@ void check_fits(const Tensor& t, const std::array<int64_t, 3>& size, const std::
 
 Tensor flip(const Tensor& t, int64_t dim) {
   const int64_t n = t.size(dim);
-  return index_select(t, dim, arange(n - 1, -1, -1, {.dtype = DType::Int64}));
+  return index_select(t, dim, arange(n - 1, -1, -1, {.dtype = DType::Int64, .device = t.device()}));
 }
 
 double uniform(Generator& generator, double low, double high) {
