@@ -108,10 +108,13 @@ void RandomCropByLabel::apply(Sample& sample, Generator& generator) const {
   }
   const std::array<int64_t, 3> c = corrected_crop_center(center, size_, shape);
   const std::array<int64_t, 3> start{c[0] - size_[0] / 2, c[1] - size_[1] / 2, c[2] - size_[2] / 2};
-  for (const std::string& key : keys_) {
-    Tensor& t = volume(sample, key, kName);
+  for (const std::string& key : keys_) {  // every key checked before any is cropped
+    const Tensor& t = volume(sample, key, kName);
     KILN_CHECK(t.size(1) == shape[0] && t.size(2) == shape[1] && t.size(3) == shape[2], kName, ": '", key,
                "' of shape ", t.sizes(), " is not on the label map's grid ", label.sizes());
+  }
+  for (const std::string& key : keys_) {
+    Tensor& t = volume(sample, key, kName);
     t = crop(t, start, size_);
   }
 }
