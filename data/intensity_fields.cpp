@@ -10,9 +10,9 @@
 namespace kiln::data {
 namespace {
 
-// MONAI's gaussian_1d(sigma, truncated = 4, approx = "erf").
-std::vector<double> erf_kernel(double sigma) {
-  const auto tail = static_cast<int64_t>(std::max(sigma * 4.0, 0.5) + 0.5);
+// MONAI's gaussian_1d(sigma, truncated, approx = "erf").
+std::vector<double> erf_kernel(double sigma, double truncated) {
+  const auto tail = static_cast<int64_t>(std::max(sigma * truncated, 0.5) + 0.5);
   const double t = 1.0 / (std::sqrt(2.0) * sigma);
   std::vector<double> taps;
   for (int64_t i = -tail; i <= tail; ++i) {
@@ -50,18 +50,19 @@ bool happens(Generator& generator, double p) { return p > 0 && uniform(generator
 
 }  // namespace
 
-Tensor gaussian_smooth(const Tensor& volume, const std::array<double, 3>& sigma) {
+Tensor gaussian_smooth(const Tensor& volume, const std::array<double, 3>& sigma, double truncated) {
   const char* op = "gaussian_smooth";
   KILN_CHECK(volume.defined() && volume.dim() == 4, op, ": expected a [C, D, H, W] volume, got ",
              volume.defined() ? volume.sizes() : Dims{});
   KILN_CHECK(volume.is_floating_point(), op, ": expected a floating volume, got ", volume.dtype(),
              ". Hint: put ToFloat first");
+  KILN_CHECK(std::isfinite(truncated) && truncated > 0, op, ": truncated must be positive, got ", truncated);
   const int64_t channels = volume.size(0);
   Tensor x = volume.unsqueeze(0);
   for (int axis = 0; axis < 3; ++axis) {
     const double s = sigma[static_cast<size_t>(axis)];
     KILN_CHECK(std::isfinite(s) && s > 0, op, ": sigma must be positive, got ", s);
-    const std::vector<double> taps = erf_kernel(s);
+    const std::vector<double> taps = erf_kernel(s, truncated);
     std::vector<int64_t> shape{1, 1, 1, 1, 1};
     shape[static_cast<size_t>(axis) + 2] = static_cast<int64_t>(taps.size());
     const Tensor kernel = tensor<double>(taps, shape)

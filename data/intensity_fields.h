@@ -2,7 +2,8 @@
 //
 //   gaussian_smooth  MONAI's GaussianSmooth (approx "erf"): per spatial axis a kernel of
 //                    taps w_i = (erf((i + 1/2) / (s sqrt 2)) - erf((i - 1/2) / (s sqrt 2))) / 2
-//                    for |i| <= tail = int(max(4 s, 0.5) + 0.5), applied separably as a
+//                    for |i| <= tail = int(max(t s, 0.5) + 0.5) (t = `truncated`, MONAI's 4),
+//                    applied separably as a
 //                    depthwise convolution with zero padding (the volume's size kept).
 //   bias_field       MONAI's RandBiasField field: exp(sum_{i+j+k <= degree} c_ijk P_i(z)
 //                    P_j(y) P_k(x)), Legendre polynomials P_n over coordinates spaced
@@ -27,7 +28,7 @@
 namespace kiln::data {
 
 // A [C, D, H, W] floating volume smoothed with `sigma` voxels per spatial axis (> 0).
-Tensor gaussian_smooth(const Tensor& volume, const std::array<double, 3>& sigma);
+Tensor gaussian_smooth(const Tensor& volume, const std::array<double, 3>& sigma, double truncated = 4.0);
 // The multiplicative field exp(polynomial) of `shape` (D, H, W), float32.
 Tensor bias_field(const std::array<int64_t, 3>& shape, int64_t degree,
                   const std::vector<double>& coefficients);

@@ -1,8 +1,9 @@
 // Resampling (resample.h). resize is core's interpolate (separable: per axis a gather of
-// the two neighbouring planes and a weighted sum) on a batch of one. affine_resample is
-// not separable: a loop over output voxels computes the 8 corner offsets and weights
-// once and applies them to every channel; its nearest mode gathers one voxel per output
-// through index_select, which keeps any dtype.
+// the two neighbouring planes and a weighted sum) on a batch of one. affine_resample and
+// displacement_resample are not separable: one sampler per mode, over any source map (an
+// affine map, or one after a displacement), loops over output voxels, computes the 8
+// corner offsets and weights once and applies them to every channel; the nearest mode
+// gathers one voxel per output through index_select, which keeps any dtype.
 #include "data/resample.h"
 
 #include <algorithm>
@@ -49,12 +50,13 @@ Tensor resize(const Tensor& volume, const std::array<int64_t, 3>& size, Interpol
 
 namespace {
 
-// Where output voxel (z, y, x) reads the input: q = c + matrix (p - c - offset).
+// Where output voxel (z, y, x) reads the input: q = c + matrix (p - c + shift - offset),
+// shift a displacement at p (0 for a plain affine map).
 std::array<double, 3> source_of(const VoxelAffine& map, const std::array<double, 3>& centre, int64_t z,
-                                int64_t y, int64_t x) {
-  const double p[3] = {static_cast<double>(z) - centre[0] - map.offset[0],
-                       static_cast<double>(y) - centre[1] - map.offset[1],
-                       static_cast<double>(x) - centre[2] - map.offset[2]};
+                                int64_t y, int64_t x, const std::array<double, 3>& shift) {
+  const double p[3] = {static_cast<double>(z) - centre[0] + shift[0] - map.offset[0],
+                       static_cast<double>(y) - centre[1] + shift[1] - map.offset[1],
+                       static_cast<double>(x) - centre[2] + shift[2] - map.offset[2]};
   std::array<double, 3> q{};
   for (int r = 0; r < 3; ++r) {
     q[static_cast<size_t>(r)] =
@@ -64,21 +66,21 @@ std::array<double, 3> source_of(const VoxelAffine& map, const std::array<double,
   return q;
 }
 
-template <typename T>
-Tensor affine_linear(const Tensor& volume, const VoxelAffine& map) {
+// Trilinear sampling of `volume` at source(z, y, x) for every output voxel, 8-corner zero
+// padding (grid_sample's); `source` returns (D, H, W) voxel coordinates.
+template <typename T, typename Source>
+Tensor sample_linear(const Tensor& volume, const Source& source) {
   const Tensor in = volume.contiguous();
   const int64_t channels = in.sizes()[0], d = in.sizes()[1], h = in.sizes()[2], w = in.sizes()[3];
   const int64_t voxels = d * h * w;
   Tensor out = zeros(in.sizes(), {.dtype = in.dtype()});
   const T* src = static_cast<const T*>(in.data_ptr());
   T* dst = static_cast<T*>(out.data_ptr());
-  const std::array<double, 3> centre = {(static_cast<double>(d) - 1) / 2, (static_cast<double>(h) - 1) / 2,
-                                        (static_cast<double>(w) - 1) / 2};
   const int64_t extent[3] = {d, h, w};
   for (int64_t z = 0; z < d; ++z) {
     for (int64_t y = 0; y < h; ++y) {
       for (int64_t x = 0; x < w; ++x) {
-        const std::array<double, 3> q = source_of(map, centre, z, y, x);
+        const std::array<double, 3> q = source(z, y, x);
         // A map huge enough to overflow gives inf or NaN: that voxel reads nothing (0).
         if (!std::isfinite(q[0]) || !std::isfinite(q[1]) || !std::isfinite(q[2])) continue;
         int64_t base[3];
@@ -108,21 +110,23 @@ Tensor affine_linear(const Tensor& volume, const VoxelAffine& map) {
   return out;
 }
 
-Tensor affine_nearest(const Tensor& volume, const VoxelAffine& map) {
+// The input voxel nearest to source(z, y, x) for every output voxel (halves to even), 0
+// outside; any dtype.
+template <typename Source>
+Tensor sample_nearest(const Tensor& volume, const Source& source) {
   const int64_t channels = volume.sizes()[0], d = volume.sizes()[1], h = volume.sizes()[2],
                 w = volume.sizes()[3];
-  const std::array<double, 3> centre = {(static_cast<double>(d) - 1) / 2, (static_cast<double>(h) - 1) / 2,
-                                        (static_cast<double>(w) - 1) / 2};
   std::vector<int64_t> index;
   std::vector<uint8_t> inside;
   index.reserve(static_cast<size_t>(d * h * w));
   for (int64_t z = 0; z < d; ++z) {
     for (int64_t y = 0; y < h; ++y) {
       for (int64_t x = 0; x < w; ++x) {
-        const std::array<double, 3> q = source_of(map, centre, z, y, x);
+        const std::array<double, 3> q = source(z, y, x);
         const double i = std::nearbyint(q[0]), j = std::nearbyint(q[1]), k = std::nearbyint(q[2]);
-        const bool in = i >= 0 && i < static_cast<double>(d) && j >= 0 && j < static_cast<double>(h) &&
-                        k >= 0 && k < static_cast<double>(w);
+        const bool in = std::isfinite(i) && std::isfinite(j) && std::isfinite(k) && i >= 0 &&
+                        i < static_cast<double>(d) && j >= 0 && j < static_cast<double>(h) && k >= 0 &&
+                        k < static_cast<double>(w);
         inside.push_back(in ? 1 : 0);
         index.push_back(
             in ? (static_cast<int64_t>(i) * h + static_cast<int64_t>(j)) * w + static_cast<int64_t>(k) : 0);
@@ -132,6 +136,23 @@ Tensor affine_nearest(const Tensor& volume, const VoxelAffine& map) {
   const Tensor gathered = index_select(volume.reshape({channels, d * h * w}), 1, index_tensor(index));
   const Tensor mask = tensor(inside, {1, d * h * w}, {.dtype = DType::UInt8}).to(DType::Bool);
   return where(mask, gathered, 0).reshape(volume.sizes()).contiguous();
+}
+
+// `volume` sampled through `source` in `mode` (the dtype rules of resample.h).
+template <typename Source>
+Tensor resample_through(const Tensor& volume, const Source& source, Interpolation mode) {
+  if (volume.numel() == 0) return volume.clone();
+  if (mode == Interpolation::Nearest) return sample_nearest(volume, source);
+  const DType compute = linear_dtype(volume.dtype());
+  const Tensor x = volume.to(compute);
+  const Tensor out =
+      compute == DType::Float64 ? sample_linear<double>(x, source) : sample_linear<float>(x, source);
+  return out.to(linear_result_dtype(volume.dtype()));
+}
+
+std::array<double, 3> centre_of(const Tensor& volume) {
+  return {(static_cast<double>(volume.size(1)) - 1) / 2, (static_cast<double>(volume.size(2)) - 1) / 2,
+          (static_cast<double>(volume.size(3)) - 1) / 2};
 }
 
 }  // namespace
@@ -144,12 +165,37 @@ Tensor affine_resample(const Tensor& volume, const VoxelAffine& map, Interpolati
     for (double v : row) KILN_CHECK(std::isfinite(v), "affine_resample: the matrix must be finite");
   }
   for (double v : map.offset) KILN_CHECK(std::isfinite(v), "affine_resample: the offset must be finite");
-  if (volume.numel() == 0) return volume.clone();
-  if (mode == Interpolation::Nearest) return affine_nearest(volume, map);
-  const DType compute = linear_dtype(volume.dtype());
-  const Tensor x = volume.to(compute);
-  const Tensor out = compute == DType::Float64 ? affine_linear<double>(x, map) : affine_linear<float>(x, map);
-  return out.to(linear_result_dtype(volume.dtype()));
+  const std::array<double, 3> centre = centre_of(volume);
+  return resample_through(
+      volume,
+      [&](int64_t z, int64_t y, int64_t x) {
+        return source_of(map, centre, z, y, x, {0, 0, 0});
+      },
+      mode);
+}
+
+Tensor displacement_resample(const Tensor& volume, const Tensor& displacement, const VoxelAffine& map,
+                             Interpolation mode) {
+  const char* op = "displacement_resample";
+  check_volume(volume, op);
+  KILN_CHECK(volume.device().is_cpu() && displacement.device().is_cpu(), op, ": runs on CPU volumes");
+  KILN_CHECK(displacement.dim() == 4 && displacement.size(0) == 3 && displacement.size(1) == volume.size(1) &&
+                 displacement.size(2) == volume.size(2) && displacement.size(3) == volume.size(3),
+             op, ": the displacement must be [3, D, H, W] on the volume's grid ", volume.sizes(), ", got ",
+             displacement.sizes());
+  const std::vector<double> field = displacement.to(DType::Float64).contiguous().to_vector<double>();
+  const int64_t voxels = volume.size(1) * volume.size(2) * volume.size(3);
+  const int64_t h = volume.size(2), w = volume.size(3);
+  const std::array<double, 3> centre = centre_of(volume);
+  return resample_through(
+      volume,
+      [&](int64_t z, int64_t y, int64_t x) {
+        const auto v = static_cast<size_t>((z * h + y) * w + x);
+        return source_of(
+            map, centre, z, y, x,
+            {field[v], field[static_cast<size_t>(voxels) + v], field[2 * static_cast<size_t>(voxels) + v]});
+      },
+      mode);
 }
 
 }  // namespace kiln::data

@@ -38,4 +38,12 @@ struct VoxelAffine {
 // the input voxel nearest to q (halves round to even), 0 outside.
 Tensor affine_resample(const Tensor& volume, const VoxelAffine& map, Interpolation mode);
 
+// The volume resampled through a displacement field and then `map`, in one pass: the
+// output voxel p reads the input at q = c + matrix (p - c + displacement(p) - offset),
+// displacement [3, D, H, W] in voxels ((D, H, W) order) on the volume's grid (MONAI's
+// Rand3DElastic: the offset added to the grid, then its affine). Interpolation and
+// padding as affine_resample.
+Tensor displacement_resample(const Tensor& volume, const Tensor& displacement, const VoxelAffine& map,
+                             Interpolation mode);
+
 }  // namespace kiln::data
