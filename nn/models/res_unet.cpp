@@ -55,17 +55,24 @@ class ConvNormAct final : public Layer {
   std::shared_ptr<Sequential> all_;
 };
 
-// nnU-Net's StackedConvBlocks: `convs`, the first strided.
+// nnU-Net's StackedConvBlocks (`convs` of conv blocks) and StackedResidualBlocks (`blocks`
+// of residual blocks): `count` blocks made by make(in, out, stride), the first strided.
+template <typename Make>
+std::shared_ptr<Sequential> stacked(const char* name, int64_t count, int64_t in, int64_t out, Triple stride,
+                                    const Make& make) {
+  auto blocks = std::make_shared<Sequential>();
+  for (int64_t i = 0; i < count; ++i)
+    blocks->push_back(make(i == 0 ? in : out, out, i == 0 ? stride : Triple{1, 1, 1}));
+  auto stage = std::make_shared<Sequential>();
+  stage->push_back(name, blocks);
+  return stage;
+}
+
 std::shared_ptr<Sequential> stacked_convs(const ResUNetOptions& o, int64_t count, int64_t in, int64_t out,
                                           Triple kernel, Triple stride) {
-  auto convs = std::make_shared<Sequential>();
-  for (int64_t i = 0; i < count; ++i) {
-    convs->push_back(std::make_shared<ConvNormAct>(o, i == 0 ? in : out, out, kernel,
-                                                   i == 0 ? stride : Triple{1, 1, 1}, o.conv_bias, true));
-  }
-  auto block = std::make_shared<Sequential>();
-  block->push_back("convs", convs);
-  return block;
+  return stacked("convs", count, in, out, stride, [&](int64_t i, int64_t c, Triple s) {
+    return std::make_shared<ConvNormAct>(o, i, c, kernel, s, o.conv_bias, true);
+  });
 }
 
 // nnU-Net's BasicBlockD.
@@ -101,17 +108,11 @@ class ResidualBlock final : public Layer {
   std::shared_ptr<Sequential> skip_;
 };
 
-// nnU-Net's StackedResidualBlocks: `blocks`, the first strided.
 std::shared_ptr<Sequential> residual_stage(const ResUNetOptions& o, int64_t count, int64_t in, int64_t out,
                                            Triple kernel, Triple stride) {
-  auto blocks = std::make_shared<Sequential>();
-  for (int64_t i = 0; i < count; ++i) {
-    blocks->push_back(std::make_shared<ResidualBlock>(o, i == 0 ? in : out, out, kernel,
-                                                      i == 0 ? stride : Triple{1, 1, 1}));
-  }
-  auto stage = std::make_shared<Sequential>();
-  stage->push_back("blocks", blocks);
-  return stage;
+  return stacked("blocks", count, in, out, stride, [&](int64_t i, int64_t c, Triple s) {
+    return std::make_shared<ResidualBlock>(o, i, c, kernel, s);
+  });
 }
 
 // The options with nnU-Net's defaults filled in, checked.

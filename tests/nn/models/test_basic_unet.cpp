@@ -13,6 +13,7 @@
 #include "core/ops.h"
 #include "data/npz.h"
 #include "nn/models/basic_unet.h"
+#include "tests/nn/models/formula_weights.h"
 #include "tests/test_util.h"
 
 namespace kiln::nn::models {
@@ -24,24 +25,7 @@ const data::npz::File& fixture() {
   return file;
 }
 
-// make_fixtures.py's pattern(shape, f, scale, phase): f(scale i + phase) over the flat index.
-Tensor pattern(const std::vector<int64_t>& shape, double (*f)(double), double scale, double phase) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  std::vector<double> values(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i)] = f(scale * static_cast<double>(i) + phase);
-  return tensor<double>(values, shape);
-}
-double sine(double x) { return std::sin(x); }
-double cosine(double x) { return std::cos(x); }
-
-// make_fixtures.py's weight(key, shape).
-Tensor weight_of(const std::string& key, const std::vector<int64_t>& shape) {
-  int bytes = 0;
-  for (unsigned char c : key) bytes += c;
-  const Tensor w = mul(pattern(shape, sine, 0.61, 0.1 * (bytes % 97)), 0.3);
-  return key.ends_with("N.weight") ? add(w, 1.0) : w;
-}
+using testing::formula_pattern;
 
 struct Case {
   std::string name;
@@ -77,14 +61,14 @@ std::shared_ptr<BasicUNet> network(const Case& c, DType dtype) {
   NoGradGuard no_grad;
   for (auto& [key, p] : net->named_parameters()) {
     std::vector<int64_t> shape(p.sizes().begin(), p.sizes().end());
-    p.copy_(weight_of(key, shape).to(dtype));
+    p.copy_(testing::formula_weight(key, shape, "N.weight").to(dtype));
   }
   net->train();
   return net;
 }
 
 Tensor input_of(const Case& c) {
-  return mul(pattern({1, c.options.in_channels, 32, 18, 17}, sine, 0.37, 0.11), 1.5);
+  return mul(formula_pattern({1, c.options.in_channels, 32, 18, 17}, 0.37, 0.11), 1.5);
 }
 
 void check_against_monai(const Case& c, DType dtype, testing::Tolerance tol) {
@@ -96,7 +80,7 @@ void check_against_monai(const Case& c, DType dtype, testing::Tolerance tol) {
   ASSERT_EQ(y.sizes(), expected.sizes());
   EXPECT_TRUE(testing::all_close(y.to(DType::Float64), expected, tol));
   std::vector<int64_t> shape(y.sizes().begin(), y.sizes().end());
-  mul(y, pattern(shape, cosine, 0.23, 0.0).to(dtype)).sum().backward();
+  mul(y, formula_pattern(shape, 0.23, 0.0, /*cosine=*/true).to(dtype)).sum().backward();
   EXPECT_TRUE(testing::all_close(x.grad().to(DType::Float64), fixture().load(c.name + "/grad/input"), tol));
   for (const auto& [key, p] : net->named_parameters()) {
     SCOPED_TRACE(key);

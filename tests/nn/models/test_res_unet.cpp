@@ -13,6 +13,7 @@
 #include "core/ops.h"
 #include "data/npz.h"
 #include "nn/models/res_unet.h"
+#include "tests/nn/models/formula_weights.h"
 #include "tests/test_util.h"
 
 namespace kiln::nn::models {
@@ -25,23 +26,7 @@ const data::npz::File& fixture() {
   return file;
 }
 
-// make_fixtures.py's pattern and weight.
-Tensor pattern(const std::vector<int64_t>& shape, double scale, double phase, bool cosine) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    const double x = scale * static_cast<double>(i) + phase;
-    v[static_cast<size_t>(i)] = cosine ? std::cos(x) : std::sin(x);
-  }
-  return tensor<double>(v, shape);
-}
-Tensor weight_of(const std::string& key, const std::vector<int64_t>& shape) {
-  int bytes = 0;
-  for (unsigned char c : key) bytes += c;
-  const Tensor w = mul(pattern(shape, 0.61, 0.1 * (bytes % 97), false), 0.3);
-  return key.ends_with("norm.weight") ? add(w, 1.0) : w;
-}
+using testing::formula_pattern;
 
 struct Case {
   std::string name;
@@ -101,11 +86,12 @@ TEST(ResUNet, OutputsAndGradientsEqualNnUNetsInFloat64) {
     {
       NoGradGuard no_grad;
       for (auto& [key, p] : net->named_parameters()) {
-        p.copy_(weight_of(key, std::vector<int64_t>(p.sizes().begin(), p.sizes().end())));
+        p.copy_(testing::formula_weight(key, std::vector<int64_t>(p.sizes().begin(), p.sizes().end()),
+                                        "norm.weight"));
       }
     }
     net->train();
-    const Tensor x = mul(pattern(c.input, 0.37, 0.11, false), 1.5).requires_grad_(true);
+    const Tensor x = mul(formula_pattern(c.input, 0.37, 0.11), 1.5).requires_grad_(true);
     const std::vector<Tensor> outputs = net->forward_deep(x);
     ASSERT_EQ(outputs.size(), c.options.deep_supervision ? c.options.features.size() - 1 : 1u);
     Tensor total = zeros({}, {.dtype = DType::Float64});
@@ -115,7 +101,9 @@ TEST(ResUNet, OutputsAndGradientsEqualNnUNetsInFloat64) {
       ASSERT_EQ(outputs[k].sizes(), expected.sizes());
       EXPECT_TRUE(testing::all_close(outputs[k], expected, {1e-9, 1e-9}));
       std::vector<int64_t> shape(outputs[k].sizes().begin(), outputs[k].sizes().end());
-      total = add(total, mul(outputs[k], pattern(shape, 0.23, static_cast<double>(k), true)).sum());
+      total =
+          add(total,
+              mul(outputs[k], formula_pattern(shape, 0.23, static_cast<double>(k), /*cosine=*/true)).sum());
     }
     EXPECT_TRUE(testing::all_equal(net->forward(x.detach()), outputs[0].detach()));
     total.backward();

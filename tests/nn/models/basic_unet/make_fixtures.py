@@ -3,7 +3,7 @@
 
 For each case <name> of CASES, a float64 monai.networks.nets.BasicUNet with small
 features, every parameter <key> (MONAI's names, which Kiln's BasicUNet uses) set by the
-formula of `weight` below from its name, the output "<name>/output" in training mode for the
+formula of `weight` (../formula_weights.py) from its name, the output "<name>/output" in training mode for the
 input x[i] = 1.5 sin(0.37 i + 0.11) (flat index i; odd sizes, so UpCat pads) and the
 gradients "<name>/grad/<key>" of sum(output * w), w[i] = cos(0.23 i), with respect to the
 input ("<name>/grad/input") and every parameter; with batch norm also the running
@@ -13,11 +13,17 @@ test computes them too.
 Needs torch, numpy and monai (a virtual environment; Kiln's build never depends on them).
 Run from this folder: python3 make_fixtures.py
 """
+import os
+import sys
+
 import numpy as np
 import torch
 from monai.networks.nets import BasicUNet
 
 FEATURES = (4, 4, 6, 6, 8, 4)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from formula_weights import pattern, weight  # noqa: E402
 
 CASES = {
     # MONAI's defaults: instance norm (affine), LeakyReLU(0.1), transposed-conv upsampling
@@ -32,24 +38,11 @@ CASES = {
 INPUT = (1, 32, 18, 17)  # batch, then D, H, W after the channel (the bottom is 2 x 1 x 1)
 
 
-def pattern(shape, f, scale, phase):
-    i = torch.arange(int(np.prod(shape)), dtype=torch.float64)
-    return (f(0.0 + scale * i + phase)).reshape(shape)
-
-
-def weight(key, shape):
-    """0.3 sin(0.61 j + phase) over the flat index j, phase = 0.1 x (the sum of the key's
-    bytes mod 97); a norm's weight is 1 + that."""
-    phase = 0.1 * (sum(key.encode()) % 97)
-    w = 0.3 * pattern(shape, torch.sin, 0.61, phase)
-    return w + 1.0 if key.endswith("N.weight") else w
-
-
 def case(out, name, args):
     net = BasicUNet(spatial_dims=3, features=FEATURES, **args).double()
     with torch.no_grad():
         for key, p in net.named_parameters():
-            p.copy_(weight(key, p.shape))
+            p.copy_(weight(key, p.shape, "N.weight"))
     net.train()
     x = (1.5 * pattern((INPUT[0], args["in_channels"], *INPUT[1:]), torch.sin, 0.37, 0.11)).requires_grad_(True)
     y = net(x)

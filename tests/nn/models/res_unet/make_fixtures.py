@@ -4,7 +4,7 @@
 For each case <name> of CASES, a float64 ResidualEncoderUNet of nnU-Net
 (dynamic_network_architectures.architectures.unet, the network of nnU-Net's residual
 encoder presets) with small features, instance norm (affine) and LeakyReLU, its
-parameters set by `weight` from their names: "<name>_keys.txt" lists its state-dict keys in
+parameters set by `weight` (../formula_weights.py) from their names: "<name>_keys.txt" lists its state-dict keys in
 order (nnU-Net registers each conv block's layers twice, as conv/norm and as
 all_modules.N), and res_unet.npz holds the outputs "<name>/output/<k>" (highest resolution
 first; one without deep supervision) in training mode for the input x[i] = 1.5 sin(0.37 i +
@@ -15,10 +15,16 @@ outputs use.
 Needs torch, numpy and dynamic_network_architectures (a virtual environment; Kiln's build
 never depends on them). Run from this folder: python3 make_fixtures.py
 """
+import os
+import sys
+
 import numpy as np
 import torch
 from dynamic_network_architectures.architectures.unet import ResidualEncoderUNet
 from torch import nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from formula_weights import pattern, weight  # noqa: E402
 
 CASES = {
     # isotropic, deep supervision, conv bias
@@ -37,26 +43,13 @@ CASES = {
 }
 
 
-def pattern(shape, f, scale, phase):
-    i = torch.arange(int(np.prod(shape)), dtype=torch.float64)
-    return f(scale * i + phase).reshape(shape)
-
-
-def weight(key, shape):
-    """0.3 sin(0.61 j + phase) over the flat index j, phase = 0.1 x (the sum of the key's
-    bytes mod 97); a norm's weight is 1 + that."""
-    phase = 0.1 * (sum(key.encode()) % 97)
-    w = 0.3 * pattern(shape, torch.sin, 0.61, phase)
-    return w + 1.0 if key.endswith("norm.weight") else w
-
-
 def case(out, name, spec):
     net = ResidualEncoderUNet(conv_op=nn.Conv3d, norm_op=nn.InstanceNorm3d,
                               norm_op_kwargs={"eps": 1e-5, "affine": True}, nonlin=nn.LeakyReLU,
                               nonlin_kwargs={"inplace": True}, **spec["args"]).double()
     with torch.no_grad():
         for key, p in net.named_parameters():
-            p.copy_(weight(key, p.shape))
+            p.copy_(weight(key, p.shape, "norm.weight"))
     net.train()
     with open(f"{name}_keys.txt", "w") as f:
         f.write("\n".join(net.state_dict().keys()) + "\n")
