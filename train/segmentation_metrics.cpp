@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "core/ops/elementwise.h"
@@ -181,7 +182,9 @@ using Directions = std::vector<std::vector<double>>;
 Tensor surface_metric(const Tensor& y_pred, const Tensor& y, bool include_background, bool symmetric,
                       const std::vector<double>& spacing_in, const char* op,
                       const std::function<double(const Directions&)>& reduce) {
-  const auto [pred, truth] = read_pair(y_pred, y, op);
+  const std::pair<Masks, Masks> masks = read_pair(y_pred, y, op);  // named, not bound: lambdas capture them
+  const Masks& pred = masks.first;
+  const Masks& truth = masks.second;
   const std::vector<double> spacing = checked_spacing(spacing_in, pred.spatial.size(), op);
   return per_class(pred, include_background, [&](int64_t b, int64_t c) {
     const std::vector<uint8_t> p = surface(pred.at(b, c), pred.spatial, pred.voxels);
@@ -195,7 +198,9 @@ Tensor surface_metric(const Tensor& y_pred, const Tensor& y, bool include_backgr
 }  // namespace
 
 Tensor compute_dice(const Tensor& y_pred, const Tensor& y, const OverlapMetricOptions& options) {
-  const auto [pred, truth] = read_pair(y_pred, y, "compute_dice");
+  const std::pair<Masks, Masks> masks = read_pair(y_pred, y, "compute_dice");
+  const Masks& pred = masks.first;
+  const Masks& truth = masks.second;
   return per_class(pred, options.include_background, [&](int64_t b, int64_t c) {
     const Counts n = count(pred.at(b, c), truth.at(b, c), pred.voxels);
     return overlap_ratio(2.0 * n.both, n.truth + n.pred, n, options.ignore_empty);
@@ -203,7 +208,9 @@ Tensor compute_dice(const Tensor& y_pred, const Tensor& y, const OverlapMetricOp
 }
 
 Tensor compute_iou(const Tensor& y_pred, const Tensor& y, const OverlapMetricOptions& options) {
-  const auto [pred, truth] = read_pair(y_pred, y, "compute_iou");
+  const std::pair<Masks, Masks> masks = read_pair(y_pred, y, "compute_iou");
+  const Masks& pred = masks.first;
+  const Masks& truth = masks.second;
   return per_class(pred, options.include_background, [&](int64_t b, int64_t c) {
     const Counts n = count(pred.at(b, c), truth.at(b, c), pred.voxels);
     return overlap_ratio(n.both, n.truth + n.pred - n.both, n, options.ignore_empty);
