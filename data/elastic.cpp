@@ -20,50 +20,51 @@ Tensor elastic_displacement(const Tensor& noise, double sigma, double magnitude)
   return mul(gaussian_smooth(noise.to(DType::Float32), {sigma, sigma, sigma}, /*truncated=*/3.0), magnitude);
 }
 
-RandomElasticDeform::RandomElasticDeform(std::array<double, 2> sigma_range,
-                                         std::array<double, 2> magnitude_range, double p, Keys keys,
-                                         Keys nearest_keys)
-    : sigma_range_(sigma_range),
-      magnitude_range_(magnitude_range),
-      p_(p),
-      keys_(std::move(keys)),
-      nearest_keys_(std::move(nearest_keys)) {
-  KILN_CHECK(sigma_range[0] > 0 && sigma_range[0] <= sigma_range[1],
-             "RandomElasticDeform: the sigma range must be "
-             "positive and ordered, got [",
-             sigma_range[0], ", ", sigma_range[1], "]");
-  KILN_CHECK(std::isfinite(magnitude_range[0]) && std::isfinite(magnitude_range[1]) &&
-                 magnitude_range[0] <= magnitude_range[1],
+RandomElasticDeform::RandomElasticDeform(Options options) : options_(std::move(options)) {
+  const Options& o = options_;
+  KILN_CHECK(o.sigma_range[0] > 0 && o.sigma_range[0] <= o.sigma_range[1],
+             "RandomElasticDeform: the sigma range "
+             "must be positive and ordered, got [",
+             o.sigma_range[0], ", ", o.sigma_range[1], "]");
+  KILN_CHECK(std::isfinite(o.magnitude_range[0]) && std::isfinite(o.magnitude_range[1]) &&
+                 o.magnitude_range[0] <= o.magnitude_range[1],
              "RandomElasticDeform: the magnitude range must be finite and ordered");
-  KILN_CHECK(p >= 0 && p <= 1, "RandomElasticDeform: p must be in [0, 1], got ", p);
-  KILN_CHECK(!keys_.empty() || !nearest_keys_.empty(), "RandomElasticDeform: no keys");
+  for (const auto* range : {&o.rotate_range, &o.scale_range, &o.translate_range}) {
+    for (double r : *range)
+      KILN_CHECK(std::isfinite(r) && r >= 0, "RandomElasticDeform: affine ranges must be >= 0");
+  }
+  KILN_CHECK(o.p >= 0 && o.p <= 1, "RandomElasticDeform: p must be in [0, 1], got ", o.p);
+  KILN_CHECK(!o.keys.empty() || !o.nearest_keys.empty(), "RandomElasticDeform: no keys");
 }
 
 void RandomElasticDeform::apply(Sample& sample, Generator& generator) const {
-  if (p_ <= 0 || uniform(generator, 0, 1) >= p_) return;
-  const std::string& first = keys_.empty() ? nearest_keys_[0] : keys_[0];
+  const Options& o = options_;
+  if (o.p <= 0 || uniform(generator, 0, 1) >= o.p) return;
+  const std::string& first = o.keys.empty() ? o.nearest_keys[0] : o.keys[0];
   const Tensor reference = volume(sample, first, name());
   const std::vector<int64_t> shape{3, reference.size(1), reference.size(2), reference.size(3)};
   const Tensor noise = sub(mul(rand(shape, {}, &generator), 2.0), 1.0);
-  const double magnitude = uniform(generator, magnitude_range_[0], magnitude_range_[1]);
-  const double sigma = uniform(generator, sigma_range_[0], sigma_range_[1]);
+  const double magnitude = uniform(generator, o.magnitude_range[0], o.magnitude_range[1]);
+  const double sigma = uniform(generator, o.sigma_range[0], o.sigma_range[1]);
   const Tensor displacement = elastic_displacement(noise, sigma, magnitude);
-  for (const Keys* keys : {&keys_, &nearest_keys_}) {
+  const VoxelAffine map = RandomAffine::draw(
+      {.rotate_range = o.rotate_range, .scale_range = o.scale_range, .translate_range = o.translate_range},
+      generator);
+  for (const Keys* keys : {&o.keys, &o.nearest_keys}) {
     for (const std::string& key : *keys) {
-      KILN_CHECK(volume(sample, key, name()).sizes().size() == 4 &&
-                     volume(sample, key, name()).size(1) == reference.size(1) &&
-                     volume(sample, key, name()).size(2) == reference.size(2) &&
-                     volume(sample, key, name()).size(3) == reference.size(3),
-                 name(), ": '", key, "' is not on the grid of '", first, "'");
+      const Tensor& t = volume(sample, key, name());
+      KILN_CHECK(
+          t.size(1) == reference.size(1) && t.size(2) == reference.size(2) && t.size(3) == reference.size(3),
+          name(), ": '", key, "' is not on the grid of '", first, "'");
     }
   }
-  for (const std::string& key : keys_) {
+  for (const std::string& key : o.keys) {
     Tensor& t = volume(sample, key, name());
-    t = displacement_resample(t, displacement, {}, Interpolation::Linear);
+    t = displacement_resample(t, displacement, map, Interpolation::Linear);
   }
-  for (const std::string& key : nearest_keys_) {
+  for (const std::string& key : o.nearest_keys) {
     Tensor& t = volume(sample, key, name());
-    t = displacement_resample(t, displacement, {}, Interpolation::Nearest);
+    t = displacement_resample(t, displacement, map, Interpolation::Nearest);
   }
 }
 

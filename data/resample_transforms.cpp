@@ -79,17 +79,21 @@ VoxelAffine RandomAffine::map_of(const std::array<double, 3>& angles, const std:
   return map;
 }
 
-void RandomAffine::apply(Sample& sample, Generator& generator) const {
-  if (uniform(generator, 0, 1) >= options_.p) return;
+VoxelAffine RandomAffine::draw(const Options& options, Generator& generator) {
   std::array<double, 3> angles{}, scales{}, translation{};
   for (size_t a = 0; a < 3; ++a)
-    angles[a] = uniform(generator, -options_.rotate_range[a], options_.rotate_range[a]);
+    angles[a] = uniform(generator, -options.rotate_range[a], options.rotate_range[a]);
   for (size_t a = 0; a < 3; ++a)
-    scales[a] = 1 + uniform(generator, -options_.scale_range[a], options_.scale_range[a]);
+    scales[a] = 1 + uniform(generator, -options.scale_range[a], options.scale_range[a]);
   for (size_t a = 0; a < 3; ++a) {
-    translation[a] = uniform(generator, -options_.translate_range[a], options_.translate_range[a]);
+    translation[a] = uniform(generator, -options.translate_range[a], options.translate_range[a]);
   }
-  const VoxelAffine map = map_of(angles, scales, translation);
+  return map_of(angles, scales, translation);
+}
+
+void RandomAffine::apply(Sample& sample, Generator& generator) const {
+  if (uniform(generator, 0, 1) >= options_.p) return;
+  const VoxelAffine map = draw(options_, generator);
   const auto resample = [&](const Tensor& t, Interpolation mode) { return affine_resample(t, map, mode); };
   apply_to_keys(sample, options_.keys, Interpolation::Linear, "RandomAffine", resample);
   apply_to_keys(sample, options_.nearest_keys, Interpolation::Nearest, "RandomAffine", resample);

@@ -184,6 +184,9 @@ class RandomAffine final : public Transform {
   // The voxel map of rotation angles, scales and a translation (exposed for tests).
   static VoxelAffine map_of(const std::array<double, 3>& angles, const std::array<double, 3>& scales,
                             const std::array<double, 3>& translation);
+  // A map drawn from the ranges of `options` (the angles, then the scales, then the
+  // translation), as apply draws it; RandomElasticDeform draws its affine part with it.
+  static VoxelAffine draw(const Options& options, Generator& generator);
 
  private:
   Options options_;

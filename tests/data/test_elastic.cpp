@@ -58,7 +58,10 @@ TEST(Elastic, TheTransformMovesImageAndLabelTogether) {
   s.tensors[kImage] = arange(8 * 9 * 10, {.dtype = DType::Float32}).reshape({1, 8, 9, 10});
   s.tensors[kLabel] = arange(8 * 9 * 10, {.dtype = DType::Int64}).reshape({1, 8, 9, 10});
   Sample again = s;
-  const RandomElasticDeform deform({1.0, 2.0}, {20.0, 30.0}, 1.0, {kImage}, {kLabel});
+  const RandomElasticDeform deform({.sigma_range = {1.0, 2.0},
+                                    .magnitude_range = {20.0, 30.0},
+                                    .keys = {kImage},
+                                    .nearest_keys = {kLabel}});
   Generator g1 = sample_generator(4, 0, 3), g2 = sample_generator(4, 0, 3);
   deform.apply(s, g1);
   deform.apply(again, g2);
@@ -70,7 +73,30 @@ TEST(Elastic, TheTransformMovesImageAndLabelTogether) {
   const Tensor labels = s.at(kLabel);
   EXPECT_TRUE(testing::all_equal(logical_and(ge(labels, 0), lt(labels, 720)),
                                  ones_like(labels, {.dtype = DType::Bool})));
-  EXPECT_KILN_ERROR(RandomElasticDeform({2.0, 1.0}, {1.0, 2.0}, 0.5), "RandomElasticDeform", "sigma range");
+  EXPECT_KILN_ERROR(RandomElasticDeform({.sigma_range = {2.0, 1.0}}), "RandomElasticDeform", "sigma range");
+  EXPECT_KILN_ERROR(RandomElasticDeform({.rotate_range = {-0.1, 0, 0}}), "RandomElasticDeform", ">= 0");
+}
+
+// Displacement and affine map in one pass: with no displacement it is affine_resample
+// exactly (one sampler); a constant displacement d is the affine map's offset moved by -d.
+TEST(Elastic, TheAffinePartComposesInTheSamePass) {
+  const Tensor v = testing::random_for({1, 7, 6, 8}, DType::Float32, 3);
+  const VoxelAffine map = RandomAffine::map_of({0.3, -0.2, 0.1}, {1.1, 0.9, 1.0}, {0.5, -1.0, 0.25});
+  for (Interpolation mode : {Interpolation::Linear, Interpolation::Nearest}) {
+    EXPECT_TRUE(testing::all_equal(displacement_resample(v, zeros({3, 7, 6, 8}), map, mode),
+                                   affine_resample(v, map, mode)));
+    const Tensor d = stack({full({7, 6, 8}, 0.75), full({7, 6, 8}, -0.5), full({7, 6, 8}, 1.25)});
+    VoxelAffine moved = map;
+    moved.offset = {map.offset[0] - 0.75, map.offset[1] + 0.5, map.offset[2] - 1.25};
+    EXPECT_TRUE(testing::all_close(displacement_resample(v, d, map, mode), affine_resample(v, moved, mode),
+                                   {1e-6, 1e-6}));
+  }
+  // the transform with an affine range changes the volume even when the field is zero
+  Sample s;
+  s.tensors[kImage] = v;
+  Generator g(2);
+  RandomElasticDeform({.magnitude_range = {0.0, 0.0}, .rotate_range = {0.4, 0.4, 0.4}}).apply(s, g);
+  EXPECT_FALSE(testing::all_close(s.at(kImage), v, {1e-3, 1e-3}));
 }
 
 }  // namespace
