@@ -91,6 +91,14 @@ std::vector<double> checked_spacing(const std::vector<double>& spacing, size_t d
   return spacing;
 }
 
+// Steps the row-major coordinate `coord` in a grid of `sizes` to the next voxel.
+void next_coordinate(std::vector<int64_t>& coord, const std::vector<int64_t>& sizes) {
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (++coord[d] < sizes[d]) break;
+    coord[d] = 0;
+  }
+}
+
 // The voxels of `mask` with a face neighbour outside it (or on the grid's border): the
 // mask minus its erosion by the face-connected cross (scipy's binary_erosion).
 std::vector<uint8_t> surface(const uint8_t* mask, const std::vector<int64_t>& sizes, int64_t voxels) {
@@ -107,10 +115,7 @@ std::vector<uint8_t> surface(const uint8_t* mask, const std::vector<int64_t>& si
       }
       edge[static_cast<size_t>(i)] = inner ? 0 : 1;
     }
-    for (size_t d = sizes.size(); d-- > 0;) {  // next coordinate, row-major
-      if (++coord[d] < sizes[d]) break;
-      coord[d] = 0;
-    }
+    next_coordinate(coord, sizes);
   }
   return edge;
 }
@@ -133,10 +138,7 @@ std::vector<double> surface_distances(const std::vector<uint8_t>& from, const st
         hi[d] = std::max(hi[d], coord[d]);
       }
     }
-    for (size_t d = dims; d-- > 0;) {
-      if (++coord[d] < sizes[d]) break;
-      coord[d] = 0;
-    }
+    next_coordinate(coord, sizes);
   }
   std::vector<int64_t> box(dims);
   int64_t box_voxels = 1;
@@ -149,10 +151,7 @@ std::vector<double> surface_distances(const std::vector<uint8_t>& from, const st
     for (size_t d = 0; d < dims; ++d) i = i * sizes[d] + lo[d] + coord[d];
     index_of_box[static_cast<size_t>(j)] = i;
     sites[static_cast<size_t>(j)] = to[static_cast<size_t>(i)];
-    for (size_t d = dims; d-- > 0;) {
-      if (++coord[d] < box[d]) break;
-      coord[d] = 0;
-    }
+    next_coordinate(coord, box);
   }
   const std::vector<double> squared = squared_distance_transform(sites, box, spacing);
   std::vector<double> out;
@@ -195,25 +194,31 @@ Tensor surface_metric(const Tensor& y_pred, const Tensor& y, bool include_backgr
   });
 }
 
-}  // namespace
-
-Tensor compute_dice(const Tensor& y_pred, const Tensor& y, const OverlapMetricOptions& options) {
-  const std::pair<Masks, Masks> masks = read_pair(y_pred, y, "compute_dice");
+// A ratio of voxel counts per sample and class, MONAI's empty-mask rule applied:
+// `ratio(counts)` gives (numerator, denominator).
+Tensor overlap_metric(const Tensor& y_pred, const Tensor& y, const OverlapMetricOptions& options,
+                      const char* op, const std::function<std::pair<double, double>(const Counts&)>& ratio) {
+  const std::pair<Masks, Masks> masks = read_pair(y_pred, y, op);
   const Masks& pred = masks.first;
   const Masks& truth = masks.second;
   return per_class(pred, options.include_background, [&](int64_t b, int64_t c) {
     const Counts n = count(pred.at(b, c), truth.at(b, c), pred.voxels);
-    return overlap_ratio(2.0 * n.both, n.truth + n.pred, n, options.ignore_empty);
+    const auto [numerator, denominator] = ratio(n);
+    return overlap_ratio(numerator, denominator, n, options.ignore_empty);
+  });
+}
+
+}  // namespace
+
+Tensor compute_dice(const Tensor& y_pred, const Tensor& y, const OverlapMetricOptions& options) {
+  return overlap_metric(y_pred, y, options, "compute_dice", [](const Counts& n) {
+    return std::pair{2.0 * n.both, n.truth + n.pred};
   });
 }
 
 Tensor compute_iou(const Tensor& y_pred, const Tensor& y, const OverlapMetricOptions& options) {
-  const std::pair<Masks, Masks> masks = read_pair(y_pred, y, "compute_iou");
-  const Masks& pred = masks.first;
-  const Masks& truth = masks.second;
-  return per_class(pred, options.include_background, [&](int64_t b, int64_t c) {
-    const Counts n = count(pred.at(b, c), truth.at(b, c), pred.voxels);
-    return overlap_ratio(n.both, n.truth + n.pred - n.both, n, options.ignore_empty);
+  return overlap_metric(y_pred, y, options, "compute_iou", [](const Counts& n) {
+    return std::pair{n.both, n.truth + n.pred - n.both};
   });
 }
 

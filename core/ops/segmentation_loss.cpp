@@ -204,10 +204,8 @@ Tensor focal_alpha(const Tensor& t, const FocalLossOptions& options, bool softma
   if (options.alpha) {
     const double a = *options.alpha;
     if (!softmax) return add(mul(t, a), mul(add(neg(t), 1.0), 1.0 - a));
-    Tensor factor = full({classes}, a, {.dtype = t.dtype(), .device = t.device()});
-    factor = cat(
-        {full({1}, 1.0 - a, {.dtype = t.dtype(), .device = t.device()}), slice(factor, 0, 1, std::nullopt)});
-    return along_channels(factor, t.dim());
+    const TensorOptions like{.dtype = t.dtype(), .device = t.device()};
+    return along_channels(cat({full({1}, 1.0 - a, like), full({classes - 1}, a, like)}), t.dim());
   }
   KILN_CHECK(options.alpha_per_class.dim() == 1, op, ": alpha_per_class must be [", classes, "], got ",
              options.alpha_per_class.sizes());

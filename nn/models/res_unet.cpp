@@ -20,7 +20,7 @@ namespace {
 using Triple = std::array<int64_t, 3>;
 
 std::vector<int64_t> vec(const Triple& t) { return {t[0], t[1], t[2]}; }
-bool ones(const Triple& t) { return t[0] == 1 && t[1] == 1 && t[2] == 1; }
+bool all_ones(const Triple& t) { return t[0] == 1 && t[1] == 1 && t[2] == 1; }
 
 // nnU-Net's ConvDropoutNormReLU: conv (padding (k - 1) / 2), instance norm, and LeakyReLU
 // unless `act` is false; the layers registered by name and again as `all_modules`.
@@ -85,9 +85,9 @@ class ResidualBlock final : public Layer {
         "conv2", std::make_shared<ConvNormAct>(o, out, out, kernel, Triple{1, 1, 1}, o.conv_bias, false));
     nonlin2_ = register_module(
         "nonlin2", std::make_shared<LeakyReLU>(LeakyReLUOptions{.negative_slope = o.negative_slope}));
-    if (!ones(stride) || in != out) {
+    if (!all_ones(stride) || in != out) {
       skip_ = std::make_shared<Sequential>();
-      if (!ones(stride)) {
+      if (!all_ones(stride)) {
         skip_->push_back(
             std::make_shared<AvgPool3d>(AvgPoolOptions{.kernel_size = vec(stride), .stride = vec(stride)}));
       }

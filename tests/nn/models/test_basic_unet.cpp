@@ -114,9 +114,9 @@ TEST(BasicUNet, OutputsAndGradientsEqualMonaisInFloat64) {
 }
 
 // float32 runs every layer in float32: instance norm over a few voxels at the bottom and
-// 18 layers deep, values agree to about 1e-4 of their scale.
+// 18 layers deep, values agree to 9e-5 of their scale at worst (measured): 3e-4 allowed.
 TEST(BasicUNet, OutputsAndGradientsAgreeInFloat32) {
-  for (const Case& c : cases()) check_against_monai(c, DType::Float32, {2e-3, 2e-3});
+  for (const Case& c : cases()) check_against_monai(c, DType::Float32, {3e-4, 3e-4});
 }
 
 TEST(BasicUNet, BadOptionsAndInputsAreErrors) {
